@@ -1,0 +1,203 @@
+"""Every tunable of the SPEC as msgspec Structs, with the SPEC defaults.
+
+No constant of the behaviour lives anywhere else: modules read these objects, kernels receive the
+values as arguments.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+# category -> (importance weight, default scope, tier, protected)
+CATEGORY_TABLE: dict[str, tuple[float, str, str, bool]] = {
+    "self_identity": (4.0, "global", "semantic", True),
+    "instruction": (3.0, "global", "semantic", False),
+    "preference": (2.0, "global", "semantic", False),
+    "project_knowledge": (2.0, "project", "semantic", False),
+    "session_checkpoint": (1.5, "project", "episodic", False),
+    "conversation_summary": (1.0, "project", "episodic", False),
+    "user_fact": (1.0, "global", "semantic", False),
+}
+CATEGORIES: tuple[str, ...] = tuple(CATEGORY_TABLE)
+CATEGORY_ALIASES: dict[str, str] = {
+    "feedback": "instruction",
+    "project": "project_knowledge",
+    "reference": "project_knowledge",
+    "user": "user_fact",
+}
+EPISODIC: frozenset[str] = frozenset(c for c, v in CATEGORY_TABLE.items() if v[2] == "episodic")
+
+
+class Bm25Config(msgspec.Struct, frozen=True, kw_only=True):
+    """BM25 parameters (SPEC §2)."""
+
+    k1: float = 1.2
+    b: float = 0.75
+
+
+class RecallConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Scoring and assembly of recall (SPEC §6)."""
+
+    recency_decay_per_hour: float = 0.005
+    weight_recency: float = 1.0
+    weight_importance: float = 1.0
+    weight_relevance: float = 1.0
+    bm25_weight: float = 0.4
+    cos_weight: float = 0.6
+    project_affinity: float = 3.0
+    bm25_norm: str = "raw"  # raw | max | minmax
+    graph_seeds: int = 5
+    graph_hops: int = 1
+    graph_hop_factor: float = 0.5
+    max_entries: int = 20
+    token_budget: int = 2000
+    dynamic_max_entries: int = 15
+    dynamic_token_budget: int = 1500
+    self_identity_summary_chars: int = 600
+    user_fact_summary_chars: int = 400
+
+
+class GraphConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Memory graph (SPEC §4)."""
+
+    max_edges: int = 5
+    link_min_cos: float = 0.7
+    link_top: int = 3
+    link_bm25_weight: float = 0.4
+    link_cos_weight: float = 0.6
+
+
+class ForgettingConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Forgetting curve (SPEC §7)."""
+
+    decay_per_hour: float = 0.003
+    dormant_below: float = 0.1
+    reinforce_step: float = 1.0
+
+
+class CapacityConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Capacity, archive and GC (SPEC §9)."""
+
+    store_capacity: int = 500
+    archive_capacity: int = 1000
+    gc_threshold: int = 450
+    revive_top: int = 20
+    revive_max: int = 10
+
+
+class PersistConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Journal and snapshot policy (SPEC §8)."""
+
+    fsync: str = "interval"  # always | interval | never
+    fsync_interval_s: float = 1.0
+    snapshot_debounce_s: float = 5.0
+
+
+class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Configuration of a :class:`maclaw_fast.MemoryStore`.
+
+    Examples
+    --------
+    >>> cfg = MemoryConfig(recall=RecallConfig(bm25_norm="max"))
+    >>> cfg.recall.max_entries
+    20
+    """
+
+    bm25: Bm25Config = Bm25Config()
+    recall: RecallConfig = RecallConfig()
+    graph: GraphConfig = GraphConfig()
+    forgetting: ForgettingConfig = ForgettingConfig()
+    capacity: CapacityConfig = CapacityConfig()
+    persist: PersistConfig = PersistConfig()
+    query_cache_size: int = 256
+    auto_link: bool = True
+    backfill_vectors: bool = True
+
+
+class RouterConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Tool routing (SPEC §12)."""
+
+    max_tools: int = 28
+    max_dynamic: int = 18
+    bm25_weight: float = 0.4
+    cos_weight: float = 0.6
+    retrieval_weight: float = 0.6
+    experience_weight: float = 0.3
+    priority_weight: float = 0.1
+    retrieval_weight_no_usage: float = 0.9
+    vector_candidates_factor: int = 2
+    rerank_top: int = 20
+    rerank_max: int = 5
+    discover_top: int = 5
+    body_summary_chars: int = 1500
+    core_tools: tuple[str, ...] = (
+        "bash", "read_file", "write_file", "list_directory", "send_and_observe",
+        "create_session", "list_sessions", "get_session_output", "get_session_events",
+        "control_session", "call_mcp_tool", "list_skills", "run_skill", "screenshot", "send_file",
+        "memory", "web_search", "web_fetch", "set_nickname", "browser_connect",
+        "browser_navigate", "browser_click", "discover_tool",
+    )
+    usage_window: int = 2000
+    usage_per_tool: int = 200
+    usage_query_tokens: int = 5
+    usage_decay_per_hour: float = 0.01
+    usage_failure_weight: float = -0.3
+    embedding_cache_size: int = 2000
+    embedding_cache_debounce_s: float = 2.0
+    query_cache_size: int = 64
+    query_cache_ttl_s: float = 30.0
+    route_log_max_bytes: int = 5 * 1024 * 1024
+
+
+class SearchConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Workspace memory search (SPEC §14)."""
+
+    chunk_tokens: int = 400
+    chunk_overlap: int = 80
+    chars_per_token: int = 4
+    vector_weight: float = 0.7
+    text_weight: float = 0.3
+    max_results: int = 6
+    min_score: float = 0.35
+    candidate_multiplier: int = 4
+    max_candidates: int = 200
+    temporal_decay: bool = False
+    half_life_days: float = 30.0
+    mmr: bool = False
+    mmr_lambda: float = 0.7
+    snippet_chars: int = 700
+    max_total_chars: int = 4000
+    extra_paths: tuple[str, ...] = ()
+    watch_debounce_s: float = 1.5
+    sync_interval_s: float = 0.0
+
+
+class MaintenanceConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Maintenance pipeline (SPEC §10)."""
+
+    interval_h: float = 6.0
+    backups_kept: int = 20
+    dedup_min_substring: int = 20
+    merge_batch: int = 25
+    merge_cut_bytes: int = 500
+    merge_min_cos: float = 0.9
+    compress_min_chars: int = 200
+    compress_max_ratio: float = 0.5
+    compact_backfill_max: int = 30
+    compact_min_chars: int = 20
+    breaker_failures: int = 3
+    promote_min_episodic: int = 6
+    promote_window: int = 50
+    promote_cut_bytes: int = 200
+    promote_min_evidence: int = 3
+    promote_max: int = 5
+    reflect_min_entries: int = 50
+    reflect_min_hours: float = 24.0
+    reflect_min_episodic: int = 5
+    reflect_window: int = 30
+    reflect_cut_bytes: int = 300
+    extract_cooldown_s: float = 3600.0
+    extract_compress_over: int = 20
+    conflict_candidates: int = 5
+    conflict_min_cos: float = 0.8
+    conflict_min_bm25: float = 3.0

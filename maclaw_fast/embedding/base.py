@@ -1,0 +1,89 @@
+"""The Embedder protocol, the boundary check every embedder output passes, and resolution."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from maclaw_fast.errors import EmbeddingError, ValidationError
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything that turns texts into L2-normalised float32 rows.
+
+    ``fingerprint`` names the model identity: vectors made under another fingerprint are never
+    mixed with current ones.
+    """
+
+    dim: int
+    fingerprint: str
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+def l2_normalise(matrix: np.ndarray) -> np.ndarray:
+    """Row-normalise in float32; all-zero rows stay zero."""
+    m = np.ascontiguousarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    np.maximum(norms, 1e-12, out=norms)
+    return np.ascontiguousarray(m / norms, dtype=np.float32)
+
+
+def check_vectors(vectors, dim: int, *, what: str = "vector") -> np.ndarray:
+    """Validate user-given vectors: shape ``(n, dim)`` or ``(dim,)``, finite; returns normalised rows."""
+    try:
+        arr = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{what} must be numeric: {exc}") from None
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.shape[1] != dim:
+        raise ValidationError(f"{what} has shape {tuple(np.shape(vectors))}, expected (…, {dim})")
+    if not np.isfinite(arr).all():
+        raise ValidationError(f"{what} contains NaN or infinity")
+    return l2_normalise(arr)
+
+
+def embed_checked(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """Run an embedder and check what it returned (float32, (n, dim), finite, normalised)."""
+    if not texts:
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    try:
+        out = embedder.embed(list(texts))
+    except EmbeddingError:
+        raise
+    except Exception as exc:  # an embedder is user code: wrap whatever it raised
+        raise EmbeddingError(f"embedder {embedder.fingerprint!r} failed: {exc}") from exc
+    out = np.asarray(out, dtype=np.float32)
+    if out.shape != (len(texts), embedder.dim) or not np.isfinite(out).all():
+        raise EmbeddingError(
+            f"embedder {embedder.fingerprint!r} returned shape {out.shape}, "
+            f"expected ({len(texts)}, {embedder.dim}) finite values")
+    return l2_normalise(out)
+
+
+def resolve_embedder(embedder) -> Embedder | None:
+    """``"default"`` → the ONNX model (hash embedder when the model is not installed), ``None`` →
+    BM25-only, ``"hash"`` → :class:`HashEmbedder`, an object → itself (checked)."""
+    if embedder is None:
+        return None
+    if isinstance(embedder, str):
+        if embedder == "default":
+            from maclaw_fast.embedding.onnx import default_embedder
+
+            return default_embedder()
+        if embedder == "hash":
+            from maclaw_fast.embedding.hashing import HashEmbedder
+
+            return HashEmbedder()
+        if embedder == "onnx":
+            from maclaw_fast.embedding.onnx import OnnxEmbedder
+
+            return OnnxEmbedder()
+        raise ValidationError(f"unknown embedder {embedder!r}: use 'default', 'onnx', 'hash', None "
+                              "or an object with dim, fingerprint and embed()")
+    if not isinstance(embedder, Embedder):
+        raise ValidationError("embedder must have dim, fingerprint and embed(texts)")
+    return embedder

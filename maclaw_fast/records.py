@@ -1,0 +1,67 @@
+"""Typed records exchanged at the API boundary (msgspec Structs)."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class Entry(msgspec.Struct, kw_only=True):
+    """One memory (SPEC §1). Times are UTC unix seconds (float).
+
+    Examples
+    --------
+    >>> e = Entry(id="1-abcd", content="likes tea", category="preference")
+    >>> e.status
+    'active'
+    """
+
+    id: str
+    content: str
+    category: str
+    tags: list[str] = []
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    access_count: int = 1
+    related_ids: list[str] = []
+    related_strengths: list[float] = []
+    strength: float = 1.0
+    status: str = "active"  # active | superseded | dormant
+    scope: str = "global"  # global | project
+    pinned: bool = False
+    compact_form: str = ""
+    embedding: list[float] | None = None
+
+
+class ScoreBreakdown(msgspec.Struct, frozen=True, kw_only=True):
+    """Why a hit ranked where it did.
+
+    ``total = w_rec·recency + w_imp·importance + w_rel·(bm25_w·bm25 + cos_w·cos + affinity + graph)``
+    where ``bm25`` is the normalised BM25 used in the fusion and ``graph`` the relevance a graph
+    neighbour gained from a seed (0 when none).
+    """
+
+    recency: float
+    importance: float
+    bm25: float
+    cos: float
+    affinity: float
+    graph: float
+    total: float
+
+
+class RecallHit(msgspec.Struct, frozen=True, kw_only=True):
+    """One recalled memory with its score breakdown."""
+
+    entry: Entry
+    score: float
+    breakdown: ScoreBreakdown
+    reason: str = "scored"  # self_identity | user_fact | scored | graph
+
+
+class GcReport(msgspec.Struct, kw_only=True):
+    """Result of a GC run (SPEC §9)."""
+
+    archived: int = 0
+    revived: int = 0
+    before: int = 0
+    after: int = 0

@@ -1,0 +1,5 @@
+"""Text analysis shared by every index."""
+
+from maclaw_fast.text.tokenizer import Vocabulary, analysed_text, tokenize
+
+__all__ = ["Vocabulary", "analysed_text", "tokenize"]

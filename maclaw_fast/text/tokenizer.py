@@ -1,0 +1,88 @@
+"""The one tokenizer (SPEC §2), shared by memory, tools, usage tracking and workspace search.
+
+Lower-case, segment with jieba (rjieba, the Rust port: ~2 µs per sentence), strip, and drop tokens
+made only of punctuation, symbols or whitespace. No stop words, no stemming. The same tokens are
+fed to tantivy pre-tokenised, so tantivy's BM25 and ours see identical terms.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from functools import lru_cache
+
+import rjieba
+
+_DROP_CATEGORIES = frozenset({"Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So",
+                              "Zs", "Zl", "Zp", "Cc", "Cf"})
+
+
+@lru_cache(maxsize=1 << 16)
+def _keep(token: str) -> bool:
+    return any(unicodedata.category(ch) not in _DROP_CATEGORIES for ch in token)
+
+
+def tokenize(text: str, *, search_mode: bool = True) -> list[str]:
+    """Split ``text`` into index terms.
+
+    ``search_mode`` (default) uses jieba's search segmentation, which also emits the shorter words
+    inside a long Chinese compound ("查询数据库" → 查询, 数据, 数据库, 查询数据库) so that a query and
+    a document segmented differently still share terms.
+
+    Examples
+    --------
+    >>> tokenize("Deploy script 部署脚本, v2!")
+    ['deploy', 'script', '部署', '脚本', 'v2']
+    """
+    if not text:
+        return []
+    cut = rjieba.cut_for_search if search_mode else rjieba.cut
+    out = []
+    for raw in cut(text.lower()):
+        tok = raw.strip()
+        if tok and _keep(tok):
+            out.append(tok)
+    return out
+
+
+def analysed_text(content: str, tags: list[str] | tuple[str, ...]) -> str:
+    """The text an entry is indexed under: ``content + " " + " ".join(tags)`` (SPEC §2)."""
+    return content + " " + " ".join(tags)
+
+
+class Vocabulary:
+    """Token → dense int id, grown on demand; ids are never reused, so arrays keyed by id stay valid.
+
+    Examples
+    --------
+    >>> v = Vocabulary()
+    >>> v.ids(["a", "b", "a"], add=True).tolist()
+    [0, 1, 0]
+    >>> v.ids(["zzz"]).tolist()
+    [-1]
+    """
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+        self.tokens: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def get(self, token: str) -> int:
+        return self._ids.get(token, -1)
+
+    def add(self, token: str) -> int:
+        tid = self._ids.get(token)
+        if tid is None:
+            tid = len(self.tokens)
+            self._ids[token] = tid
+            self.tokens.append(token)
+        return tid
+
+    def ids(self, tokens, *, add: bool = False):
+        import numpy as np
+
+        if add:
+            return np.fromiter((self.add(t) for t in tokens), dtype=np.int32, count=len(tokens))
+        get = self._ids.get
+        return np.fromiter((get(t, -1) for t in tokens), dtype=np.int32, count=len(tokens))

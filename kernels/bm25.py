@@ -1,0 +1,64 @@
+"""BM25 scoring over CSR postings (term → docs), scattered into caller-keyed output rows."""
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True, inline="always")
+def _accumulate(term_ids, idf, indptr, post_docs, post_tfs, doc_norm, doc_live, doc_key,
+                k1, b, avgdl, out):
+    n_terms = indptr.shape[0] - 1
+    for i in range(term_ids.shape[0]):
+        t = term_ids[i]
+        if t < 0 or t >= n_terms:
+            continue
+        w = idf[i] * (k1 + 1.0)
+        for p in range(indptr[t], indptr[t + 1]):
+            d = post_docs[p]
+            if doc_live[d]:
+                tf = post_tfs[p]
+                out[doc_key[d]] += w * tf / (tf + k1 * (1.0 - b + b * doc_norm[d] / avgdl))
+
+
+@njit(cache=True)
+def bm25_scores(term_ids, idf, indptr, post_docs, post_tfs, doc_norm, doc_live, doc_key,
+                k1, b, avgdl, out):
+    """Add the BM25 score of every live doc holding one of ``term_ids`` into ``out[doc_key[d]]``.
+
+    ``term_ids`` are the query's unique term ids (``-1`` = unknown, skipped), ``idf`` their
+    weights, ``doc_norm`` the (field-norm encoded) document lengths.
+    """
+    _accumulate(term_ids, idf, indptr, post_docs, post_tfs, doc_norm, doc_live, doc_key,
+                k1, b, avgdl, out)
+
+
+@njit(cache=True, parallel=True)
+def bm25_scores_batch(q_indptr, term_ids, idf, indptr, post_docs, post_tfs, doc_norm, doc_live,
+                      doc_key, k1, b, avgdl, out):
+    """:func:`bm25_scores` for many queries: query ``q`` owns ``term_ids[q_indptr[q]:q_indptr[q+1]]``
+    and writes row ``out[q]``."""
+    for q in prange(q_indptr.shape[0] - 1):
+        lo = q_indptr[q]
+        hi = q_indptr[q + 1]
+        _accumulate(term_ids[lo:hi], idf[lo:hi], indptr, post_docs, post_tfs, doc_norm, doc_live,
+                    doc_key, k1, b, avgdl, out[q])
+
+
+@njit(cache=True)
+def build_csr(n_terms, terms, docs, tfs):
+    """Counting-sort COO postings (term, doc, tf) into CSR by term; within a term docs keep the
+    input order. Returns ``(indptr, post_docs, post_tfs)``."""
+    indptr = np.zeros(n_terms + 1, dtype=np.int64)
+    for i in range(terms.shape[0]):
+        indptr[terms[i] + 1] += 1
+    for t in range(n_terms):
+        indptr[t + 1] += indptr[t]
+    fill = indptr[:-1].copy()
+    post_docs = np.empty(terms.shape[0], dtype=np.int32)
+    post_tfs = np.empty(terms.shape[0], dtype=np.float32)
+    for i in range(terms.shape[0]):
+        p = fill[terms[i]]
+        post_docs[p] = docs[i]
+        post_tfs[p] = tfs[i]
+        fill[terms[i]] = p + 1
+    return indptr, post_docs, post_tfs

@@ -1,0 +1,331 @@
+"""BM25 (SPEC §2): tantivy as the inverted index of record, plus a columnar mirror of the same
+postings that numba scores.
+
+Why two: tantivy-py has no multi-query call and costs ~40 µs per query from Python before the doc
+ids are even mapped back; the mirror scores one query in a few µs and a batch in parallel. Both see
+the same pre-tokenised terms and the same one-byte length encoding, and ``tests/test_bm25.py``
+checks they agree to 1e-4. Which serves what: ``scores``/``scores_batch`` (every recall path, the
+router, the workspace search) use the mirror; ``tantivy_scores`` answers from tantivy and is what
+the parity tests and the hand-glue benchmark use.
+
+Mirror layout: documents get an append-only doc number; a *main* CSR (term → docs) covers the
+docs up to ``main_upto`` and a small *delta* CSR the ones added since. Deletes only clear
+``doc_live`` and adjust df / lengths, so every edit is O(document) and statistics are always those
+of the live set — scores equal a fresh build after any edit sequence. The delta folds into the main
+CSR once it holds an eighth of the postings; dead docs are dropped when they reach a quarter.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import tantivy
+
+from maclaw_fast.config import Bm25Config
+from maclaw_fast.text.tokenizer import Vocabulary
+from maclaw_kernels.bm25 import bm25_scores, bm25_scores_batch, build_csr
+
+
+def _fieldnorm_table() -> np.ndarray:
+    """tantivy's 256 one-byte document-length codes: exact to 23, then 4-bit-mantissa floats
+    (tantivy ``fieldnorm/code.rs`` documents the rule; the parity test checks it against tantivy)."""
+    table = np.empty(256, dtype=np.int64)
+    for code in range(256):
+        if code < 24:
+            table[code] = code
+            continue
+        x = code - 24
+        bits, shift = x & 7, x >> 3
+        table[code] = 24 + (bits if shift == 0 else (bits | 8) << (shift - 1))
+    return table
+
+
+FIELDNORM_TABLE = _fieldnorm_table()
+
+
+def encode_length(n_tokens: np.ndarray | int) -> np.ndarray:
+    """The length tantivy scores a document of ``n_tokens`` with (largest table value ≤ n)."""
+    idx = np.searchsorted(FIELDNORM_TABLE, np.asarray(n_tokens), side="right") - 1
+    return FIELDNORM_TABLE[idx].astype(np.float32)
+
+
+def _grow(arr: np.ndarray, need: int) -> np.ndarray:
+    if need <= arr.shape[0]:
+        return arr
+    new = np.zeros(max(need, 2 * arr.shape[0], 64), dtype=arr.dtype)
+    new[: arr.shape[0]] = arr
+    return new
+
+
+class Bm25Index:
+    """Incremental BM25 over integer keys (the caller's row ids).
+
+    Parameters
+    ----------
+    config : k1 and b.
+    tantivy_index : keep the tantivy index of record (default). ``False`` keeps only the mirror
+        (used where nothing asks tantivy, e.g. throw-away evaluation indexes).
+
+    Examples
+    --------
+    >>> idx = Bm25Index()
+    >>> idx.add(0, ["deploy", "script"]); idx.add(1, ["green", "tea"])
+    >>> s = idx.scores(["deploy"], n_keys=2)
+    >>> bool(s[0] > 0), float(s[1])
+    (True, 0.0)
+    """
+
+    def __init__(self, config: Bm25Config = Bm25Config(), *, tantivy_index: bool = True) -> None:
+        self.k1 = float(config.k1)
+        self.b = float(config.b)
+        self.vocab = Vocabulary()
+        self._lock = threading.RLock()
+        # forward store, by doc number
+        self._fwd_terms = np.zeros(1024, np.int32)
+        self._fwd_tfs = np.zeros(1024, np.float32)
+        self._fwd_used = 0
+        self._doc_start = np.zeros(64, np.int64)
+        self._doc_nterms = np.zeros(64, np.int32)
+        self._doc_len = np.zeros(64, np.int64)
+        self._doc_norm = np.zeros(64, np.float32)
+        self._doc_key = np.zeros(64, np.int64)
+        self._doc_live = np.zeros(64, np.bool_)
+        self._n_docs = 0
+        self._key_doc: dict[int, int] = {}
+        self._df = np.zeros(1024, np.int64)
+        self._total_len = 0
+        # CSR mirrors
+        self._main = (np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
+        self._main_upto = 0
+        self._main_nnz = 0
+        self._delta = None  # rebuilt lazily
+        self._dead_in_main = 0
+        self._tantivy = _TantivyMirror() if tantivy_index else None
+
+    # ------------------------------------------------------------------ edits
+    def __len__(self) -> int:
+        return len(self._key_doc)
+
+    def __contains__(self, key: int) -> bool:
+        return int(key) in self._key_doc
+
+    def add(self, key: int, tokens: list[str]) -> None:
+        """Index ``tokens`` under ``key`` (replacing what the key held)."""
+        key = int(key)
+        with self._lock:
+            if key in self._key_doc:
+                self._remove(key)
+            ids = self.vocab.ids(tokens, add=True)
+            terms, tfs = np.unique(ids, return_counts=True) if ids.size else (ids, ids)
+            d = self._n_docs
+            self._ensure_docs(d + 1)
+            start = self._fwd_used
+            need = start + terms.size
+            self._fwd_terms = _grow(self._fwd_terms, need)
+            self._fwd_tfs = _grow(self._fwd_tfs, need)
+            self._fwd_terms[start:need] = terms
+            self._fwd_tfs[start:need] = tfs
+            self._fwd_used = need
+            self._doc_start[d] = start
+            self._doc_nterms[d] = terms.size
+            self._doc_len[d] = len(tokens)
+            self._doc_norm[d] = encode_length(len(tokens))
+            self._doc_key[d] = key
+            self._doc_live[d] = True
+            self._n_docs = d + 1
+            self._key_doc[key] = d
+            self._df = _grow(self._df, len(self.vocab))
+            self._df[terms] += 1
+            self._total_len += len(tokens)
+            self._delta = None
+            if self._tantivy is not None:
+                self._tantivy.add(key, tokens)
+            if need - self._main_nnz > max(4096, self._main_nnz // 8):
+                self._rebuild_main()
+
+    def remove(self, key: int) -> None:
+        """Forget ``key``; unknown keys are ignored."""
+        with self._lock:
+            if int(key) in self._key_doc:
+                self._remove(int(key))
+
+    def _remove(self, key: int) -> None:
+        d = self._key_doc.pop(key)
+        self._doc_live[d] = False
+        lo = self._doc_start[d]
+        self._df[self._fwd_terms[lo: lo + self._doc_nterms[d]]] -= 1
+        self._total_len -= int(self._doc_len[d])
+        if d < self._main_upto:
+            self._dead_in_main += 1
+            if self._dead_in_main * 4 > max(len(self._key_doc), 64):
+                self._compact()
+        else:
+            self._delta = None
+        if self._tantivy is not None:
+            self._tantivy.remove(key)
+
+    def clear(self) -> None:
+        with self._lock:
+            self.__init__(Bm25Config(k1=self.k1, b=self.b),
+                          tantivy_index=self._tantivy is not None)
+
+    def _ensure_docs(self, n: int) -> None:
+        for name in ("_doc_start", "_doc_nterms", "_doc_len", "_doc_norm", "_doc_key",
+                     "_doc_live"):
+            setattr(self, name, _grow(getattr(self, name), n))
+
+    def _coo(self, lo: int, hi: int):
+        """COO postings of docs ``lo..hi`` that are live."""
+        docs = np.arange(lo, hi, dtype=np.int32)
+        docs = docs[self._doc_live[lo:hi]]
+        counts = self._doc_nterms[docs].astype(np.int64)
+        starts = self._doc_start[docs]
+        total = int(counts.sum())
+        rep_docs = np.repeat(docs, counts)
+        offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        pos = np.repeat(starts, counts) + offs
+        return self._fwd_terms[pos], rep_docs, self._fwd_tfs[pos]
+
+    def _rebuild_main(self) -> None:
+        terms, docs, tfs = self._coo(0, self._n_docs)
+        self._main = build_csr(len(self.vocab), terms, docs, tfs)
+        self._main_upto = self._n_docs
+        self._main_nnz = self._fwd_used
+        self._dead_in_main = 0
+        self._delta = None
+
+    def _compact(self) -> None:
+        """Renumber the live docs densely and drop the dead ones' postings."""
+        live = np.flatnonzero(self._doc_live[: self._n_docs])
+        counts = self._doc_nterms[live].astype(np.int64)
+        starts = self._doc_start[live]
+        total = int(counts.sum())
+        offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        pos = np.repeat(starts, counts) + offs
+        self._fwd_terms = np.ascontiguousarray(self._fwd_terms[pos])
+        self._fwd_tfs = np.ascontiguousarray(self._fwd_tfs[pos])
+        self._fwd_used = total
+        new_start = np.cumsum(counts) - counts
+        n = live.size
+        for name in ("_doc_nterms", "_doc_len", "_doc_norm", "_doc_key"):
+            setattr(self, name, np.ascontiguousarray(getattr(self, name)[live]))
+        self._doc_start = new_start.astype(np.int64)
+        self._doc_live = np.ones(n, np.bool_)
+        self._n_docs = n
+        self._key_doc = {int(k): i for i, k in enumerate(self._doc_key[:n])}
+        self._rebuild_main()
+
+    # ------------------------------------------------------------------ scoring
+    def _delta_csr(self):
+        if self._delta is None:
+            terms, docs, tfs = self._coo(self._main_upto, self._n_docs)
+            self._delta = build_csr(len(self.vocab), terms, docs, tfs)
+        return self._delta
+
+    def _query_terms(self, tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        n = len(self._key_doc)
+        seen: dict[int, None] = {}
+        for tok in tokens:
+            tid = self.vocab.get(tok)
+            if tid >= 0 and self._df[tid] > 0:
+                seen[tid] = None
+        ids = np.fromiter(seen, dtype=np.int32, count=len(seen))
+        df = self._df[ids].astype(np.float64)
+        idf = np.log((n - df + 0.5) / (df + 0.5) + 1.0)
+        return ids, idf
+
+    @property
+    def avgdl(self) -> float:
+        n = len(self._key_doc)
+        return self._total_len / n if n else 1.0
+
+    def scores(self, tokens: list[str], n_keys: int, out: np.ndarray | None = None) -> np.ndarray:
+        """BM25 of every key for one query, as a dense float64 array of ``n_keys`` (0 = no hit)."""
+        if out is None:
+            out = np.zeros(n_keys, dtype=np.float64)
+        with self._lock:
+            ids, idf = self._query_terms(tokens)
+            if ids.size == 0:
+                return out
+            avgdl = max(self.avgdl, 1e-9)
+            args = (self._doc_norm, self._doc_live, self._doc_key, self.k1, self.b, avgdl, out)
+            ip, pd, pt = self._main
+            bm25_scores(ids, idf, ip, pd, pt, *args)
+            if self._main_upto < self._n_docs:
+                ip, pd, pt = self._delta_csr()
+                bm25_scores(ids, idf, ip, pd, pt, *args)
+        return out
+
+    def scores_batch(self, token_lists: list[list[str]], n_keys: int) -> np.ndarray:
+        """:meth:`scores` for many queries at once: ``(n_queries, n_keys)`` float64."""
+        out = np.zeros((len(token_lists), n_keys), dtype=np.float64)
+        with self._lock:
+            parts = [self._query_terms(toks) for toks in token_lists]
+            if not parts:
+                return out
+            q_indptr = np.zeros(len(parts) + 1, dtype=np.int64)
+            q_indptr[1:] = np.cumsum([p[0].size for p in parts])
+            ids = np.concatenate([p[0] for p in parts]).astype(np.int32)
+            idf = np.concatenate([p[1] for p in parts])
+            if ids.size == 0:
+                return out
+            args = (self._doc_norm, self._doc_live, self._doc_key, self.k1, self.b,
+                    max(self.avgdl, 1e-9), out)
+            ip, pd, pt = self._main
+            bm25_scores_batch(q_indptr, ids, idf, ip, pd, pt, *args)
+            if self._main_upto < self._n_docs:
+                ip, pd, pt = self._delta_csr()
+                bm25_scores_batch(q_indptr, ids, idf, ip, pd, pt, *args)
+        return out
+
+    def tantivy_scores(self, tokens: list[str]) -> dict[int, float]:
+        """Scores straight from the tantivy index of record (key → score, hits only)."""
+        if self._tantivy is None:
+            raise RuntimeError("this Bm25Index was built without tantivy")
+        with self._lock:
+            return self._tantivy.scores(tokens)
+
+
+class _TantivyMirror:
+    """A tantivy RAM index over pre-tokenised text: whitespace tokenizer, term frequencies, and the
+    caller's key as a raw term for exact deletes. Committed lazily, before a search."""
+
+    def __init__(self) -> None:
+        sb = tantivy.SchemaBuilder()
+        # a raw text key: tantivy-py's delete-by-term does not match u64 fields
+        sb.add_text_field("key", stored=True, tokenizer_name="raw", index_option="basic")
+        sb.add_text_field("body", stored=False, tokenizer_name="whitespace", index_option="freq")
+        self.schema = sb.build()
+        self.index = tantivy.Index(self.schema)
+        self.writer = self.index.writer(heap_size=15_000_000, num_threads=1)
+        self.dirty = False
+
+    def add(self, key: int, tokens: list[str]) -> None:
+        self.writer.delete_documents_by_term("key", str(key))
+        doc = tantivy.Document()
+        doc.add_text("key", str(key))
+        doc.add_text("body", " ".join(tokens))
+        self.writer.add_document(doc)
+        self.dirty = True
+
+    def remove(self, key: int) -> None:
+        self.writer.delete_documents_by_term("key", str(key))
+        self.dirty = True
+
+    def scores(self, tokens: list[str]) -> dict[int, float]:
+        if self.dirty:
+            self.writer.commit()
+            self.index.reload()
+            self.dirty = False
+        uniq = list(dict.fromkeys(tokens))
+        if not uniq:
+            return {}
+        query = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, "body", t,
+                                                             index_option="freq"))
+             for t in uniq])
+        searcher = self.index.searcher()
+        n = max(searcher.num_docs, 1)
+        hits = searcher.search(query, limit=n).hits
+        return {int(searcher.doc(addr)["key"][0]): float(score) for score, addr in hits}

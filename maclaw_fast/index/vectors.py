@@ -21,7 +21,7 @@ class VectorColumn:
     --------
     >>> vc = VectorColumn(dim=2)
     >>> vc.set(0, np.array([3.0, 4.0])); vc.set(2, np.array([0.0, 1.0]))
-    >>> vc.scores(np.array([0.0, 1.0], np.float32), n_rows=3).round(2).tolist()
+    >>> [round(float(x), 2) for x in vc.scores(np.array([0.0, 1.0], np.float32), n_rows=3)]
     [0.8, 0.0, 1.0]
     """
 

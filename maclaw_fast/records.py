@@ -5,8 +5,11 @@ from __future__ import annotations
 import msgspec
 
 
-class Entry(msgspec.Struct, kw_only=True):
-    """One memory (SPEC §1). Times are UTC unix seconds (float).
+class Entry(msgspec.Struct, kw_only=True, frozen=True):
+    """One memory (SPEC §1), as a read-only snapshot. Times are UTC unix seconds (float).
+
+    Entries are immutable: change one through the store (``update``, ``pin``, ...). The vector is
+    not carried here (``MemoryStore.vector(id)`` returns it) so that recall stays cheap.
 
     Examples
     --------
@@ -18,18 +21,17 @@ class Entry(msgspec.Struct, kw_only=True):
     id: str
     content: str
     category: str
-    tags: list[str] = []
+    tags: tuple[str, ...] = ()
     created_at: float = 0.0
     updated_at: float = 0.0
     access_count: int = 1
-    related_ids: list[str] = []
-    related_strengths: list[float] = []
+    related_ids: tuple[str, ...] = ()
+    related_strengths: tuple[float, ...] = ()
     strength: float = 1.0
     status: str = "active"  # active | superseded | dormant
     scope: str = "global"  # global | project
     pinned: bool = False
     compact_form: str = ""
-    embedding: list[float] | None = None
 
 
 class ScoreBreakdown(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,0 +1,180 @@
+"""The columnar state of a memory store: the one source of truth.
+
+Rows never move: a deleted row goes to a free list and is reused, so every index keyed by row
+(BM25 mirror, vector column, graph) stays valid without remapping. ``seq`` (insertion order)
+stands for the reference's "store order" in listings and tie-breaks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from maclaw_fast.config import CATEGORIES, CATEGORY_TABLE
+from maclaw_fast.records import Entry
+
+STATUS = ("active", "superseded", "dormant")
+STATUS_CODE = {s: i for i, s in enumerate(STATUS)}
+SCOPE = ("global", "project")
+SCOPE_CODE = {s: i for i, s in enumerate(SCOPE)}
+CATEGORY_CODE = {c: i for i, c in enumerate(CATEGORIES)}
+CATEGORY_WEIGHT = np.array([CATEGORY_TABLE[c][0] for c in CATEGORIES], dtype=np.float64)
+SELF_IDENTITY = CATEGORY_CODE["self_identity"]
+USER_FACT = CATEGORY_CODE["user_fact"]
+
+_NUMERIC = {
+    "alive": np.bool_, "seq": np.int64, "category": np.int8, "access": np.int64,
+    "created_at": np.float64, "updated_at": np.float64, "strength": np.float64,
+    "status": np.int8, "scope": np.int8, "pinned": np.bool_, "tokens": np.int64,
+    "weight": np.float64,
+}
+
+
+def budget_tokens(entry_text: str) -> int:
+    """Tokens an entry costs in a recall budget: ``len(utf8(text)) // 4`` (SPEC §6)."""
+    return len(entry_text.encode("utf-8")) // 4
+
+
+class EntryTable:
+    """Numeric columns in NumPy, text columns in lists, ``id ↔ row`` maps.
+
+    Examples
+    --------
+    >>> t = EntryTable()
+    >>> row = t.insert(Entry(id="a", content="x", category="preference"))
+    >>> t.entry(row).id, int(t.n_rows)
+    ('a', 1)
+    """
+
+    def __init__(self, capacity: int = 64) -> None:
+        for name, dtype in _NUMERIC.items():
+            setattr(self, name, np.zeros(capacity, dtype=dtype))
+        self.ids: list[str | None] = [None] * capacity
+        self.content: list[str | None] = [None] * capacity
+        self.tags: list[tuple[str, ...]] = [()] * capacity
+        self.compact: list[str] = [""] * capacity
+        self.row_of: dict[str, int] = {}
+        self.row_of_content: dict[str, int] = {}
+        self.rows_by_tag: dict[str, set[int]] = {}
+        self.n_rows = 0  # high-water mark: rows >= n_rows were never used
+        self._free: list[int] = []
+        self._next_seq = 0
+        self._cache: dict[int, Entry] = {}
+
+    def __len__(self) -> int:
+        return len(self.row_of)
+
+    @property
+    def capacity(self) -> int:
+        return self.alive.shape[0]
+
+    def _reserve(self, n: int) -> None:
+        cap = self.capacity
+        if n <= cap:
+            return
+        new_cap = max(n, 2 * cap)
+        for name in _NUMERIC:
+            old = getattr(self, name)
+            new = np.zeros(new_cap, dtype=old.dtype)
+            new[:cap] = old
+            setattr(self, name, new)
+        extra = new_cap - cap
+        self.ids += [None] * extra
+        self.content += [None] * extra
+        self.tags += [()] * extra
+        self.compact += [""] * extra
+
+    def allocate(self) -> int:
+        """A free row (reused or new)."""
+        if self._free:
+            return self._free.pop()
+        self._reserve(self.n_rows + 1)
+        self.n_rows += 1
+        return self.n_rows - 1
+
+    def insert(self, entry: Entry, row: int | None = None) -> int:
+        """Write ``entry`` into a new row (or ``row``) and index its id, content and tags."""
+        if row is None:
+            row = self.allocate()
+        self.alive[row] = True
+        self.seq[row] = self._next_seq
+        self._next_seq += 1
+        self.ids[row] = entry.id
+        self.row_of[entry.id] = row
+        self.write(row, entry)
+        return row
+
+    def write(self, row: int, entry: Entry) -> None:
+        """Overwrite the fields of ``row`` (its id and seq stay)."""
+        old_content = self.content[row]
+        if old_content is not None and self.row_of_content.get(old_content) == row:
+            del self.row_of_content[old_content]
+        for tag in self.tags[row]:
+            rows = self.rows_by_tag.get(tag.lower())
+            if rows is not None:
+                rows.discard(row)
+        cat = CATEGORY_CODE[entry.category]
+        self.category[row] = cat
+        self.weight[row] = CATEGORY_WEIGHT[cat]
+        self.access[row] = entry.access_count
+        self.created_at[row] = entry.created_at
+        self.updated_at[row] = entry.updated_at
+        self.strength[row] = entry.strength
+        self.status[row] = STATUS_CODE[entry.status]
+        self.scope[row] = SCOPE_CODE[entry.scope]
+        self.pinned[row] = entry.pinned
+        self.content[row] = entry.content
+        self.row_of_content.setdefault(entry.content, row)
+        self.tags[row] = tuple(entry.tags)
+        for tag in entry.tags:
+            self.rows_by_tag.setdefault(tag.lower(), set()).add(row)
+        self.compact[row] = entry.compact_form
+        self.tokens[row] = budget_tokens(entry.compact_form or entry.content)
+        self._cache.pop(row, None)
+
+    def release(self, row: int) -> None:
+        """Free ``row`` (delete)."""
+        content = self.content[row]
+        if self.row_of_content.get(content) == row:
+            del self.row_of_content[content]
+        for tag in self.tags[row]:
+            self.rows_by_tag.get(tag.lower(), set()).discard(row)
+        del self.row_of[self.ids[row]]
+        self.ids[row] = None
+        self.content[row] = None
+        self.tags[row] = ()
+        self.compact[row] = ""
+        self.alive[row] = False
+        self.status[row] = 0
+        self.pinned[row] = False
+        self._cache.pop(row, None)
+        self._free.append(row)
+
+    def touched(self, rows) -> None:
+        """Forget cached Entry objects of rows whose numeric columns were changed in place."""
+        for r in rows:
+            self._cache.pop(int(r), None)
+
+    def entry(self, row: int, related: tuple[tuple[str, ...], tuple[float, ...]] = ((), ())
+              ) -> Entry:
+        """The row as an immutable :class:`Entry` (cached until the row changes)."""
+        cached = self._cache.get(row)
+        if cached is not None and cached.related_ids == related[0]:
+            return cached
+        e = Entry(
+            id=self.ids[row], content=self.content[row],
+            category=CATEGORIES[self.category[row]], tags=self.tags[row],
+            created_at=float(self.created_at[row]), updated_at=float(self.updated_at[row]),
+            access_count=int(self.access[row]), related_ids=related[0],
+            related_strengths=related[1], strength=float(self.strength[row]),
+            status=STATUS[self.status[row]], scope=SCOPE[self.scope[row]],
+            pinned=bool(self.pinned[row]), compact_form=self.compact[row])
+        self._cache[row] = e
+        return e
+
+    def live_rows(self) -> np.ndarray:
+        """Alive rows in store order (seq ascending)."""
+        rows = np.flatnonzero(self.alive[: self.n_rows])
+        return rows[np.argsort(self.seq[rows], kind="stable")]
+
+    def rows_with_tag(self, tag: str) -> set[int]:
+        return self.rows_by_tag.get(tag.lower(), set())

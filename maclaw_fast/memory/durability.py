@@ -1,0 +1,200 @@
+"""Durability of a MemoryStore directory (SPEC §8): lock, snapshot + journal replay on open,
+journal appends, debounced snapshots, fingerprint checks.
+
+Layout: ``store.lock``, ``snapshot.arrow`` (+ ``.prev``), ``journal.bin``, ``archive/``.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from maclaw_fast.config import PersistConfig
+from maclaw_fast.embedding import embed_checked
+from maclaw_fast.errors import ValidationError
+from maclaw_fast.persist.journal import (DeleteOp, EdgesOp, Journal, JournalRecord, MetaOp, PutOp,
+                                         TouchOp)
+from maclaw_fast.persist.lock import StoreLock
+from maclaw_fast.persist.snapshot import (SnapshotMeta, entries_table, read_snapshot,
+                                          snapshot_meta, table_entries, write_snapshot)
+from maclaw_fast.records import Entry
+from maclaw_fast.text.tokenizer import analysed_text
+
+FSYNC_POLICIES = ("always", "interval", "never")
+
+
+class Durability:
+    """Keeps one store's directory in step with its in-memory state."""
+
+    def __init__(self, directory: Path, config: PersistConfig, store) -> None:
+        if config.fsync not in FSYNC_POLICIES:
+            raise ValidationError(f"fsync must be one of {FSYNC_POLICIES}, got {config.fsync!r}")
+        self.dir = directory
+        self.config = config
+        self.store = store
+        self.snapshot_path = directory / "snapshot.arrow"
+        self.journal = Journal(directory / "journal.bin", config.fsync, config.fsync_interval_s)
+        self.lock = StoreLock(directory)
+        self.seq = 0
+        self.notes: list[str] = []  # what recovery did, for stats and tests
+        self._timer: threading.Timer | None = None
+        self._dirty = False
+
+    # ------------------------------------------------------------------ open
+    def load(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.lock.acquire()
+        try:
+            self._load()
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _load(self) -> None:
+        store = self.store
+        table, notes = read_snapshot(self.snapshot_path)
+        self.notes += notes
+        snap_fp = ""
+        if table is not None:
+            meta = snapshot_meta(table)
+            self.seq = meta.seq
+            snap_fp = meta.fingerprint
+            store.meta.update(meta.meta)
+            entries, vectors = table_entries(table)
+            use_vectors = vectors is not None and store.dim and meta.fingerprint == _fp(store)
+            for i, e in enumerate(entries):
+                vec = vectors[i] if use_vectors and not np.isnan(vectors[i, 0]) else None
+                store._insert(_no_edges(e), vec)
+            for e in entries:
+                self._set_edges(e.id, e.related_ids, e.related_strengths)
+        elif notes:
+            warnings.warn(f"{self.dir}: no valid snapshot; opening from the journal only",
+                          RuntimeWarning, stacklevel=4)
+        records, valid_len, torn = self.journal.read()
+        if torn:
+            note = f"journal tail after byte {valid_len} was torn or corrupt and was dropped"
+            self.notes.append(note)
+            warnings.warn(f"{self.dir}: {note}", RuntimeWarning, stacklevel=4)
+        replayed = 0
+        for rec in records:
+            if rec.seq <= self.seq:
+                continue
+            for op in rec.ops:
+                self.apply(op, snap_fp or _fp(store))
+            self.seq = rec.seq
+            replayed += 1
+        self.journal.open_for_append(valid_len)
+        self._reembed_missing(snap_fp)
+        if replayed or torn or notes:
+            self.snapshot()
+
+    def _set_edges(self, entry_id: str, ids, strengths) -> None:
+        t = self.store._table
+        row = t.row_of.get(entry_id)
+        if row is None:
+            return
+        pairs = [(t.row_of[i], s) for i, s in zip(ids, strengths) if i in t.row_of]
+        self.store._graph.set_edges(row, [p[0] for p in pairs], [p[1] for p in pairs])
+        t.touched([row])
+
+    def apply(self, op, fingerprint: str) -> None:
+        """Replay one journal operation onto the store."""
+        store, t = self.store, self.store._table
+        if isinstance(op, PutOp):
+            vec = None
+            if op.vector_set and op.vector is not None and store.dim:
+                vec = np.frombuffer(op.vector, dtype=np.float32)
+                if vec.shape[0] != store.dim or fingerprint != _fp(store):
+                    vec = None
+            row = t.row_of.get(op.entry.id)
+            if row is None:
+                store._insert(_no_edges(op.entry), vec)
+            else:
+                t.write(row, op.entry)
+                store._index(row)
+                if op.vector_set and store.dim:
+                    store._vectors.set(row, vec)
+            self._set_edges(op.entry.id, op.entry.related_ids, op.entry.related_strengths)
+        elif isinstance(op, EdgesOp):
+            self._set_edges(op.id, op.related_ids, op.related_strengths)
+        elif isinstance(op, DeleteOp):
+            row = t.row_of.get(op.id)
+            if row is not None:
+                store._remove_row(row)
+        elif isinstance(op, TouchOp):
+            rows = [t.row_of[i] for i in op.ids if i in t.row_of]
+            store._apply_touch(rows, op.access_add, op.strength_add, op.updated_at)
+        elif isinstance(op, MetaOp):
+            store.meta[op.key] = op.value
+
+    def _reembed_missing(self, snap_fp: str) -> None:
+        """Vectors from another model are dropped on load; embed what lacks one, in batches."""
+        store = self.store
+        if not store.dim:
+            return
+        t = store._table
+        rows = [int(r) for r in t.live_rows() if not store._vectors.has_vec[r]]
+        for start in range(0, len(rows), 64):
+            chunk = rows[start:start + 64]
+            vecs = embed_checked(store.embedder,
+                                 [analysed_text(t.content[r], t.tags[r]) for r in chunk])
+            for r, v in zip(chunk, vecs):
+                store._vectors.set(r, v)
+        if rows or (snap_fp and snap_fp != _fp(store)):
+            self._dirty = True
+
+    # ------------------------------------------------------------------ write
+    def append(self, ops: list) -> None:
+        self.seq += 1
+        self.journal.append(JournalRecord(self.seq, ops))
+        self._dirty = True
+        if self._timer is None and self.config.snapshot_debounce_s > 0:
+            self._timer = threading.Timer(self.config.snapshot_debounce_s, self._debounced)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _debounced(self) -> None:
+        with self.store._lock:
+            self._timer = None
+            if not self.store._closed:
+                self.snapshot()
+
+    def snapshot(self) -> None:
+        """Write all state as a snapshot, then empty the journal (caller holds the store lock)."""
+        store = self.store
+        t = store._table
+        rows = t.live_rows()
+        vecs = None
+        if store.dim:
+            vecs = store._vectors.matrix[rows].copy()
+            vecs[~store._vectors.has_vec[rows]] = np.nan
+        meta = SnapshotMeta(seq=self.seq, fingerprint=_fp(store), dim=store.dim,
+                            meta=dict(store.meta))
+        table = entries_table([store._entry(int(r)) for r in rows], vecs, store.dim, meta)
+        write_snapshot(self.snapshot_path, table)
+        self.journal.reset()
+        self._dirty = False
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        try:
+            if self._dirty or not self.snapshot_path.exists():
+                self.snapshot()
+        finally:
+            self.journal.close()
+            self.lock.release()
+
+
+def _fp(store) -> str:
+    return store.embedder.fingerprint if store.embedder is not None else ""
+
+
+def _no_edges(entry: Entry) -> Entry:
+    import msgspec
+
+    return msgspec.structs.replace(entry, related_ids=(), related_strengths=())

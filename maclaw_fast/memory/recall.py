@@ -1,0 +1,209 @@
+"""Recall (SPEC §6): validate and convert to contiguous columns → numba kernels → typed hits."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from maclaw_fast.embedding import check_vectors
+from maclaw_fast.errors import ValidationError
+from maclaw_fast.memory import validate
+from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, USER_FACT
+from maclaw_fast.persist.journal import TouchOp
+from maclaw_fast.records import RecallHit, ScoreBreakdown
+from maclaw_fast.text.tokenizer import tokenize
+from maclaw_kernels.recall import base_scores, recall_batch as recall_batch_kernel, recall_one
+
+NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
+_NO_PROJECT = -1
+
+
+class _Plan:
+    """Query-independent arrays of one snapshot of the store."""
+
+    def __init__(self, store, *, dynamic: bool, category: str | None) -> None:
+        t = store._table
+        rc = store.config.recall
+        n = t.n_rows
+        self.n = n
+        now = float(store.clock())
+        self.recency = np.empty(n)
+        self.importance = np.empty(n)
+        self.base = np.empty(n)
+        base_scores(t.updated_at[:n], t.weight[:n], t.access[:n], now, rc.recency_decay_per_hour,
+                    rc.weight_recency, rc.weight_importance, self.recency, self.importance,
+                    self.base)
+        active = t.alive[:n] & (t.status[:n] == 0)
+        cat = t.category[:n]
+        if category is not None:
+            active = active & (cat == CATEGORY_CODE[category])
+        self.active = active
+        self.is_global = t.scope[:n] == 0
+        si = active & (cat == SELF_IDENTITY)
+        uf = active & (cat == USER_FACT)
+        self.fixed = _store_order(t, np.flatnonzero(si))
+        self.lead = np.zeros(0, np.int64) if dynamic else _store_order(t, np.flatnonzero(uf))
+        self.rankable = active & ~si & ~uf
+        self.max_entries = rc.dynamic_max_entries if dynamic else rc.max_entries
+        self.budget = rc.dynamic_token_budget if dynamic else rc.token_budget
+        if rc.bm25_norm not in NORM_MODES:
+            raise ValidationError(f"bm25_norm must be one of {sorted(NORM_MODES)}")
+        self.norm = NORM_MODES[rc.bm25_norm]
+        self.now = now
+
+    def scope_masks(self, store, project: str | None) -> tuple[np.ndarray, np.ndarray]:
+        """(eligible, affinity) for one project: project-scoped entries need the project's tag."""
+        n = self.n
+        affinity = np.zeros(n)
+        if project is None or project == "":
+            return self.active, affinity
+        tagged = np.zeros(n, dtype=np.bool_)
+        rows = [r for r in store._table.rows_with_tag(project) if r < n]
+        tagged[rows] = True
+        affinity[tagged] = store.config.recall.project_affinity
+        return self.active & (self.is_global | tagged), affinity
+
+
+def _store_order(t, rows: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(rows[np.argsort(t.seq[rows], kind="stable")], dtype=np.int64)
+
+
+def _query_vectors(store, queries: list[str], given) -> np.ndarray | None:
+    if given is not None:
+        if not store.dim:
+            raise ValidationError("this store has no embedder (BM25-only): query vectors unused")
+        vecs = check_vectors(given, store.dim, what="query vector")
+        if vecs.shape[0] != len(queries):
+            raise ValidationError(f"{vecs.shape[0]} query vectors for {len(queries)} queries")
+        return vecs
+    if store._qcache is None or not queries:
+        return None
+    return store._qcache.get_many(queries)
+
+
+def _kernel_args(store, plan):
+    rc = store.config.recall
+    t, g = store._table, store._graph
+    n = plan.n
+    return (t.access[:n], t.seq[:n], t.tokens[:n], plan.fixed, plan.lead, plan.norm,
+            rc.bm25_weight, rc.cos_weight, rc.weight_relevance, rc.graph_seeds, g.nbr[:n],
+            g.weight[:n], rc.graph_hops, rc.graph_hop_factor, plan.max_entries, plan.budget)
+
+
+def recall(store, query, *, project=None, reinforce=True, query_vector=None, dynamic=False,
+           category=None) -> list[RecallHit]:
+    query = validate.query(query)
+    project = validate.project(project)
+    reinforce = validate.flag(reinforce, "reinforce")
+    category = validate.category(category) if category is not None else None
+    qvec = _query_vectors(store, [query], query_vector) if query_vector is not None else None
+    if qvec is None and store._qcache is not None and query.strip():
+        qvec = store._qcache.get_many([query])  # embed outside the store lock
+    tokens = tokenize(query)
+    with store._lock:
+        store._check_open()
+        plan = _Plan(store, dynamic=dynamic, category=category)
+        n = plan.n
+        bm25 = store._bm25.scores(tokens, n)
+        cos = (store._vectors.scores(qvec[0], n) if qvec is not None
+               else np.zeros(n, np.float32))
+        eligible, affinity = plan.scope_masks(store, project)
+        scored = eligible & plan.rankable
+        width = plan.max_entries + plan.fixed.shape[0]
+        rows = np.empty(width, np.int64)
+        parts = [np.empty(width) for _ in range(4)]
+        m = recall_one(plan.base, bm25, cos, affinity, eligible, scored,
+                       *_kernel_args(store, plan), rows, *parts)
+        hits = _hits(store, plan, rows[:m], [p[:m] for p in parts], cos, affinity)
+        if reinforce and m:
+            _reinforce(store, rows[:m], plan.now)
+        return hits
+
+
+def _hits(store, plan, rows, parts, cos, affinity) -> list[RecallHit]:
+    score, bm25n, _rel, graph = parts
+    t = store._table
+    out = []
+    for j, r in enumerate(rows.tolist()):
+        cat = t.category[r]
+        reason = ("self_identity" if cat == SELF_IDENTITY else "user_fact" if cat == USER_FACT
+                  else "graph" if graph[j] > 0 else "scored")
+        bd = ScoreBreakdown(recency=float(plan.recency[r]), importance=float(plan.importance[r]),
+                            bm25=float(bm25n[j]), cos=float(max(cos[r], 0.0)),
+                            affinity=float(affinity[r]), graph=float(graph[j]),
+                            total=float(score[j]))
+        out.append(RecallHit(entry=store._entry(r), score=float(score[j]), breakdown=bd,
+                             reason=reason))
+    return out
+
+
+def _reinforce(store, rows, now: float) -> None:
+    step = store.config.forgetting.reinforce_step
+    store._apply_touch(rows.tolist(), 1, step, now)
+    store._log(TouchOp([store._table.ids[r] for r in rows.tolist()], 1, step, now))
+
+
+def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors=None,
+                 as_arrow=False):
+    if isinstance(queries, str) or not hasattr(queries, "__len__"):
+        raise ValidationError("queries must be a list of strings")
+    queries = [validate.query(q) for q in queries]
+    nq = len(queries)
+    if projects is None or isinstance(projects, str):
+        projects = [projects] * nq
+    projects = [validate.project(p) for p in projects]
+    if len(projects) != nq:
+        raise ValidationError(f"{len(projects)} projects for {nq} queries")
+    reinforce = validate.flag(reinforce, "reinforce")
+    qvecs = _query_vectors(store, queries, query_vectors)
+    token_lists = [tokenize(q) for q in queries]
+    with store._lock:
+        store._check_open()
+        plan = _Plan(store, dynamic=False, category=None)
+        n = plan.n
+        bm25 = store._bm25.scores_batch(token_lists, n)
+        cos = (store._vectors.scores_batch(qvecs, n) if qvecs is not None
+               else np.zeros((nq, n), np.float32))
+        uniq = {p: i for i, p in enumerate(dict.fromkeys(projects))}
+        masks = [plan.scope_masks(store, p) for p in uniq]
+        pidx = np.array([uniq[p] for p in projects], dtype=np.int64)
+        eligible = np.stack([m[0] for m in masks])[pidx] if nq else np.zeros((0, n), bool)
+        affinity = np.stack([m[1] for m in masks])[pidx] if nq else np.zeros((0, n))
+        scored = eligible & plan.rankable[None, :]
+        width = plan.max_entries + plan.fixed.shape[0]
+        rows = np.full((nq, width), -1, np.int64)
+        parts = [np.zeros((nq, width)) for _ in range(4)]
+        counts = np.zeros(nq, np.int64)
+        recall_batch_kernel(plan.base, bm25, cos, affinity, eligible, scored,
+                            *_kernel_args(store, plan), rows, *parts, counts)
+        if as_arrow:
+            result = _arrow(store, plan, rows, parts, counts, cos, affinity)
+        else:
+            result = [_hits(store, plan, rows[q, :counts[q]], [p[q, :counts[q]] for p in parts],
+                            cos[q], affinity[q]) for q in range(nq)]
+        if reinforce and counts.sum():
+            sel = np.concatenate([rows[q, :counts[q]] for q in range(nq)])
+            _reinforce(store, sel, plan.now)
+        return result
+
+
+def _arrow(store, plan, rows, parts, counts, cos, affinity):
+    import pyarrow as pa
+
+    nq, width = rows.shape
+    valid = np.arange(width)[None, :] < counts[:, None]
+    q_index, rank = np.nonzero(valid)
+    sel = rows[q_index, rank]
+    ids = store._table.ids
+    score, bm25n, _rel, graph = parts
+    return pa.table({
+        "query_index": pa.array(q_index.astype(np.int32)),
+        "rank": pa.array(rank.astype(np.int32)),
+        "id": pa.array([ids[r] for r in sel.tolist()], pa.string()),
+        "score": pa.array(score[q_index, rank]),
+        "recency": pa.array(plan.recency[sel]),
+        "importance": pa.array(plan.importance[sel]),
+        "bm25": pa.array(bm25n[q_index, rank]),
+        "cos": pa.array(np.maximum(cos[q_index, sel], 0.0).astype(np.float64)),
+        "affinity": pa.array(affinity[q_index, sel]),
+        "graph": pa.array(graph[q_index, rank]),
+    })

@@ -1,0 +1,531 @@
+"""MemoryStore: the public memory API over columns, indexes and the journal (SPEC §1–§6, §8–§9)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from maclaw_fast.config import CATEGORY_TABLE, MemoryConfig
+from maclaw_fast.embedding import QueryCache, check_vectors, embed_checked, resolve_embedder
+from maclaw_fast.errors import DuplicateError, NotFoundError, StoreClosedError, ValidationError
+from maclaw_fast.index.bm25 import Bm25Index
+from maclaw_fast.index.graph import MemoryGraph
+from maclaw_fast.index.vectors import VectorColumn
+from maclaw_fast.memory import validate
+from maclaw_fast.memory.archive import Archive
+from maclaw_fast.memory.columns import EntryTable
+from maclaw_fast.memory.durability import Durability
+from maclaw_fast.persist.journal import DeleteOp, EdgesOp, MetaOp, PutOp, TouchOp
+from maclaw_fast.records import Entry, RecallHit
+from maclaw_fast.text.tokenizer import analysed_text, tokenize
+
+
+def new_id(clock_ns: int) -> str:
+    """``"<unix_nanos>-<4 hex>"`` (SPEC §1)."""
+    return f"{clock_ns}-{secrets.token_hex(2)}"
+
+
+class MemoryStore:
+    """Long-term memory of an agent: save, recall, and keep it safe on disk.
+
+    Open with :meth:`open` (a directory, journaled and locked) or :meth:`in_memory`.
+
+    Examples
+    --------
+    >>> with MemoryStore.in_memory(embedder="hash") as store:
+    ...     _ = store.save("The deploy script needs AWS_REGION", category="project",
+    ...                    tags=["atlas"])
+    ...     hits = store.recall("deploy script", project="atlas")
+    >>> hits[0].entry.category
+    'project_knowledge'
+    """
+
+    def __init__(self, *, embedder="default", config: MemoryConfig = MemoryConfig(),
+                 path: str | os.PathLike | None = None, clock=time.time) -> None:
+        if not isinstance(config, MemoryConfig):
+            raise ValidationError("config must be a MemoryConfig")
+        self.config = config
+        self.clock = clock
+        self.embedder = resolve_embedder(embedder)
+        self.dim = self.embedder.dim if self.embedder is not None else 0
+        self._lock = threading.RLock()
+        self._table = EntryTable()
+        self._bm25 = Bm25Index(config.bm25)
+        self._vectors = VectorColumn(max(self.dim, 1))
+        self._graph = MemoryGraph(config.graph.max_edges)
+        self._qcache = (QueryCache(self.embedder, config.query_cache_size)
+                        if self.embedder is not None else None)
+        self.meta: dict[str, str] = {}
+        self._closed = False
+        self.path = Path(path) if path is not None else None
+        self._durability: Durability | None = None
+        self.archive = Archive(None if path is None else Path(path) / "archive", config)
+        if path is not None:
+            self._durability = Durability(Path(path), config.persist, self)
+            self._durability.load()
+
+    # ------------------------------------------------------------------ lifecycle
+    @classmethod
+    def open(cls, path: str | os.PathLike, *, embedder="default",
+             config: MemoryConfig = MemoryConfig(), clock=time.time) -> MemoryStore:
+        """Open (or create) the store in directory ``path``; one writer at a time."""
+        if not isinstance(path, (str, os.PathLike)) or not str(path):
+            raise ValidationError("path must be a directory path")
+        return cls(embedder=embedder, config=config, path=path, clock=clock)
+
+    @classmethod
+    def in_memory(cls, *, embedder="default", config: MemoryConfig = MemoryConfig(),
+                  clock=time.time) -> MemoryStore:
+        """A store that lives only in this process (tests, throw-away evaluation)."""
+        return cls(embedder=embedder, config=config, path=None, clock=clock)
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Write a final snapshot and release the lock."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._durability is not None:
+                self._durability.close()
+            self.archive.close()
+
+    def flush(self) -> None:
+        """Write a snapshot now (normally debounced) and fsync everything."""
+        with self._lock:
+            self._check_open()
+            if self._durability is not None:
+                self._durability.snapshot()
+            self.archive.flush()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+
+    def _log(self, *ops) -> None:
+        if self._durability is not None:
+            self._durability.append(list(ops))
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def __contains__(self, entry_id: str) -> bool:
+        return entry_id in self._table.row_of
+
+    # ------------------------------------------------------------------ reading
+    def _row(self, entry_id) -> int:
+        if not isinstance(entry_id, str):
+            raise ValidationError(f"id must be a string, got {type(entry_id).__name__}")
+        row = self._table.row_of.get(entry_id)
+        if row is None:
+            raise NotFoundError(f"no memory with id {entry_id!r}")
+        return row
+
+    def _related(self, row: int) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        edges = sorted((self._table.ids[t], w) for t, w in self._graph.neighbours(row))
+        return tuple(e[0] for e in edges), tuple(e[1] for e in edges)
+
+    def _entry(self, row: int) -> Entry:
+        return self._table.entry(row, self._related(row))
+
+    def get(self, entry_id: str) -> Entry:
+        """The entry with ``entry_id`` (``NotFoundError`` if none)."""
+        with self._lock:
+            return self._entry(self._row(entry_id))
+
+    def vector(self, entry_id: str) -> np.ndarray | None:
+        """The entry's embedding (float32, normalised) or None."""
+        with self._lock:
+            row = self._row(entry_id)
+            return self._vectors.get(row) if self.dim else None
+
+    def list(self, category: str | None = None, keyword: str | None = None,
+             limit: int | None = None) -> list[Entry]:
+        """Entries in store order, optionally of one category / containing ``keyword``
+        (case-insensitive substring of content or tags)."""
+        cat = validate.category(category) if category is not None else None
+        if keyword is not None and not isinstance(keyword, str):
+            raise ValidationError("keyword must be a string")
+        limit = validate.limit(limit)
+        kw = keyword.lower() if keyword else None
+        out: list[Entry] = []
+        with self._lock:
+            for row in self._table.live_rows():
+                e = self._entry(int(row))
+                if cat is not None and e.category != cat:
+                    continue
+                if kw and kw not in e.content.lower() and not any(kw in t.lower() for t in e.tags):
+                    continue
+                out.append(e)
+                if limit is not None and len(out) >= limit:
+                    break
+        return out
+
+    def entries(self) -> list[Entry]:
+        """Every entry in store order."""
+        return self.list()
+
+    # ------------------------------------------------------------------ writing
+    def _embed(self, text: str, vector) -> np.ndarray | None:
+        if vector is not None:
+            if not self.dim:
+                raise ValidationError("this store has no embedder (BM25-only): vectors are unused")
+            return check_vectors(vector, self.dim)[0]
+        if self.embedder is None:
+            return None
+        return embed_checked(self.embedder, [text])[0]
+
+    def _index(self, row: int) -> None:
+        t = self._table
+        self._bm25.add(row, tokenize(analysed_text(t.content[row], t.tags[row])))
+
+    def save(self, content: str, *, category: str, tags=(), pinned: bool = False,
+             vector=None) -> Entry:
+        """Remember ``content``; identical content updates the existing entry instead (SPEC §5).
+
+        ``vector`` (optional) is used instead of calling the embedder.
+        """
+        content = validate.content(content)
+        category = validate.category(category)
+        tags = validate.tags(tags)
+        pinned = validate.flag(pinned, "pinned")
+        with self._lock:
+            self._check_open()
+            row = self._table.row_of_content.get(content)
+            if row is not None:
+                return self._save_existing(row, tags)
+        vec = self._embed(analysed_text(content, tags), vector)  # outside the lock: ~4 ms
+        with self._lock:
+            self._check_open()
+            row = self._table.row_of_content.get(content)
+            if row is not None:
+                return self._save_existing(row, tags)
+            now = float(self.clock())
+            entry = Entry(id=new_id(time.time_ns()), content=content, category=category,
+                          tags=tags, created_at=now, updated_at=now, access_count=1,
+                          strength=1.0, status="active", scope=CATEGORY_TABLE[category][1],
+                          pinned=pinned)
+            row = self._insert(entry, vec)
+            changed = self._auto_link(row) if self.config.auto_link else []
+            ops = [PutOp(self._entry(row), _vec_bytes(vec))]
+            ops += [EdgesOp(*self._edges_of(r)) for r in changed]
+            self._log(*ops)
+            result = self._entry(row)
+            self._enforce_capacity()
+            return result
+
+    def _save_existing(self, row: int, tags: tuple[str, ...]) -> Entry:
+        t = self._table
+        old = self._entry(row)
+        merged = tuple(sorted(set(old.tags) | set(tags)))
+        status, strength = old.status, old.strength
+        if status == "dormant":
+            status, strength = "active", 1.0
+        entry = _replace(old, tags=merged, updated_at=float(self.clock()),
+                         access_count=old.access_count + 1, status=status, strength=strength)
+        t.write(row, entry)
+        if merged != old.tags:
+            self._index(row)
+        self._log(PutOp(entry, None, False))
+        return self._entry(row)
+
+    def _insert(self, entry: Entry, vec: np.ndarray | None, row: int | None = None) -> int:
+        row = self._table.insert(entry, row)
+        self._graph.reserve(row + 1)
+        self._index(row)
+        if self.dim:
+            self._vectors.set(row, vec)
+        return row
+
+    def _auto_link(self, row: int) -> list[int]:
+        """Link a new entry to its top-3 related ones (SPEC §4); returns rows whose edges changed."""
+        t, g = self._table, self.config.graph
+        n = t.n_rows
+        if len(t) <= 1:
+            return []
+        bm25 = self._bm25.scores(tokenize(analysed_text(t.content[row], t.tags[row])), n)
+        bm25[row] = 0.0
+        bm25[~t.alive[:n]] = 0.0
+        has_vec = self.dim and self._vectors.has_vec[row]
+        if has_vec:
+            cos = self._vectors.scores(self._vectors.matrix[row], n).astype(np.float64)
+            cos[row] = 0.0
+            cos[~t.alive[:n]] = 0.0
+            cand = np.flatnonzero(cos >= g.link_min_cos)
+            rank = g.link_bm25_weight * bm25[cand] + g.link_cos_weight * cos[cand]
+            strength = cos[cand]
+        else:
+            cand = np.flatnonzero(bm25 > 0)
+            best = bm25[cand].max() if cand.size else 1.0
+            rank = bm25[cand]
+            strength = np.minimum(1.0, bm25[cand] / best)
+        order = np.lexsort((t.seq[cand], -rank))[: g.link_top]
+        for i in order:
+            self._graph.link(row, int(cand[i]), float(strength[i]))
+        touched = [int(cand[i]) for i in order]
+        t.touched(touched)
+        return touched
+
+    def _edges_of(self, row: int) -> tuple[str, list[str], list[float]]:
+        ids, strengths = self._related(row)
+        return self._table.ids[row], list(ids), list(strengths)
+
+    def update(self, entry_id: str, *, content: str | None = None, tags=None,
+               category: str | None = None) -> Entry:
+        """Change content, tags and/or category; re-indexes and clears ``compact_form``."""
+        new_content = validate.content(content) if content is not None else None
+        new_tags = validate.tags(tags) if tags is not None else None
+        new_cat = validate.category(category) if category is not None else None
+        with self._lock:
+            self._check_open()
+            row = self._row(entry_id)
+            old = self._entry(row)
+            if new_content is not None:
+                other = self._table.row_of_content.get(new_content)
+                if other is not None and other != row:
+                    raise DuplicateError(f"content duplicates memory {self._table.ids[other]!r}")
+        text_changed = new_content is not None and new_content != old.content
+        tags_final = new_tags if new_tags is not None else old.tags
+        vec = (self._embed(analysed_text(new_content, tags_final), None)
+               if text_changed and self.dim else None)
+        with self._lock:
+            self._check_open()
+            row = self._row(entry_id)
+            old = self._entry(row)
+            cat = new_cat or old.category
+            entry = _replace(old, content=new_content if new_content is not None else old.content,
+                             tags=tags_final, category=cat, scope=CATEGORY_TABLE[cat][1],
+                             compact_form="", updated_at=float(self.clock()))
+            self._table.write(row, entry)
+            self._index(row)
+            if vec is not None:
+                self._vectors.set(row, vec)
+            self._log(PutOp(entry, _vec_bytes(vec), vec is not None))
+            return self._entry(row)
+
+    def set_fields(self, entry_id: str, **fields) -> Entry:
+        """Low-level field change used by maintenance (status, strength, compact_form, ...);
+        content/tags/category go through :meth:`update`."""
+        allowed = {"status", "strength", "compact_form", "access_count", "updated_at", "pinned"}
+        bad = set(fields) - allowed
+        if bad:
+            raise ValidationError(f"set_fields cannot change {sorted(bad)}")
+        if "status" in fields and fields["status"] not in ("active", "superseded", "dormant"):
+            raise ValidationError(f"unknown status {fields['status']!r}")
+        with self._lock:
+            self._check_open()
+            row = self._row(entry_id)
+            entry = _replace(self._entry(row), **fields)
+            self._table.write(row, entry)
+            self._log(PutOp(entry, None, False))
+            return self._entry(row)
+
+    def delete(self, entry_id: str) -> Entry:
+        """Forget an entry; returns what it was."""
+        with self._lock:
+            self._check_open()
+            row = self._row(entry_id)
+            entry = self._entry(row)
+            self._remove_row(row)
+            self._log(DeleteOp(entry_id))
+            return entry
+
+    def _remove_row(self, row: int) -> None:
+        changed = self._graph.remove_node(row)
+        self._table.touched(changed)
+        self._bm25.remove(row)
+        if self.dim:
+            self._vectors.set(row, None)
+        self._table.release(row)
+
+    def pin(self, entry_id: str) -> Entry:
+        """Protect an entry from eviction and compression."""
+        return self.set_fields(entry_id, pinned=True)
+
+    def unpin(self, entry_id: str) -> Entry:
+        return self.set_fields(entry_id, pinned=False)
+
+    def touch(self, ids) -> None:
+        """``access_count += 1`` for each id; ``updated_at`` unchanged."""
+        ids = [ids] if isinstance(ids, str) else list(ids)
+        with self._lock:
+            self._check_open()
+            rows = [self._row(i) for i in ids]
+            self._apply_touch(rows, 1, 0.0, None)
+            self._log(TouchOp(ids, 1, 0.0, None))
+
+    def _apply_touch(self, rows, access_add: int, strength_add: float, updated_at) -> None:
+        t = self._table
+        for r in rows:  # a row listed twice is touched twice
+            t.access[r] += access_add
+            t.strength[r] += strength_add
+            if updated_at is not None:
+                t.updated_at[r] = updated_at
+        t.touched(rows)
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Persist a small named value with the store (e.g. the last reflection time)."""
+        with self._lock:
+            self.meta[str(key)] = str(value)
+            self._log(MetaOp(str(key), str(value)))
+
+    # ------------------------------------------------------------------ capacity
+    def _enforce_capacity(self) -> list[Entry]:
+        """Move the least-used unprotected entries to the archive beyond capacity (SPEC §9)."""
+        t = self._table
+        excess = len(t) - self.config.capacity.store_capacity
+        if excess <= 0:
+            return []
+        rows = t.live_rows()
+        protected = (t.category[rows] == 0) | t.pinned[rows]  # 0 = self_identity
+        rows = rows[~protected]
+        order = np.lexsort((t.updated_at[rows], t.access[rows]))[:excess]
+        return self.archive_rows([int(rows[i]) for i in order])
+
+    def archive_rows(self, rows: list[int]) -> list[Entry]:
+        moved = []
+        for row in rows:
+            entry = self._entry(row)
+            vec = self._vectors.get(row) if self.dim else None
+            self.archive.add(entry, vec)
+            self._remove_row(row)
+            self._log(DeleteOp(entry.id))
+            moved.append(entry)
+        return moved
+
+    # ------------------------------------------------------------------ recall
+    def recall(self, query: str, *, project: str | None = None, reinforce: bool = True,
+               query_vector=None) -> list[RecallHit]:
+        """Memories for ``query`` (SPEC §6, the reference's RecallForProject), best first.
+
+        Self-identity entries always come first, then user facts, then scored entries, within
+        20 entries / 2000 tokens. ``reinforce`` strengthens what was returned.
+        """
+        from maclaw_fast.memory.recall import recall
+
+        return recall(self, query, project=project, reinforce=reinforce,
+                      query_vector=query_vector)
+
+    def recall_dynamic(self, query: str, *, category: str | None = None,
+                       project: str | None = None, reinforce: bool = True) -> list[RecallHit]:
+        """The agent tool's recall: ≤ 15 entries / 1500 tokens, no user facts, optional category."""
+        from maclaw_fast.memory.recall import recall
+
+        return recall(self, query, project=project, reinforce=reinforce, dynamic=True,
+                      category=category)
+
+    def recall_batch(self, queries, *, projects=None, reinforce: bool = True,
+                     query_vectors=None) -> list[list[RecallHit]]:
+        """One :meth:`recall` per query on one snapshot, with batched kernels."""
+        from maclaw_fast.memory.recall import recall_batch
+
+        return recall_batch(self, queries, projects=projects, reinforce=reinforce,
+                            query_vectors=query_vectors, as_arrow=False)
+
+    def recall_batch_arrow(self, queries, *, projects=None, reinforce: bool = True,
+                           query_vectors=None):
+        """:meth:`recall_batch` as a ``pyarrow.Table`` (query_index, rank, id, score, recency,
+        importance, bm25, cos, affinity, graph) — the form for thousands of queries."""
+        from maclaw_fast.memory.recall import recall_batch
+
+        return recall_batch(self, queries, projects=projects, reinforce=reinforce,
+                            query_vectors=query_vectors, as_arrow=True)
+
+    # ------------------------------------------------------------------ formats
+    def to_arrow(self):
+        """Every entry (with its vector) as a ``pyarrow.Table`` in store order."""
+        from maclaw_fast.persist.snapshot import entries_table
+
+        with self._lock:
+            rows = self._table.live_rows()
+            vecs = None
+            if self.dim:
+                vecs = self._vectors.matrix[rows].copy()
+                vecs[~self._vectors.has_vec[rows]] = np.nan
+            return entries_table([self._entry(int(r)) for r in rows], vecs, self.dim)
+
+    def import_maclaw(self, path: str | os.PathLike) -> int:
+        """Load a reference ``memories.json``; returns how many entries were added."""
+        from maclaw_fast.persist.compat import import_maclaw
+
+        return import_maclaw(self, path)
+
+    def import_records(self, records: list[dict]) -> int:
+        """Insert checked records (see ``persist.compat.parse_maclaw``) keeping their ids and
+        times. Foreign vectors are never mixed with ours: entries are embedded anew."""
+        with self._lock:
+            self._check_open()
+            fresh = [r for r in records if r["id"] not in self._table.row_of
+                     and r["content"] not in self._table.row_of_content]
+        texts = [analysed_text(r["content"], r["tags"]) for r in fresh]
+        vecs = embed_checked(self.embedder, texts) if self.embedder is not None and texts else None
+        with self._lock:
+            self._check_open()
+            ops, added = [], []
+            for i, r in enumerate(fresh):
+                if r["id"] in self._table.row_of or r["content"] in self._table.row_of_content:
+                    continue
+                now = float(self.clock())
+                entry = Entry(
+                    id=r["id"] or new_id(time.time_ns()), content=r["content"],
+                    category=r["category"], tags=r["tags"], created_at=r["created_at"] or now,
+                    updated_at=r["updated_at"] or now, access_count=max(r["access_count"], 1),
+                    strength=r["strength"], status=r["status"],
+                    scope=CATEGORY_TABLE[r["category"]][1], pinned=r["pinned"],
+                    compact_form=r["compact_form"])
+                vec = vecs[i] if vecs is not None else None
+                added.append((self._insert(entry, vec), r))
+                ops.append(PutOp(entry, _vec_bytes(vec)))
+            for row, r in added:
+                strengths = r["related_strengths"] or [1.0] * len(r["related_ids"])
+                for other, s in zip(r["related_ids"], strengths):
+                    if other in self._table.row_of:
+                        self._graph.link(row, self._table.row_of[other], float(s))
+            touched = {row for row, _ in added}
+            for row, _ in added:
+                touched.update(t for t, _ in self._graph.neighbours(row))
+            self._table.touched(touched)
+            ops += [EdgesOp(*self._edges_of(r)) for r in sorted(touched)]
+            if ops:
+                self._log(*ops)
+            self._enforce_capacity()
+            return len(added)
+
+    def export_maclaw(self, path: str | os.PathLike) -> int:
+        """Write the reference ``memories.json`` format; returns how many entries were written."""
+        from maclaw_fast.persist.compat import export_maclaw
+
+        return export_maclaw(self, path)
+
+    def stats(self) -> dict:
+        with self._lock:
+            t = self._table
+            rows = t.live_rows()
+            return {
+                "entries": len(t), "archived": len(self.archive), "dim": self.dim,
+                "embedder": self.embedder.fingerprint if self.embedder else None,
+                "active": int((t.status[rows] == 0).sum()),
+                "dormant": int((t.status[rows] == 2).sum()),
+                "superseded": int((t.status[rows] == 1).sum()),
+                "pinned": int(t.pinned[rows].sum()), "path": str(self.path) if self.path else None,
+            }
+
+
+def _vec_bytes(vec: np.ndarray | None) -> bytes | None:
+    return None if vec is None else np.asarray(vec, np.float32).tobytes()
+
+
+def _replace(entry: Entry, **changes) -> Entry:
+    import msgspec
+
+    return msgspec.structs.replace(entry, **changes)

@@ -1,0 +1,172 @@
+"""An append-only journal of MessagePack records framed by length + CRC32 (SPEC §8).
+
+A record is written whole before the mutating call returns; a torn or corrupt tail (a crash in
+the middle of a write) is detected on open and cut off, keeping every record before it.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+import time
+import zlib
+from pathlib import Path
+
+import msgspec
+
+from maclaw_fast.records import Entry
+
+_FRAME = struct.Struct("<II")  # payload length, crc32(payload)
+_MAX_RECORD = 1 << 30
+
+
+class PutOp(msgspec.Struct, tag="put", array_like=True):
+    """Insert or replace an entry; its vector as raw float32 bytes when ``vector_set`` (None =
+    no vector), else the stored vector stays."""
+
+    entry: Entry
+    vector: bytes | None = None
+    vector_set: bool = True
+
+
+class EdgesOp(msgspec.Struct, tag="edges", array_like=True):
+    """One node's outgoing graph edges after a link changed them."""
+
+    id: str
+    related_ids: list[str]
+    related_strengths: list[float]
+
+
+class DeleteOp(msgspec.Struct, tag="del", array_like=True):
+    id: str
+
+
+class TouchOp(msgspec.Struct, tag="touch", array_like=True):
+    """Reinforcement / touch of many entries at once (recall returns up to 20)."""
+
+    ids: list[str]
+    access_add: int = 1
+    strength_add: float = 0.0
+    updated_at: float | None = None
+
+
+class MetaOp(msgspec.Struct, tag="meta", array_like=True):
+    key: str
+    value: str
+
+
+Op = PutOp | EdgesOp | DeleteOp | TouchOp | MetaOp
+
+
+class JournalRecord(msgspec.Struct, array_like=True):
+    seq: int
+    ops: list[Op]
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(JournalRecord)
+
+
+class Journal:
+    """The write-ahead journal of one store.
+
+    Parameters
+    ----------
+    path : the journal file.
+    fsync : ``always`` (fsync every record), ``interval`` (at most ``interval_s`` of exposure: a
+        background flush follows a write) or ``never``.
+    """
+
+    def __init__(self, path: str | os.PathLike, fsync: str = "interval",
+                 interval_s: float = 1.0) -> None:
+        self.path = Path(path)
+        self.fsync = fsync
+        self.interval_s = float(interval_s)
+        self._fh = None
+        self._lock = threading.Lock()
+        self._last_sync = 0.0
+        self._pending = False
+        self._timer: threading.Timer | None = None
+        self.size = 0
+
+    # ------------------------------------------------------------------ reading
+    def read(self) -> tuple[list[JournalRecord], int, bool]:
+        """All intact records, the byte length they span, and whether a bad tail was found."""
+        if not self.path.is_file():
+            return [], 0, False
+        data = self.path.read_bytes()
+        records: list[JournalRecord] = []
+        pos = 0
+        while pos + _FRAME.size <= len(data):
+            length, crc = _FRAME.unpack_from(data, pos)
+            end = pos + _FRAME.size + length
+            if length > _MAX_RECORD or end > len(data):
+                break
+            payload = data[pos + _FRAME.size: end]
+            if zlib.crc32(payload) != crc:
+                break
+            try:
+                records.append(_decoder.decode(payload))
+            except msgspec.DecodeError:
+                break
+            pos = end
+        return records, pos, pos != len(data)
+
+    # ------------------------------------------------------------------ writing
+    def open_for_append(self, valid_length: int) -> None:
+        """Open for appending, cutting anything after ``valid_length`` (a torn tail)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(self.path, "ab+")
+        fh.truncate(valid_length)
+        fh.seek(valid_length)
+        os.fsync(fh.fileno())
+        self._fh = fh
+        self.size = valid_length
+
+    def append(self, record: JournalRecord) -> None:
+        payload = _encoder.encode(record)
+        frame = _FRAME.pack(len(payload), zlib.crc32(payload)) + payload
+        with self._lock:
+            self._fh.write(frame)
+            self._fh.flush()
+            self.size += len(frame)
+            if self.fsync == "always":
+                os.fsync(self._fh.fileno())
+            elif self.fsync == "interval":
+                now = time.monotonic()
+                if now - self._last_sync >= self.interval_s:
+                    os.fsync(self._fh.fileno())
+                    self._last_sync = now
+                    self._pending = False
+                elif not self._pending:
+                    self._pending = True
+                    self._timer = threading.Timer(self.interval_s, self.sync)
+                    self._timer.daemon = True
+                    self._timer.start()
+
+    def sync(self) -> None:
+        with self._lock:
+            if self._fh is not None and not self._fh.closed:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+                self._last_sync = time.monotonic()
+            self._pending = False
+
+    def reset(self) -> None:
+        """Empty the journal (after a snapshot that holds everything in it)."""
+        with self._lock:
+            self._fh.truncate(0)
+            self._fh.seek(0)
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self.size = 0
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self.sync()
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None

@@ -1,0 +1,61 @@
+"""Compile (and cache) every kernel on tiny inputs, writable and read-only alike, so the first
+real call of a process pays no JIT time. Modules may add a ``warmup()`` of their own."""
+
+import importlib
+import pkgutil
+
+import numpy as np
+
+
+def _ro(a):
+    a = a.copy()
+    a.flags.writeable = False
+    return a
+
+
+def _memory_kernels():
+    from maclaw_kernels import bm25, decay, recall, vectors
+
+    n, d = 4, 3
+    f64 = np.zeros(n)
+    i64 = np.arange(n, dtype=np.int64)
+    bools = np.ones(n, np.bool_)
+    ip, pd, pt = bm25.build_csr(2, np.array([0, 1], np.int32), np.array([0, 1], np.int32),
+                                np.array([1.0, 2.0], np.float32))
+    args = (np.array([0], np.int32), np.ones(1), ip, pd, pt, np.ones(n, np.float32), bools, i64,
+            1.2, 0.75, 1.0)
+    bm25.bm25_scores(*args, np.zeros(n))
+    bm25.bm25_scores_batch(np.array([0, 1], np.int64), *args, np.zeros((1, n)))
+    m = np.ones((n, d), np.float32)
+    for mat in (m, _ro(m)):
+        vectors.dot_scores(mat, n, bools, np.ones(d, np.float32), np.zeros(n, np.float32))
+        vectors.dot_scores_batch(mat, n, bools, np.ones((2, d), np.float32),
+                                 np.zeros((2, n), np.float32))
+    for kern in (decay.decay_pass, decay.decay_pass_batch):
+        kern(f64 + 1, f64, ~bools, bools, 0.0, 0.003, 0.1, np.zeros(n), np.zeros(n, np.bool_))
+    nbr = np.full((n, 5), -1, np.int64)
+    common = (i64, i64, i64, np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0.4, 0.6, 1.0,
+              5, nbr, np.zeros((n, 5)), 1, 0.5, 3, 100)
+    rec, imp, base = np.zeros(n), np.zeros(n), np.zeros(n)
+    recall.base_scores(f64, f64, i64, 0.0, 0.005, 1.0, 1.0, rec, imp, base)
+    outs = [np.zeros(8, np.int64)] + [np.zeros(8) for _ in range(4)]
+    recall.recall_one(base, f64, np.zeros(n, np.float32), f64, bools, bools, *common, *outs)
+    outs_b = [np.zeros((1, 8), np.int64)] + [np.zeros((1, 8)) for _ in range(4)]
+    recall.recall_batch(base, f64[None], np.zeros((1, n), np.float32), f64[None], bools[None],
+                        bools[None], *common, *outs_b, np.zeros(1, np.int64))
+    return ["bm25", "vectors", "decay", "recall"]
+
+
+def warmup() -> list[str]:
+    """Compile every kernel; returns the names of the modules warmed."""
+    import maclaw_kernels
+
+    names = _memory_kernels()
+    for info in pkgutil.iter_modules(maclaw_kernels.__path__):
+        if info.name in ("warmup",) or info.name in names:
+            continue
+        module = importlib.import_module(f"maclaw_kernels.{info.name}")
+        if hasattr(module, "warmup"):
+            module.warmup()
+            names.append(info.name)
+    return names

@@ -89,6 +89,13 @@ class LLMConfig(msgspec.Struct, frozen=True, kw_only=True):
         if self.max_tokens <= 0:
             raise ValidationError(f"max_tokens must be > 0, got {self.max_tokens!r}")
 
+    def __repr__(self) -> str:
+        # Configs end up in logs and tracebacks; the key must not.
+        key = "'***'" if self.api_key else "''"
+        return (f"LLMConfig(protocol={self.protocol!r}, base_url={self.base_url!r}, "
+                f"model={self.model!r}, api_key={key}, timeout_s={self.timeout_s!r}, "
+                f"max_retries={self.max_retries!r}, merge_system={self.merge_system!r})")
+
     def endpoint(self) -> str:
         """The URL requests are POSTed to.
 

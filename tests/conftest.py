@@ -1,0 +1,3 @@
+"""Shared pytest configuration."""
+
+from tests.conftest_llm import llm_protocol, llm_server  # noqa: F401

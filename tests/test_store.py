@@ -1,0 +1,323 @@
+"""MemoryStore behaviour: SPEC §1, §4–§6 and the §15 memory examples."""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+import numpy as np
+import pytest
+
+from maclaw_fast import MemoryConfig, MemoryStore, NotFoundError, ValidationError
+from maclaw_fast.config import CapacityConfig, RecallConfig
+from maclaw_fast.errors import DuplicateError, StoreClosedError
+from maclaw_fast.index.graph import MemoryGraph
+
+T0 = 1_780_000_000.0
+
+
+class Clock:
+    def __init__(self, t: float = T0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def unit(v) -> np.ndarray:
+    v = np.asarray(v, np.float32)
+    return v / np.linalg.norm(v)
+
+
+class FixedEmbedder:
+    """4-d embedder with vectors chosen per text (unknown text → zero vector)."""
+
+    dim = 4
+    fingerprint = "fixed-4"
+
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        self.table = table
+
+    def embed(self, texts):
+        return np.array([self.table.get(t.strip(), [0, 0, 0, 0]) for t in texts], np.float32)
+
+
+@pytest.fixture()
+def clock():
+    return Clock()
+
+
+@pytest.fixture()
+def store(clock):
+    with MemoryStore.in_memory(embedder="hash", clock=clock) as s:
+        yield s
+
+
+# ---------------------------------------------------------------- SPEC §15 examples
+def test_recency_after_24h_and_base_scores(clock):
+    with MemoryStore.in_memory(embedder=None, clock=clock) as s:
+        pk = s.save("alpha note", category="project_knowledge")
+        ins = s.save("beta note", category="instruction")
+        hits = {h.entry.id: h for h in s.recall("zzz unrelated", reinforce=False)}
+        assert hits[pk.id].score == pytest.approx(1 + 2 + math.log(2), abs=1e-9)
+        assert hits[pk.id].score == pytest.approx(3.693, abs=5e-4)
+        assert hits[ins.id].score == pytest.approx(4.693, abs=5e-4)
+        clock.t += 24 * 3600
+        hits = {h.entry.id: h for h in s.recall("zzz unrelated", reinforce=False)}
+        assert hits[pk.id].breakdown.recency == pytest.approx(0.8869, abs=1e-4)
+
+
+def test_graph_keeps_five_strongest_and_rejects_weaker():
+    g = MemoryGraph(max_edges=5)
+    for i, s in enumerate([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], start=1):
+        g.link(0, i, s)
+    assert sorted(w for _, w in g.neighbours(0)) == pytest.approx([0.2, 0.3, 0.4, 0.5, 0.6])
+    assert 1 not in [t for t, _ in g.neighbours(0)]
+    g.link(0, 7, 0.05)
+    assert 7 not in [t for t, _ in g.neighbours(0)]
+    assert g.neighbours(7) == [(0, 0.05)]  # the other direction had room
+
+
+def test_vectors_link_by_cosine(clock):
+    a, b, c = unit([1, 0, 0, 0]), unit([0.98, 0.1, 0, 0]), unit([0, 1, 0, 0])
+    emb = FixedEmbedder({"A": a.tolist(), "B": b.tolist(), "C": c.tolist()})
+    with MemoryStore.in_memory(embedder=emb, clock=clock) as s:
+        ea = s.save("A", category="preference")
+        eb = s.save("B", category="preference")
+        ec = s.save("C", category="preference")
+        cos_ab = float(a @ b)
+        assert s.get(ea.id).related_ids == (eb.id,)
+        assert s.get(eb.id).related_ids == (ea.id,)
+        assert s.get(ea.id).related_strengths[0] == pytest.approx(cos_ab, abs=1e-6)
+        assert ec.id not in s.get(ea.id).related_ids
+        assert s.get(ec.id).related_ids == ()
+
+
+# ---------------------------------------------------------------- save / CRUD
+def test_save_fills_defaults_and_maps_aliases(store):
+    e = store.save("  tea please ", category="user", tags=["a", "a", " b "])
+    assert e.category == "user_fact" and e.scope == "global"
+    assert e.tags == ("a", "b") and e.access_count == 1 and e.strength == 1.0
+    p = store.save("atlas uses postgres", category="reference", tags=["atlas"])
+    assert p.category == "project_knowledge" and p.scope == "project"
+    assert store.save("x", category="feedback").category == "instruction"
+
+
+def test_identical_content_updates_instead_of_adding(store, clock):
+    e = store.save("same text", category="preference", tags=["z"])
+    clock.t += 100
+    again = store.save("same text", category="instruction", tags=["a"])
+    assert again.id == e.id and len(store) == 1
+    assert again.access_count == 2 and again.tags == ("a", "z")
+    assert again.updated_at == clock.t and again.category == "preference"
+
+
+def test_dormant_entry_revives_on_identical_save(store):
+    e = store.save("old fact about kites", category="preference")
+    store.set_fields(e.id, status="dormant", strength=0.05)
+    assert all(h.entry.id != e.id for h in store.recall("kites", reinforce=False))
+    back = store.save("old fact about kites", category="preference")
+    assert back.status == "active" and back.strength == 1.0
+    assert any(h.entry.id == e.id for h in store.recall("kites", reinforce=False))
+
+
+def test_update_delete_list_pin_touch(store, clock):
+    a = store.save("first memory about rust", category="preference", tags=["lang"])
+    b = store.save("second memory about go", category="project", tags=["atlas"])
+    with pytest.raises(DuplicateError):
+        store.update(a.id, content="second memory about go")
+    clock.t += 10
+    u = store.update(a.id, content="first memory about zig", category="instruction")
+    assert u.content.endswith("zig") and u.category == "instruction" and u.updated_at == clock.t
+    assert [h.entry.id for h in store.recall("zig", reinforce=False)
+            if h.breakdown.bm25 > 0] == [a.id]
+    assert not any(h.breakdown.bm25 > 0 for h in store.recall("rust", reinforce=False))
+    assert [e.id for e in store.list(category="project")] == [b.id]
+    assert [e.id for e in store.list(keyword="ATLAS")] == [b.id]
+    assert len(store.list(limit=1)) == 1
+    assert store.pin(b.id).pinned and not store.unpin(b.id).pinned
+    before = store.get(b.id)
+    store.touch([b.id, b.id])
+    after = store.get(b.id)
+    assert after.access_count == before.access_count + 2 and after.updated_at == before.updated_at
+    gone = store.delete(b.id)
+    assert gone.id == b.id and b.id not in store and len(store) == 1
+    with pytest.raises(NotFoundError):
+        store.get(b.id)
+
+
+def snapshot_state(store):
+    return msgspec.json.encode(store.entries())
+
+
+@pytest.mark.parametrize("call", [
+    lambda s: s.save("", category="preference"),
+    lambda s: s.save("   ", category="preference"),
+    lambda s: s.save(123, category="preference"),
+    lambda s: s.save("ok", category="nonsense"),
+    lambda s: s.save("ok", category="preference", tags="notalist"),
+    lambda s: s.save("ok", category="preference", tags=[1]),
+    lambda s: s.save("ok", category="preference", vector=[0.1] * 7),
+    lambda s: s.save("ok", category="preference", vector=[float("nan")] * 384),
+    lambda s: s.save("ok", category="preference", pinned="yes"),
+    lambda s: s.recall(None),
+    lambda s: s.recall("q", query_vector=np.ones(3)),
+    lambda s: s.recall("q", query_vector=np.full(384, np.nan)),
+    lambda s: s.recall("q", project=5),
+    lambda s: s.recall_batch(["a", "b"], query_vectors=np.ones((1, 384))),
+    lambda s: s.recall_batch("not a list"),
+    lambda s: s.update("missing-id", content="x"),
+    lambda s: s.update(s.list()[0].id, content=""),
+    lambda s: s.delete("missing-id"),
+    lambda s: s.list(category="bad"),
+    lambda s: s.set_fields(s.list()[0].id, content="x"),
+    lambda s: s.set_fields(s.list()[0].id, status="zombie"),
+])
+def test_bad_input_raises_and_changes_nothing(store, call):
+    store.save("existing memory", category="preference", tags=["t"])
+    before = snapshot_state(store)
+    with pytest.raises((ValidationError, NotFoundError)):
+        call(store)
+    assert snapshot_state(store) == before
+
+
+def test_closed_store_refuses_work(clock):
+    s = MemoryStore.in_memory(embedder=None, clock=clock)
+    s.close()
+    with pytest.raises(StoreClosedError):
+        s.save("x", category="preference")
+
+
+# ---------------------------------------------------------------- recall
+def test_recall_order_si_then_uf_then_scored(store):
+    si = store.save("I am Juniper, the agent", category="self_identity")
+    uf = store.save("User lives in Hangzhou", category="user_fact")
+    pk = store.save("deploy script needs AWS_REGION", category="project", tags=["atlas"])
+    hits = store.recall("deploy script", project="atlas", reinforce=False)
+    assert [h.entry.id for h in hits] == [si.id, uf.id, pk.id]
+    assert [h.reason for h in hits] == ["self_identity", "user_fact", "scored"]
+    b = hits[2].breakdown
+    assert b.affinity == 3.0 and b.bm25 > 0
+    assert hits[2].score == pytest.approx(b.total)
+    assert b.total == pytest.approx(b.recency + b.importance + 0.4 * b.bm25 + 0.6 * b.cos
+                                    + b.affinity + b.graph)
+
+
+def test_project_scope_filter(store):
+    a = store.save("atlas uses postgres 16", category="project", tags=["atlas"])
+    b = store.save("dataviz uses duckdb", category="project", tags=["dataviz"])
+    g = store.save("prefers short answers", category="preference")
+    ids = lambda p: {h.entry.id for h in store.recall("uses", project=p, reinforce=False)}
+    assert ids("atlas") == {a.id, g.id}
+    assert ids("ATLAS") == {a.id, g.id}  # tags compare case-insensitively
+    assert ids("") == {a.id, b.id, g.id}
+    assert ids(None) == {a.id, b.id, g.id}
+
+
+def test_budget_skips_large_entries_and_caps_at_twenty(clock):
+    cfg = MemoryConfig(recall=RecallConfig(token_budget=100))
+    with MemoryStore.in_memory(embedder=None, clock=clock, config=cfg) as s:
+        big = s.save("needle " + "x" * 500, category="preference")
+        small = [s.save(f"needle small {i}", category="preference") for i in range(30)]
+        ids = [h.entry.id for h in s.recall("needle", reinforce=False)]
+        assert big.id not in ids  # 500+ bytes = 125 tokens > budget: skipped, not a stop
+        assert len(ids) == 20 and set(ids) <= {e.id for e in small}
+
+
+def test_self_identity_always_included_even_over_budget(clock):
+    cfg = MemoryConfig(recall=RecallConfig(token_budget=10))
+    with MemoryStore.in_memory(embedder=None, clock=clock, config=cfg) as s:
+        si = s.save("I am the agent. " * 20, category="self_identity")
+        hits = s.recall("anything", reinforce=False)
+        assert [h.entry.id for h in hits] == [si.id]
+
+
+def test_reinforcement(store, clock):
+    e = store.save("remember the kettle", category="preference")
+    clock.t += 3600
+    store.recall("kettle")
+    after = store.get(e.id)
+    assert after.access_count == 2 and after.strength == 2.0 and after.updated_at == clock.t
+    store.recall("kettle", reinforce=False)
+    assert store.get(e.id).access_count == 2
+
+
+def test_graph_expansion_lifts_a_linked_neighbour(clock):
+    with MemoryStore.in_memory(embedder=None, clock=clock) as s:
+        seed = s.save("kiwi orchard irrigation", category="preference")
+        friend = s.save("kiwi harvest schedule", category="preference")  # links to seed by bm25
+        # four instructions outrank the friend, so the seeds are them + the matching seed
+        for i in range(4):
+            s.save(f"filler rule number {i}", category="instruction")
+        assert friend.id in s.get(seed.id).related_ids
+        hits = s.recall("orchard irrigation", reinforce=False)
+        by = {h.entry.id: h for h in hits}
+        # seed matches; the friend matches nothing of the query but inherits relevance
+        assert by[seed.id].breakdown.bm25 > 0
+        assert by[friend.id].breakdown.bm25 == 0 and by[friend.id].breakdown.graph > 0
+        assert by[friend.id].reason == "graph"
+
+
+def test_recall_dynamic_skips_user_facts_and_filters_category(store):
+    store.save("User is left-handed", category="user_fact")
+    p = store.save("prefers dark mode editors", category="preference")
+    i = store.save("always use dark mode in screenshots", category="instruction")
+    hits = store.recall_dynamic("dark mode", reinforce=False)
+    assert {h.entry.id for h in hits} == {p.id, i.id}
+    hits = store.recall_dynamic("dark mode", category="instruction", reinforce=False)
+    assert [h.entry.id for h in hits] == [i.id]
+
+
+def test_deploy_script_query_finds_chinese_memory_top3():
+    with MemoryStore.in_memory(embedder="default") as s:
+        target = s.save("部署脚本 deploy.sh 在 staging 环境因为缺少 AWS_REGION 环境变量而失败",
+                        category="project", tags=["atlas", "deploy"])
+        for text in ["周末去杭州西湖划船，天气很好", "用户喜欢喝龙井茶，不加糖",
+                     "数据库迁移用 golang-migrate 管理", "The CI pipeline caches pip wheels",
+                     "Lin prefers dark mode in every editor", "家庭相册的照片每周备份到 NAS",
+                     "Meeting notes: quarterly planning moved to Friday",
+                     "前端图表在数据点很多时渲染变慢", "Use ruff for linting Python code",
+                     "billing-api 的金额以分为单位存储"]:
+            s.save(text, category="project", tags=["misc"])
+        hits = s.recall("部署脚本出了什么问题", reinforce=False)
+        assert target.id in [h.entry.id for h in hits[:3]]
+
+
+def test_recall_batch_equals_recall(store):
+    texts = ["deploy script", "green tea", "postgres migrations", "部署 脚本", "kettle"]
+    for i, t in enumerate(texts * 3):
+        store.save(f"{t} note {i}", category=["preference", "project"][i % 2],
+                   tags=["atlas"] if i % 3 == 0 else [])
+    queries = ["deploy", "tea migrations", "部署", "", "unknownword"]
+    projects = ["atlas", None, "", None, "atlas"]
+    batch = store.recall_batch(queries, projects=projects, reinforce=False)
+    table = store.recall_batch_arrow(queries, projects=projects, reinforce=False)
+    for q, (query, proj) in enumerate(zip(queries, projects)):
+        single = store.recall(query, project=proj, reinforce=False)
+        assert [h.entry.id for h in batch[q]] == [h.entry.id for h in single]
+        assert [h.score for h in batch[q]] == pytest.approx([h.score for h in single], rel=1e-5)
+        rows = table.filter(table.column("query_index").to_numpy() == q)
+        assert rows.column("id").to_pylist() == [h.entry.id for h in single]
+
+
+def test_batch_reinforcement_applies_after_scoring(store):
+    e = store.save("unique kettle fact", category="preference")
+    store.recall_batch(["kettle", "kettle"])
+    assert store.get(e.id).access_count == 3
+
+
+def test_capacity_moves_least_used_to_archive(clock):
+    cfg = MemoryConfig(capacity=CapacityConfig(store_capacity=5))
+    with MemoryStore.in_memory(embedder=None, clock=clock, config=cfg) as s:
+        si = s.save("identity", category="self_identity")
+        pinned = s.save("pinned one", category="preference", pinned=True)
+        rest = []
+        for i in range(5):
+            clock.t += 1
+            rest.append(s.save(f"note {i}", category="preference"))
+            if i == 0:
+                s.touch([rest[0].id])
+            assert len(s) <= 5
+        archived = {e.id for e in s.archive.list()}
+        assert archived == {rest[1].id, rest[2].id}  # least used, then oldest
+        assert si.id in s and pinned.id in s and rest[0].id in s

@@ -170,6 +170,8 @@ class SearchConfig(msgspec.Struct, frozen=True, kw_only=True):
     extra_paths: tuple[str, ...] = ()
     watch_debounce_s: float = 1.5
     sync_interval_s: float = 0.0
+    text_search: bool = True  # False = vector-only mode (no keyword index)
+    sync_on_search: bool = True  # sync before a search when files changed
 
 
 class MaintenanceConfig(msgspec.Struct, frozen=True, kw_only=True):

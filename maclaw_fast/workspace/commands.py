@@ -1,0 +1,145 @@
+"""Workspace subcommands of ``maclaw-fast``: ``index`` and ``search``, plus the demo section.
+
+Heavy modules (numba kernels, tantivy, onnxruntime) load inside the handlers so ``--help`` stays
+fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workspace", required=True, help="workspace folder (MEMORY.md, memory/)")
+    p.add_argument("--embedder", default="default", choices=["default", "onnx", "hash", "none"],
+                   help="embedding model (none = keyword search only)")
+    p.add_argument("--index-dir", default=None, help="index state folder (default WORKSPACE/.maclaw)")
+
+
+def _open(args, *, sync: bool = True):
+    from maclaw_fast.workspace.index import WorkspaceIndex
+
+    emb = None if args.embedder == "none" else args.embedder
+    return WorkspaceIndex.open(args.workspace, embedder=emb, index_dir=args.index_dir, sync=sync)
+
+
+def _print_status(st, out=print) -> None:
+    out(f"workspace {st.workspace}: {st.files} files, {st.chunks} chunks, mode {st.mode}, "
+        f"model {st.model or 'none'}" + (f"; {st.last_error}" if st.last_error else ""))
+
+
+def cmd_index(args) -> int:
+    t0 = time.perf_counter()
+    ix = _open(args, sync=False)
+    rep = ix.sync(force=args.force)
+    print(f"synced in {time.perf_counter() - t0:.2f} s: +{rep.added} files, ~{rep.changed} changed,"
+          f" -{rep.removed} removed; {rep.chunks_added} chunks added, {rep.embedded} embedded")
+    _print_status(ix.status())
+    if not args.watch:
+        ix.close()
+        return 0
+    w = ix.watch()
+    print(f"watching (debounce {w.debounce_s:g} s); Ctrl-C to stop")
+    seen = 0
+    try:
+        while True:
+            time.sleep(0.5)
+            if w.syncs != seen and w.last_report is not None:
+                seen = w.syncs
+                r = w.last_report
+                if r.added or r.changed or r.removed:
+                    print(f"sync: +{r.added} ~{r.changed} -{r.removed} files, "
+                          f"{r.chunks_added} chunks added in {r.seconds * 1e3:.0f} ms")
+    finally:
+        ix.close()
+
+
+def format_hits(resp, out=print) -> None:
+    """Print a search response for people."""
+    notes = [f"mode {resp.mode}"]
+    if resp.fallback:
+        notes.append("nothing passed min_score: keyword matches shown")
+    if resp.degraded:
+        notes.append(resp.degraded)
+    out(f"{len(resp.results)} result(s) for {resp.query!r} ({'; '.join(notes)})")
+    if not resp.results and resp.reason:
+        out(f"  {resp.reason}")
+    for i, h in enumerate(resp.results, 1):
+        first = " ".join(h.snippet.split())[:110]
+        out(f"  {i}. {h.citation}  score {h.score:.3f} (vector {h.vector_score:.3f}, "
+            f"text {h.text_score:.3f})")
+        out(f"     {first}")
+
+
+def cmd_search(args) -> int:
+    import msgspec
+
+    ix = _open(args)
+    try:
+        resp = ix.search(args.query, max_results=args.max_results, min_score=args.min_score)
+        if args.json:
+            out = msgspec.to_builtins(resp)
+            out["status"] = msgspec.to_builtins(ix.status())
+            json.dump(out, sys.stdout, ensure_ascii=False, indent=2)
+            sys.stdout.write("\n")
+        else:
+            format_hits(resp)
+    finally:
+        ix.close()
+    return 0
+
+
+DEMO_QUERIES = ("deploy script missing env vars", "花生过敏", "who is on call in December",
+                "zebra")
+
+
+def demo_search(out=print, *, embedder="default", queries=DEMO_QUERIES) -> None:
+    """Show a workspace search over the bundled sample workspace (``data/workspace``).
+
+    The index goes to a temporary folder, so the bundled data stays untouched.
+
+    Examples
+    --------
+    >>> demo_search(out=lambda s: None, embedder="hash")
+    """
+    import tempfile
+
+    from maclaw_fast.datafiles import data_dir
+    from maclaw_fast.workspace.index import WorkspaceIndex
+
+    ws = data_dir() / "workspace"
+    if not ws.is_dir():
+        out(f"workspace search: no sample workspace at {ws}")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        ix = WorkspaceIndex.open(ws, embedder=embedder, index_dir=tmp)
+        st = ix.status()
+        out(f"\nworkspace search over {ws.name}/: {st.files} Markdown files → {st.chunks} chunks "
+            f"(mode {st.mode}, model {st.model or 'none'}), indexed in "
+            f"{time.perf_counter() - t0:.2f} s")
+        for q in queries:
+            t = time.perf_counter()
+            resp = ix.search(q)
+            ms = (time.perf_counter() - t) * 1e3
+            format_hits(resp, out=out)
+            out(f"     ({ms:.1f} ms)")
+        ix.close()
+
+
+def register(sub) -> None:
+    p = sub.add_parser("index", help="index (sync) a workspace's Markdown memory files")
+    _common(p)
+    p.add_argument("--watch", action="store_true", help="keep watching and re-syncing")
+    p.add_argument("--force", action="store_true", help="re-read and re-chunk every file")
+    p.set_defaults(func=cmd_index)
+    p = sub.add_parser("search", help="search a workspace's Markdown memory files")
+    p.add_argument("query")
+    _common(p)
+    p.add_argument("--json", action="store_true", help="print the response as JSON")
+    p.add_argument("--max-results", type=int, default=None)
+    p.add_argument("--min-score", type=float, default=None)
+    p.set_defaults(func=cmd_search)

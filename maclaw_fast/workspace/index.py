@@ -1,0 +1,491 @@
+"""The workspace index (SPEC §14): columnar chunk state kept in sync with the memory files.
+
+Chunks live in rows of flat columns (live flag, line range, decay timestamp, plus text/hash/path
+lists); a deleted chunk's row goes on a free list and is reused, so row numbers stay dense without
+renumbering the BM25 keys or the vector matrix. BM25 is the shared :class:`Bm25Index` (tantivy of
+record, numba mirror for queries), vectors the shared exact :class:`VectorColumn`.
+
+Persistence under ``<workspace>/.maclaw/`` (or ``index_dir``): ``workspace-chunks.arrow`` (Arrow
+IPC: path, lines, hash, text and the analysed tokens, so reopening skips the segmenter),
+``workspace-files.json`` (per file size/mtime/sha256, written last, naming the chunk generation it
+agrees with; a mismatch after a crash only costs a re-chunk) and one ``embeddings-<model>.arrow``
+:class:`DiskEmbeddingCache` per embedder fingerprint, keyed by sha256(chunk text) = the chunk hash,
+so unchanged text is never embedded twice, across edits, renames and restarts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import threading
+import time
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from maclaw_fast.config import SearchConfig
+from maclaw_fast.embedding import DiskEmbeddingCache, QueryCache, resolve_embedder
+from maclaw_fast.errors import EmbeddingError, ValidationError
+from maclaw_fast.index import Bm25Index, VectorColumn
+from maclaw_fast.text import tokenize
+from maclaw_fast.workspace.chunking import chunk_id, chunk_markdown, sha256_text
+from maclaw_fast.workspace.files import check_extra_paths, discover, file_timestamp_days
+
+STATE_VERSION = 1
+EMBED_BATCH = 256
+_TOKEN_SEP = "\n"  # the tokenizer strips whitespace, so no token holds a newline
+
+
+class FileRecord(msgspec.Struct):
+    """What the index knows about one file: stat data for the cheap check, sha256 for the real one."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+class _FilesState(msgspec.Struct):
+    version: int
+    generation: int
+    chunking: tuple[int, int, int]
+    files: list[FileRecord]
+    last_sync: float | None = None
+
+
+class SyncReport(msgspec.Struct, kw_only=True):
+    """What one :meth:`WorkspaceIndex.sync` did."""
+
+    files: int = 0
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    touched: int = 0
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    embedded: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+
+
+class WorkspaceStatus(msgspec.Struct, kw_only=True):
+    """Index status: mode, model, counts, dirty flag and the last sync (epoch seconds)."""
+
+    workspace: str
+    index_dir: str
+    mode: str
+    model: str | None
+    files: int
+    chunks: int
+    dirty: bool
+    last_sync: float | None
+    chunks_without_vectors: int
+    watching: bool
+    last_error: str | None
+
+
+def _grow(arr: np.ndarray, n: int, fill) -> np.ndarray:
+    if n <= arr.shape[0]:
+        return arr
+    new = np.full(max(n, 2 * arr.shape[0], 64), fill, dtype=arr.dtype)
+    new[: arr.shape[0]] = arr
+    return new
+
+
+class WorkspaceIndex:
+    """Search over a workspace's Markdown memory files, kept in sync with them.
+
+    Use :meth:`open`; the index syncs on open, on search when files changed, on an interval and
+    from a folder watcher (:meth:`watch`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> ws = Path(tempfile.mkdtemp()); _ = (ws / "MEMORY.md").write_text("The deploy key is in vault.")
+    >>> ix = WorkspaceIndex.open(ws, embedder="hash")
+    >>> ix.search("deploy key").results[0].citation
+    'MEMORY.md#L1-L1'
+    >>> ix.close()
+    """
+
+    def __init__(self, root: Path, index_dir: Path, embedder, config: SearchConfig, clock,
+                 embedder_error: str | None) -> None:
+        self.root = root
+        self.index_dir = index_dir
+        self.config = config
+        self.embedder = embedder
+        self.clock = clock
+        self.extra_paths = check_extra_paths(root, config.extra_paths)
+        self.model = embedder.fingerprint if embedder is not None else None
+        self.last_error = embedder_error
+        self.last_sync: float | None = None
+        self._lock = threading.RLock()
+        self._dirty = False  # set by the watcher; without one, is_dirty() compares stat data
+        self._watcher = None
+        self.bm25 = Bm25Index() if config.text_search else None
+        self.vectors = VectorColumn(embedder.dim) if embedder is not None else None
+        self.query_cache = QueryCache(embedder, size=256) if embedder is not None else None
+        self.cache = None
+        if embedder is not None:
+            tag = hashlib.sha256(embedder.fingerprint.encode()).hexdigest()[:16]
+            self.cache = DiskEmbeddingCache(index_dir / f"embeddings-{tag}.arrow", embedder)
+        self._files: dict[str, FileRecord] = {}
+        self._file_rows: dict[str, list[int]] = {}
+        self._free: list[int] = []
+        self.n_rows = 0
+        self.live = np.zeros(64, np.bool_)
+        self.start_line = np.zeros(64, np.int32)
+        self.end_line = np.zeros(64, np.int32)
+        self.ts_days = np.full(64, np.nan)
+        self.paths: list[str | None] = []
+        self.texts: list[str | None] = []
+        self.hashes: list[str | None] = []
+        self.ids: list[str | None] = []
+        self.tokens: list[str | None] = []
+        self._generation = 0
+        self._mmr_tokens: dict[str, np.ndarray] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+    @classmethod
+    def open(cls, workspace_dir, *, embedder="default", config: SearchConfig = SearchConfig(),
+             index_dir=None, sync: bool = True, clock=time.time) -> WorkspaceIndex:
+        """Open (and by default sync) the index of ``workspace_dir``.
+
+        Parameters
+        ----------
+        workspace_dir : the workspace folder.
+        embedder : ``"default"`` (ONNX model, hash fallback), ``"hash"``, ``"onnx"``, ``None``
+            (text-only) or an object with ``dim``, ``fingerprint`` and ``embed``. An embedder that
+            cannot be loaded leaves the index text-only and says so in :meth:`status`.
+        config : :class:`SearchConfig`.
+        index_dir : where the index state lives (default ``<workspace>/.maclaw``).
+        sync : sync now (the session-start sync).
+        clock : epoch seconds, injectable for temporal-decay tests.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> ix = WorkspaceIndex.open(tempfile.mkdtemp(), embedder=None)
+        >>> ix.status().mode, ix.status().files
+        ('text', 0)
+        """
+        if not isinstance(config, SearchConfig):
+            raise ValidationError("config must be a SearchConfig")
+        if not isinstance(workspace_dir, (str, os.PathLike)) or not os.path.isdir(workspace_dir):
+            raise ValidationError(f"workspace {workspace_dir!r} is not a folder")
+        if config.chunk_tokens < 1 or config.chunk_overlap < 0 or config.chars_per_token < 1:
+            raise ValidationError("chunk_tokens and chars_per_token must be ≥ 1, overlap ≥ 0")
+        root = Path(os.path.realpath(workspace_dir))
+        idx_dir = Path(index_dir) if index_dir is not None else root / ".maclaw"
+        error = None
+        try:
+            emb = resolve_embedder(embedder)
+        except EmbeddingError as exc:  # e.g. the model package is missing
+            emb, error = None, f"embedder unavailable ({exc}); text-only"
+        if emb is None and not config.text_search:
+            raise ValidationError("text_search=False needs an embedder (vector-only mode)")
+        ix = cls(root, idx_dir, emb, config, clock, error)
+        ix._load()
+        if sync:
+            ix.sync()
+        return ix
+
+    def close(self) -> None:
+        """Stop the watcher and save the embedding cache."""
+        self.unwatch()
+        with self._lock:
+            if self.cache is not None and self.cache.dirty:
+                self.cache.save()
+
+    def __enter__(self) -> WorkspaceIndex:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def mode(self) -> str:
+        if self.embedder is None:
+            return "text"
+        return "hybrid" if self.bm25 is not None else "vector"
+
+    # ------------------------------------------------------------------ rows
+    def _alloc_row(self) -> int:
+        if self._free:
+            return self._free.pop()
+        r = self.n_rows
+        self.n_rows += 1
+        for name, fill in (("live", False), ("start_line", 0), ("end_line", 0),
+                           ("ts_days", np.nan)):
+            setattr(self, name, _grow(getattr(self, name), self.n_rows, fill))
+        for col in (self.paths, self.texts, self.hashes, self.ids, self.tokens):
+            col.append(None)
+        return r
+
+    def _add_row(self, path: str, start: int, end: int, text: str, text_hash: str,
+                 tokens: str | None, ts: float) -> int:
+        r = self._alloc_row()
+        self.live[r] = True
+        self.start_line[r], self.end_line[r], self.ts_days[r] = start, end, ts
+        self.paths[r], self.texts[r], self.hashes[r] = path, text, text_hash
+        self.ids[r] = chunk_id(path, start, end, text_hash, self.model or "none")
+        if tokens is None:
+            tokens = _TOKEN_SEP.join(tokenize(text))
+        self.tokens[r] = tokens
+        if self.bm25 is not None:
+            self.bm25.add(r, [t for t in tokens.split(_TOKEN_SEP) if t])
+        self._file_rows.setdefault(path, []).append(r)
+        return r
+
+    def _remove_file_rows(self, path: str, reuse: dict[str, str]) -> int:
+        rows = self._file_rows.pop(path, [])
+        for r in rows:
+            reuse[self.hashes[r]] = self.tokens[r]
+            if self.bm25 is not None:
+                self.bm25.remove(r)
+            if self.vectors is not None:
+                self.vectors.set(r, None)
+            self.live[r] = False
+            self.ts_days[r] = np.nan
+            for col in (self.paths, self.texts, self.hashes, self.ids, self.tokens):
+                col[r] = None
+            self._free.append(r)
+        return len(rows)
+
+    def _embed_rows(self, rows: list[int]) -> int:
+        """Fill vectors of ``rows`` from the cache, embedding misses; on failure leave them empty
+        (back-filled by the next sync) and record why."""
+        if self.vectors is None or not rows:
+            return 0
+        before = self.cache.embedded
+        try:
+            for lo in range(0, len(rows), EMBED_BATCH):
+                part = rows[lo: lo + EMBED_BATCH]
+                vecs = self.cache.embed([self.texts[r] for r in part])
+                self.vectors.reserve(self.n_rows)
+                self.vectors.matrix[part] = vecs  # the cache returns normalised rows
+                self.vectors.has_vec[part] = True
+        except EmbeddingError as exc:
+            self.last_error = f"embedding failed ({exc}); affected chunks are text-only until " \
+                              "the next sync"
+        return self.cache.embedded - before
+
+    # ------------------------------------------------------------------ sync
+    def _scan(self):
+        return discover(self.root, self.extra_paths, exclude=(self.index_dir,))
+
+    def _stat_changed(self) -> bool:
+        found = self._scan()
+        if len(found) != len(self._files):
+            return True
+        for f in found:
+            rec = self._files.get(f.rel)
+            if rec is None or rec.size != f.size or rec.mtime_ns != f.mtime_ns:
+                return True
+        return False
+
+    def is_dirty(self) -> bool:
+        """Whether the files changed since the last sync (watcher flag, else a stat scan)."""
+        with self._lock:
+            if self._dirty or self.last_sync is None:
+                return True
+            return False if self.watching else self._stat_changed()
+
+    def mark_dirty(self) -> None:
+        """Note that files changed (the watcher calls this); the next search syncs."""
+        self._dirty = True
+
+    def sync(self, *, force: bool = False) -> SyncReport:
+        """Bring the index up to date with the files.
+
+        Unchanged size and mtime → skipped; otherwise the file is hashed and re-chunked only when
+        its content changed. Chunk tokens and vectors are reused by chunk hash, so an edit costs
+        the new text only.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> ws = Path(tempfile.mkdtemp()); _ = (ws / "memory.md").write_text("hello")
+        >>> ix = WorkspaceIndex.open(ws, embedder="hash", sync=False)
+        >>> ix.sync().added, ix.sync().added
+        (1, 0)
+        """
+        t0 = time.perf_counter()
+        rep = SyncReport()
+        with self._lock:
+            self._dirty = False
+            found = self._scan()
+            rep.files = len(found)
+            current = {f.rel for f in found}
+            reuse: dict[str, str] = {}
+            new_rows: list[int] = []
+            for gone in [p for p in self._files if p not in current]:
+                rep.chunks_removed += self._remove_file_rows(gone, reuse)
+                del self._files[gone]
+                rep.removed += 1
+            todo = []
+            for f in found:
+                rec = self._files.get(f.rel)
+                if not force and rec is not None and rec.size == f.size \
+                        and rec.mtime_ns == f.mtime_ns:
+                    continue
+                try:
+                    with open(f.abs_path, "rb") as fh:
+                        data = fh.read()
+                except OSError:  # vanished or unreadable since the scan: next sync sees it
+                    continue
+                digest = hashlib.sha256(data).hexdigest()
+                if not force and rec is not None and rec.hash == digest:
+                    rec.size, rec.mtime_ns = f.size, f.mtime_ns
+                    ts = file_timestamp_days(f.rel, f.mtime_ns)
+                    self.ts_days[self._file_rows.get(f.rel, [])] = ts  # mtime-dated files age
+                    rep.touched += 1
+                    continue
+                if rec is None:
+                    rep.added += 1
+                else:
+                    rep.changed += 1
+                    rep.chunks_removed += self._remove_file_rows(f.rel, reuse)
+                self._files[f.rel] = FileRecord(f.rel, f.size, f.mtime_ns, digest)
+                todo.append((f, data.decode("utf-8", errors="replace")))
+            cfg = self.config
+            for f, text in todo:
+                ts = file_timestamp_days(f.rel, f.mtime_ns)
+                for c in chunk_markdown(text, cfg.chunk_tokens, cfg.chunk_overlap,
+                                        cfg.chars_per_token):
+                    new_rows.append(self._add_row(f.rel, c.start_line, c.end_line, c.text, c.hash,
+                                                  reuse.get(c.hash), ts))
+            rep.chunks_added = len(new_rows)
+            if self.vectors is not None:
+                missing = [r for r in np.flatnonzero(self.live[: self.n_rows]
+                                                     & ~self.vectors.has_vec[: self.n_rows])]
+                rep.embedded = self._embed_rows([int(r) for r in missing])
+                if rep.embedded or missing:
+                    self.cache.max_entries = max(20_000, 2 * self.chunk_count)
+            chunks_changed = bool(rep.chunks_added or rep.chunks_removed)
+            if chunks_changed or rep.touched or rep.removed or self.last_sync is None:
+                self._save(chunks_changed or not self._chunks_file.exists())
+            self.last_sync = self.clock()
+        rep.seconds = time.perf_counter() - t0
+        return rep
+
+    # ------------------------------------------------------------------ persistence
+    @property
+    def _chunks_file(self) -> Path:
+        return self.index_dir / "workspace-chunks.arrow"
+
+    @property
+    def _files_file(self) -> Path:
+        return self.index_dir / "workspace-files.json"
+
+    def _chunking(self) -> tuple[int, int, int]:
+        c = self.config
+        return (c.chunk_tokens, c.chunk_overlap, c.chars_per_token)
+
+    def _save(self, chunks: bool) -> None:
+        self.index_dir.mkdir(parents=True, exist_ok=True)
+        if chunks:
+            self._generation += 1
+            rows = np.flatnonzero(self.live[: self.n_rows])
+            table = pa.table({
+                "path": pa.array([self.paths[r] for r in rows], pa.string()),
+                "start_line": pa.array(self.start_line[rows]),
+                "end_line": pa.array(self.end_line[rows]),
+                "hash": pa.array([self.hashes[r] for r in rows], pa.string()),
+                "text": pa.array([self.texts[r] for r in rows], pa.large_string()),
+                "tokens": pa.array([self.tokens[r] for r in rows], pa.large_string()),
+            }, metadata={"generation": str(self._generation), "version": str(STATE_VERSION)})
+            tmp = self._chunks_file.with_suffix(".tmp")
+            with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+                writer.write_table(table)
+            os.replace(tmp, self._chunks_file)
+            if self.cache is not None and self.cache.dirty:
+                self.cache.save()
+        state = _FilesState(STATE_VERSION, self._generation, self._chunking(),
+                            list(self._files.values()), self.clock())
+        tmp = self._files_file.with_suffix(".tmp")
+        tmp.write_bytes(msgspec.json.encode(state))
+        os.replace(tmp, self._files_file)
+
+    def _load(self) -> None:
+        try:
+            state = msgspec.json.decode(self._files_file.read_bytes(), type=_FilesState)
+            with ipc.open_file(str(self._chunks_file)) as reader:
+                table = reader.read_all()
+        except (OSError, msgspec.DecodeError, pa.ArrowException, ValueError):
+            return  # no or unreadable state: the first sync rebuilds it
+        meta = table.schema.metadata or {}
+        if (state.version != STATE_VERSION or tuple(state.chunking) != self._chunking()
+                or meta.get(b"generation", b"").decode() != str(state.generation)):
+            return
+        self._generation = state.generation
+        cols = {name: table.column(name).to_pylist() for name in table.column_names}
+        for i in range(table.num_rows):
+            self._add_row(cols["path"][i], cols["start_line"][i], cols["end_line"][i],
+                          cols["text"][i], cols["hash"][i], cols["tokens"][i], math.nan)
+        self._files = {f.path: f for f in state.files}
+        for rel, rows in self._file_rows.items():
+            rec = self._files.get(rel)
+            self.ts_days[rows] = file_timestamp_days(rel, rec.mtime_ns if rec else 0)
+        self._embed_rows(list(range(self.n_rows)))
+        self.last_sync = state.last_sync
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def chunk_count(self) -> int:
+        return self.n_rows - len(self._free)
+
+    @property
+    def file_count(self) -> int:
+        return len(self._files)
+
+    @property
+    def watching(self) -> bool:
+        return self._watcher is not None and self._watcher.running
+
+    def status(self) -> WorkspaceStatus:
+        """Mode, model, files, chunks, dirty flag, last sync and the last embedder problem."""
+        with self._lock:
+            missing = 0
+            if self.vectors is not None:
+                n = self.n_rows
+                missing = int((self.live[:n] & ~self.vectors.has_vec[:n]).sum())
+            return WorkspaceStatus(
+                workspace=str(self.root), index_dir=str(self.index_dir), mode=self.mode,
+                model=self.model, files=self.file_count, chunks=self.chunk_count,
+                dirty=self.is_dirty(), last_sync=self.last_sync,
+                chunks_without_vectors=missing, watching=self.watching,
+                last_error=self.last_error)
+
+    def search(self, query, *, max_results: int | None = None, min_score: float | None = None):
+        """Hybrid search; see :func:`maclaw_fast.workspace.search.search`."""
+        from maclaw_fast.workspace.search import search
+
+        return search(self, query, max_results=max_results, min_score=min_score)
+
+    def read_lines(self, rel: str) -> list[str]:
+        """Lines of an indexed file, read from disk."""
+        with open(self.root / rel, encoding="utf-8", errors="replace") as fh:
+            return fh.read().split("\n")
+
+    # ------------------------------------------------------------------ watching
+    def watch(self, *, files: bool = True, interval_s: float | None = None):
+        """Start syncing in the background: on file changes (debounced) and/or on an interval."""
+        from maclaw_fast.workspace.watch import WorkspaceWatcher
+
+        with self._lock:
+            if self._watcher is None:
+                self._dirty = True  # edits made before the watch began are seen by no event
+                self._watcher = WorkspaceWatcher(self, files=files, interval_s=interval_s)
+                self._watcher.start()
+            return self._watcher
+
+    def unwatch(self) -> None:
+        w, self._watcher = self._watcher, None
+        if w is not None:
+            w.stop()

@@ -1,0 +1,263 @@
+"""Workspace search (SPEC §14): candidates, the hybrid merge, decay, MMR, threshold and results.
+
+Pipeline for one query over the index's dense row columns:
+
+1. keyword side: BM25 of every row from the numba mirror of the shared :class:`Bm25Index`, top
+   ``candidates`` rows with s > 0, mapped to ``text_score = s/(1+s)``;
+2. vector side: exact inner products from the shared :class:`VectorColumn`, top ``candidates``
+   rows with similarity > 0;
+3. union by row, ``score = wv·vector + wt·text`` (weights clamped and renormalised), optional
+   temporal decay, sort, optional MMR;
+4. keep ``score ≥ min_score``; when nothing passes but keywords matched, the keyword-matched rows
+   instead **[D]**; at most ``max_results`` within the total character budget.
+
+Modes: hybrid, text (no embedder, or the embedder failed on this query: reported in ``degraded``),
+vector (``text_search=False``).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import msgspec
+import numpy as np
+
+from maclaw_fast.config import SearchConfig
+from maclaw_fast.errors import EmbeddingError, ValidationError
+from maclaw_fast.text import tokenize
+from maclaw_kernels.workspace import apply_decay, merge_hybrid, mmr_order, top_k
+
+_DEFAULT = SearchConfig()
+_WORD = re.compile(r"\w+")
+_SECONDS_PER_DAY = 86_400.0
+
+
+class WorkspaceHit(msgspec.Struct, kw_only=True):
+    """One result: where (path, 1-based inclusive lines, citation), how good, and a snippet."""
+
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    source: str
+    citation: str
+    vector_score: float = 0.0
+    text_score: float = 0.0
+
+
+class SearchResponse(msgspec.Struct, kw_only=True):
+    """Results plus how they were found.
+
+    ``mode`` is the mode actually used; ``fallback`` is ``"keyword"`` when nothing passed
+    ``min_score`` and the keyword matches were returned; ``degraded`` says why a hybrid search ran
+    text-only; ``reason`` why there are no results (bad query, empty index).
+    """
+
+    results: list[WorkspaceHit]
+    mode: str
+    model: str | None
+    query: str = ""
+    fallback: str | None = None
+    degraded: str | None = None
+    reason: str | None = None
+    synced: bool = False
+
+
+def normalise_weights(vector_weight: float, text_weight: float) -> tuple[float, float]:
+    """Clamp each weight to [0, 1] and scale them to sum 1; both 0 → the defaults (0.7/0.3).
+
+    Examples
+    --------
+    >>> normalise_weights(1.0, 1.0)
+    (0.5, 0.5)
+    >>> normalise_weights(0.0, 0.0)
+    (0.7, 0.3)
+    """
+    wv = min(max(float(vector_weight), 0.0), 1.0)
+    wt = min(max(float(text_weight), 0.0), 1.0)
+    total = wv + wt
+    if not total > 0.0:
+        return _DEFAULT.vector_weight, _DEFAULT.text_weight
+    return wv / total, wt / total
+
+
+def text_score(bm25) -> np.ndarray:
+    """Map BM25 scores s ≥ 0 into [0, 1): ``s / (1 + s)``.
+
+    Examples
+    --------
+    >>> [round(float(x), 4) for x in text_score(np.array([4.2, 2.1, 0.5, 0.0]))]
+    [0.8077, 0.6774, 0.3333, 0.0]
+    """
+    s = np.maximum(np.asarray(bm25, np.float64), 0.0)
+    return s / (1.0 + s)
+
+
+def mmr_tokens(text: str) -> list[str]:
+    """MMR's token set source: lower-cased NFC word characters.
+
+    Examples
+    --------
+    >>> mmr_tokens("Deploy, deploy_key! Café")
+    ['deploy', 'deploy_key', 'café']
+    """
+    return _WORD.findall(unicodedata.normalize("NFC", text.lower()))
+
+
+def _mmr(ix, rows: np.ndarray, scores: np.ndarray, lam: float) -> np.ndarray:
+    parts = []
+    for r in rows:
+        h = ix.hashes[r]
+        ids = ix._mmr_tokens.get(h)
+        if ids is None:
+            # token → int by Python's hash: equal within the process, which is all a cache needs
+            ids = np.unique(np.array([hash(t) for t in mmr_tokens(ix.texts[r])], np.int64))
+            if len(ix._mmr_tokens) > 50_000:
+                ix._mmr_tokens.clear()
+            ix._mmr_tokens[h] = ids
+        parts.append(ids)
+    indptr = np.zeros(len(parts) + 1, np.int64)
+    indptr[1:] = np.cumsum([p.size for p in parts])
+    flat = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    return mmr_order(scores, indptr, flat, lam)
+
+
+def make_snippet(text: str, query_tokens: list[str], limit: int) -> str:
+    """``text`` when it fits, else a ``limit``-char window starting a little before the first
+    query term (the chunk head when no term is found)."""
+    if len(text) <= limit:
+        return text
+    low = text.lower()
+    hits = [p for p in (low.find(t) for t in query_tokens) if p >= 0]
+    start = 0
+    if hits and min(hits) > limit // 2:
+        start = min(min(hits) - limit // 5, len(text) - limit)
+        nl = text.rfind("\n", start, min(hits))
+        if nl >= 0 and min(hits) - nl < limit // 2:
+            start = nl + 1  # begin on a line boundary when one is close
+    return text[start:start + limit]
+
+
+def _clamp_budget(hits: list[WorkspaceHit], budget: int) -> list[WorkspaceHit]:
+    if budget <= 0:
+        return hits
+    out, remaining = [], budget
+    for h in hits:
+        if remaining <= 0:
+            break
+        if len(h.snippet) > remaining:
+            h.snippet = h.snippet[:remaining]
+        out.append(h)
+        remaining -= len(h.snippet)
+    return out
+
+
+def _check_args(max_results, min_score, cfg: SearchConfig) -> tuple[int, float]:
+    n = cfg.max_results if max_results is None else max_results
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValidationError(f"max_results must be an integer ≥ 1, got {max_results!r}")
+    m = cfg.min_score if min_score is None else min_score
+    if isinstance(m, bool) or not isinstance(m, (int, float)) or not np.isfinite(m):
+        raise ValidationError(f"min_score must be a finite number, got {min_score!r}")
+    return int(n), float(m)
+
+
+def search(ix, query, *, max_results: int | None = None,
+           min_score: float | None = None) -> SearchResponse:
+    """Search the workspace index ``ix``. Never raises for a bad query: the response says why.
+
+    Parameters
+    ----------
+    query : the query text.
+    max_results : default ``config.max_results`` (6).
+    min_score : default ``config.min_score`` (0.35).
+
+    Examples
+    --------
+    >>> import tempfile; from pathlib import Path
+    >>> from maclaw_fast.workspace.index import WorkspaceIndex
+    >>> ws = Path(tempfile.mkdtemp()); _ = (ws / "MEMORY.md").write_text("zebra crossing notes")
+    >>> r = WorkspaceIndex.open(ws, embedder=None).search("zebra")
+    >>> r.mode, r.results[0].path
+    ('text', 'MEMORY.md')
+    """
+    cfg: SearchConfig = ix.config
+    n_max, floor = _check_args(max_results, min_score, cfg)
+    if not isinstance(query, str):
+        return SearchResponse(results=[], mode=ix.mode, model=ix.model,
+                              reason=f"query must be a string, got {type(query).__name__}")
+    query = query.strip()
+    if not query:
+        return SearchResponse(results=[], mode=ix.mode, model=ix.model, reason="empty query")
+    synced = False
+    if cfg.sync_on_search and ix.is_dirty():
+        ix.sync()
+        synced = True
+    with ix._lock:
+        resp = _search_locked(ix, query, n_max, floor)
+    resp.synced = synced
+    return resp
+
+
+def _search_locked(ix, query: str, n_max: int, floor: float) -> SearchResponse:
+    cfg: SearchConfig = ix.config
+    mode, degraded = ix.mode, None
+    n = ix.n_rows
+    cand = min(cfg.max_candidates, max(1, n_max * cfg.candidate_multiplier))
+    tokens = tokenize(query) if ix.bm25 is not None else []
+    qvec = None
+    if ix.vectors is not None:
+        try:
+            qvec = ix.query_cache.get(query)
+        except EmbeddingError as exc:
+            ix.last_error = f"query embedding failed: {exc}"
+            if ix.bm25 is None:
+                return SearchResponse(results=[], mode=mode, model=ix.model, query=query,
+                                      degraded=str(exc), reason="the embedder failed and there "
+                                      "is no keyword index (vector-only mode)")
+            mode, degraded = "text", f"embedder failed ({exc}); fell back to text-only"
+    empty = np.zeros(0, np.int64), np.zeros(0, np.float64)
+    t_idx, t_sc = empty
+    if ix.bm25 is not None and tokens and n:
+        dense = ix.bm25.scores(tokens, n)
+        t_idx = top_k(dense, cand, 0.0)
+        t_sc = text_score(dense[t_idx])
+    v_idx, v_sc = empty
+    if qvec is not None and n:
+        dense_v = ix.vectors.scores(qvec, n)
+        v_idx = top_k(dense_v, cand, 0.0)
+        v_sc = dense_v[v_idx].astype(np.float64)
+    if mode == "hybrid":
+        wv, wt = normalise_weights(cfg.vector_weight, cfg.text_weight)
+    else:
+        wv, wt = (1.0, 0.0) if mode == "vector" else (0.0, 1.0)
+    rows, scores, vs, ts = merge_hybrid(v_idx, v_sc, t_idx, t_sc, wv, wt)
+    if rows.size == 0:
+        return SearchResponse(results=[], mode=mode, model=ix.model, query=query,
+                              degraded=degraded, reason="no matches" if n else "index is empty")
+    if cfg.temporal_decay:
+        apply_decay(scores, ix.ts_days[rows], ix.clock() / _SECONDS_PER_DAY,
+                    max(1.0, float(cfg.half_life_days)))
+    order = np.argsort(-scores, kind="stable")  # rows ascend, so ties go to the lower row
+    if cfg.mmr and order.size > 1:
+        lam = min(max(float(cfg.mmr_lambda), 0.0), 1.0)
+        order = order[_mmr(ix, rows[order], scores[order], lam)]
+    keep = order[scores[order] >= floor]
+    fallback = None
+    if keep.size == 0:
+        keep = order[ts[order] > 0.0]
+        fallback = "keyword" if keep.size else None
+    hits = []
+    for i in keep[:n_max]:
+        r = int(rows[i])
+        path, s, e = ix.paths[r], int(ix.start_line[r]), int(ix.end_line[r])
+        hits.append(WorkspaceHit(
+            path=path, start_line=s, end_line=e, score=float(scores[i]),
+            snippet=make_snippet(ix.texts[r], tokens, cfg.snippet_chars), source="memory",
+            citation=f"{path}#L{s}-L{e}", vector_score=float(vs[i]), text_score=float(ts[i])))
+    reason = None if hits else f"no result scored ≥ min_score {floor}"
+    return SearchResponse(results=_clamp_budget(hits, cfg.max_total_chars), mode=mode,
+                          model=ix.model, query=query, fallback=fallback, degraded=degraded,
+                          reason=reason)

@@ -20,7 +20,7 @@ class VectorColumn:
     Examples
     --------
     >>> vc = VectorColumn(dim=2)
-    >>> vc.set(0, np.array([3.0, 4.0])); vc.set(2, np.array([0.0, 1.0]))
+    >>> vc.set(0, l2_normalise(np.array([[3.0, 4.0]]))[0]); vc.set(2, np.array([0.0, 1.0]))
     >>> [round(float(x), 2) for x in vc.scores(np.array([0.0, 1.0], np.float32), n_rows=3)]
     [0.8, 0.0, 1.0]
     """
@@ -42,12 +42,15 @@ class VectorColumn:
         self.matrix, self.has_vec = m, h
 
     def set(self, row: int, vector: np.ndarray | None) -> None:
+        """Store an L2-normalised vector at ``row`` (None clears it)."""
         self.reserve(row + 1)
         if vector is None:
             self.matrix[row] = 0.0
             self.has_vec[row] = False
         else:
-            self.matrix[row] = l2_normalise(np.asarray(vector, np.float32).reshape(1, -1))[0]
+            # rows arrive normalised (embed_checked / check_vectors); normalising again would
+            # perturb the last bits and make a reopened store score differently
+            self.matrix[row] = np.asarray(vector, np.float32)
             self.has_vec[row] = True
 
     def get(self, row: int) -> np.ndarray | None:

@@ -1,0 +1,233 @@
+"""Workspace sync on real files: edit, add, delete, rename; embeddings never recomputed for
+unchanged text; persistence across reopen; the folder watcher and the interval sync."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+
+import pytest
+
+from maclaw_fast.config import SearchConfig
+from maclaw_fast.embedding import HashEmbedder
+from maclaw_fast.workspace import WorkspaceIndex
+
+_TICK = itertools.count(1)
+
+
+def write(path, text: str) -> None:
+    """Write and give the file a fresh mtime: two writes inside one kernel clock tick would
+    otherwise share an mtime, which no editor relies on either."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    ns = time.time_ns() + next(_TICK) * 1_000_000
+    os.utime(path, ns=(ns, ns))
+
+
+class CountingEmbedder(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__(dim=64)
+        self.texts: list[str] = []
+
+    def embed(self, texts):
+        self.texts.extend(texts)
+        return super().embed(texts)
+
+
+def paths(resp) -> list[str]:
+    return [h.path for h in resp.results]
+
+
+def long_doc(topic: str, n: int = 120) -> str:
+    return "\n".join(f"{topic} paragraph {i}: " + "lorem ipsum dolor sit amet " * 3
+                     for i in range(n)) + "\n"
+
+
+@pytest.fixture
+def ws(tmp_path):
+    root = tmp_path / "ws"
+    write(root / "MEMORY.md", "# Memory\nThe wifi password is hunter2.\n")
+    write(root / "memory" / "2026-11-01.md", "Planted tomatoes in the garden.\n")
+    write(root / "memory" / "projects" / "atlas.md", long_doc("atlas"))
+    return root
+
+
+def open_ix(root, tmp_path, emb=None, **cfg):
+    return WorkspaceIndex.open(root, embedder=emb or CountingEmbedder(),
+                               index_dir=tmp_path / "ix", config=SearchConfig(**cfg))
+
+
+def test_edit_add_delete_rename_reflected_by_next_search(ws, tmp_path):
+    ix = open_ix(ws, tmp_path)
+    assert paths(ix.search("tomatoes")) == ["memory/2026-11-01.md"]
+    # edit
+    write(ws / "memory" / "2026-11-01.md", "Planted cucumbers instead.\n")
+    resp = ix.search("cucumbers")
+    assert resp.synced and paths(resp) == ["memory/2026-11-01.md"]
+    assert ix.search("tomatoes").results == []
+    # add
+    write(ws / "memory" / "2026-11-02.md", "Bought a kayak.\n")
+    assert paths(ix.search("kayak")) == ["memory/2026-11-02.md"]
+    # delete
+    (ws / "memory" / "2026-11-02.md").unlink()
+    assert ix.search("kayak").results == []
+    # rename
+    os.rename(ws / "memory" / "2026-11-01.md", ws / "memory" / "garden.md")
+    assert paths(ix.search("cucumbers")) == ["memory/garden.md"]
+    assert ix.status().files == 3
+
+
+def test_unchanged_text_is_never_reembedded(ws, tmp_path):
+    emb = CountingEmbedder()
+    ix = open_ix(ws, tmp_path, emb)
+    n_chunks = ix.status().chunks
+    assert len(emb.texts) == n_chunks and n_chunks > 4
+    # touching a file (mtime only) hashes it but re-chunks and re-embeds nothing
+    os.utime(ws / "memory" / "projects" / "atlas.md")
+    rep = ix.sync()
+    assert rep.touched == 1 and rep.chunks_added == 0 and len(emb.texts) == n_chunks
+    # a plain search with nothing changed embeds only the query
+    ix.search("wifi")
+    assert emb.texts[n_chunks:] == ["wifi"]
+    emb.texts.clear()
+    # appending to a long file: only the chunk(s) whose text changed are embedded
+    write(ws / "memory" / "projects" / "atlas.md", long_doc("atlas") + "new tail line\n")
+    rep = ix.sync()
+    assert rep.changed == 1 and 1 <= rep.embedded <= 2 and len(emb.texts) == rep.embedded
+    # a rename keeps every chunk text: nothing embedded
+    emb.texts.clear()
+    os.rename(ws / "memory" / "projects" / "atlas.md", ws / "memory" / "atlas-notes.md")
+    rep = ix.sync()
+    assert rep.removed == 1 and rep.added == 1 and emb.texts == []
+    ix.close()
+    # a new process: everything comes from the on-disk cache and the chunk table
+    emb2 = CountingEmbedder()
+    ix2 = open_ix(ws, tmp_path, emb2)
+    assert emb2.texts == [] and ix2.status().chunks == ix.status().chunks
+    assert paths(ix2.search("wifi password"))[0] == "MEMORY.md"
+
+
+def test_reopen_loads_state_without_rechunking(ws, tmp_path):
+    ix = open_ix(ws, tmp_path)
+    ix.close()
+    ix2 = WorkspaceIndex.open(ws, embedder=CountingEmbedder(), index_dir=tmp_path / "ix",
+                              sync=False)
+    assert ix2.status().chunks == ix.status().chunks and ix2.is_dirty() is False
+    assert ix2.sync().chunks_added == 0
+    write(ws / "MEMORY.md", "# Memory\nThe wifi password changed to correcthorse.\n")
+    assert ix2.is_dirty() is True and ix2.status().dirty is True
+    assert paths(ix2.search("correcthorse")) == ["MEMORY.md"]
+    assert ix2.status().dirty is False
+
+
+def test_lost_or_corrupt_state_is_rebuilt_from_the_embedding_cache(ws, tmp_path):
+    ix = open_ix(ws, tmp_path)
+    n = ix.status().chunks
+    ix.close()
+    (tmp_path / "ix" / "workspace-chunks.arrow").write_bytes(b"not arrow")
+    emb = CountingEmbedder()
+    ix2 = open_ix(ws, tmp_path, emb)
+    assert ix2.status().chunks == n and emb.texts == []
+    (tmp_path / "ix" / "workspace-files.json").unlink()
+    ix3 = open_ix(ws, tmp_path, emb)
+    assert ix3.status().chunks == n and emb.texts == []
+
+
+def test_model_change_reembeds_and_changes_ids(ws, tmp_path):
+    ix = open_ix(ws, tmp_path)
+    ids = set(filter(None, ix.ids))
+    ix.close()
+
+    class Other(CountingEmbedder):
+        def __init__(self):
+            super().__init__()
+            self.fingerprint = "other-model:64"
+
+    emb = Other()
+    ix2 = open_ix(ws, tmp_path, emb)
+    assert len(emb.texts) == ix2.status().chunks
+    assert ids.isdisjoint(set(filter(None, ix2.ids)))
+
+
+def test_force_sync_rechunks_without_reembedding(ws, tmp_path):
+    emb = CountingEmbedder()
+    ix = open_ix(ws, tmp_path, emb)
+    before = len(emb.texts)
+    rep = ix.sync(force=True)
+    assert rep.changed == 3 and rep.embedded == 0 and len(emb.texts) == before
+
+
+def test_row_reuse_keeps_scores_consistent(ws, tmp_path):
+    ix = open_ix(ws, tmp_path)
+    for i in range(5):  # churn: rows get freed and reused
+        write(ws / "memory" / "projects" / "atlas.md", long_doc(f"atlas{i}", 40 + 10 * i))
+        ix.sync()
+    fresh = WorkspaceIndex.open(ws, embedder=CountingEmbedder(), index_dir=tmp_path / "fresh")
+    q = "atlas4 paragraph 7 lorem"
+    a = [(h.path, h.start_line, round(h.score, 6)) for h in ix.search(q, min_score=0).results]
+    b = [(h.path, h.start_line, round(h.score, 6)) for h in fresh.search(q, min_score=0).results]
+    assert a == b and a
+    assert ix.status().chunks == fresh.status().chunks
+
+
+def wait_for(pred, timeout: float) -> float:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if pred():
+            return time.monotonic() - t0
+        time.sleep(0.05)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+def test_watcher_syncs_within_the_debounce_window(ws, tmp_path):
+    ix = open_ix(ws, tmp_path, sync_on_search=False)  # only the watcher may sync
+    w = ix.watch()
+    assert w.ready.wait(10) and ix.status().watching
+    wait_for(lambda: w.syncs >= 1, 5)  # the start-up sync
+    syncs = w.syncs
+    write(ws / "memory" / "2026-11-03.md", "Adopted a hedgehog named Pip.\n")
+    for i in range(3):  # a burst of saves: the debounce folds them into one sync
+        write(ws / "memory" / "2026-11-03.md", f"Adopted a hedgehog named Pip. v{i}\n")
+        time.sleep(0.1)
+    t_saved = time.monotonic()
+    # the sync lands one debounce (1.5 s) after the last save; allow scheduling slack
+    wait_for(lambda: bool(ix.search("hedgehog").results), w.debounce_s + 3.0)
+    assert time.monotonic() - t_saved >= w.debounce_s - 0.3  # not before the debounce ran out
+    assert w.syncs - syncs == 1
+    assert "v2" in ix.search("hedgehog").results[0].snippet
+    ix.close()
+    assert not ix.status().watching
+
+
+def test_watcher_marks_dirty_so_search_syncs_before_the_debounce(ws, tmp_path):
+    ix = open_ix(ws, tmp_path)
+    w = ix.watch()
+    assert w.ready.wait(10)
+    wait_for(lambda: w.syncs >= 1, 5)
+    write(ws / "memory" / "2026-11-04.md", "The ferry leaves at nine.\n")
+    wait_for(lambda: ix._dirty, 3)  # the event arrived; the debounced sync has not run yet
+    resp = ix.search("ferry")
+    assert resp.synced and paths(resp) == ["memory/2026-11-04.md"]
+    ix.close()
+
+
+def test_interval_sync_without_watching(ws, tmp_path):
+    ix = open_ix(ws, tmp_path, sync_on_search=False)
+    w = ix.watch(files=False, interval_s=0.2)
+    write(ws / "memory" / "2026-11-05.md", "Booked the dentist for Friday.\n")
+    wait_for(lambda: bool(ix.search("dentist").results), 5)
+    assert w.syncs >= 1 and w.events == 0
+    ix.close()
+
+
+def test_index_writes_do_not_trigger_the_watcher(ws, tmp_path):
+    root = ws
+    ix = WorkspaceIndex.open(root, embedder=CountingEmbedder())  # index in <ws>/.maclaw
+    w = ix.watch()
+    assert w.ready.wait(10)
+    wait_for(lambda: w.syncs >= 1, 5)
+    ix.sync(force=True)  # rewrites the index files inside the watched folder
+    time.sleep(w.debounce_s + 0.5)
+    assert w.events == 0
+    ix.close()

@@ -1,0 +1,359 @@
+"""Forgetting, archive restore and GC over a :class:`~maclaw_fast.memory.store.MemoryStore`
+(SPEC §7, §9).
+
+Every function takes the store and holds its lock for the whole multi-step change, so readers
+never see a half-applied pass. Changes are journaled like the store's own mutations; where one
+logical change touches several entries (a decay pass, a merge) it goes into a single journal
+record, so a crash keeps all of it or none of it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+import numpy as np
+
+from maclaw_fast.embedding import embed_checked
+from maclaw_fast.errors import DuplicateError, NotFoundError, ValidationError
+from maclaw_fast.memory import validate
+from maclaw_fast.memory.columns import SELF_IDENTITY
+from maclaw_fast.persist.journal import DeleteOp, EdgesOp, PutOp, TouchOp
+from maclaw_fast.records import Entry, GcReport
+from maclaw_fast.text.tokenizer import analysed_text
+from maclaw_kernels.decay import decay_pass, decay_pass_batch
+
+# Below this many rows the thread start-up of the prange kernel costs more than it saves.
+PARALLEL_DECAY_ROWS = 50_000
+
+
+class DecayReport(msgspec.Struct, kw_only=True):
+    """What one decay pass did (SPEC §7).
+
+    ``checked`` counts the entries the curve applies to (active, not self_identity);
+    ``dormant_ids`` are the entries that fell below the threshold in this pass.
+    """
+
+    checked: int = 0
+    dormant: int = 0
+    dormant_ids: list[str] = []
+
+
+def strength_now(strength: float, updated_at: float, now: float, rate: float) -> float:
+    """``S(t) = strength · exp(-rate · hours_since(updated_at))``; 0 when ``strength ≤ 0``.
+
+    The plain-Python reference of the decay kernel (SPEC §7).
+
+    Examples
+    --------
+    >>> round(strength_now(1.0, 0.0, 336 * 3600.0, 0.003), 4)
+    0.3649
+    """
+    if strength <= 0.0:
+        return 0.0
+    return strength * math.exp(-rate * max(now - updated_at, 0.0) / 3600.0)
+
+
+def _now(store, now) -> float:
+    return float(store.clock()) if now is None else validate.timestamp(now, "now")
+
+
+def _replace(entry: Entry, **changes) -> Entry:
+    return msgspec.structs.replace(entry, **changes)
+
+
+def _vec_bytes(vec) -> bytes | None:
+    return None if vec is None else np.asarray(vec, np.float32).tobytes()
+
+
+def decay(store, *, now: float | None = None, parallel: bool | None = None) -> DecayReport:
+    """Run the forgetting curve over every entry and mark the faded ones dormant.
+
+    Active entries other than self_identity whose ``S(t)`` is below
+    ``config.forgetting.dormant_below`` become ``dormant`` with ``strength = S``; everything else
+    keeps its stored (peak) strength, because S is always recomputed from ``updated_at``.
+
+    Parameters
+    ----------
+    store : MemoryStore
+    now : float, optional
+        Unix seconds; the store's clock when omitted.
+    parallel : bool, optional
+        Force the threaded kernel on or off; by default it is used from
+        ``PARALLEL_DECAY_ROWS`` rows on.
+
+    Returns
+    -------
+    DecayReport
+
+    Examples
+    --------
+    >>> from maclaw_fast.memory import MemoryStore
+    >>> s = MemoryStore.in_memory(embedder=None, clock=lambda: 0.0)
+    >>> e = s.save("old habit", category="preference")
+    >>> decay(s, now=768 * 3600.0).dormant_ids == [e.id]
+    True
+    """
+    cfg = store.config.forgetting
+    with store._lock:
+        store._check_open()
+        now = _now(store, now)
+        t = store._table
+        n = t.n_rows
+        exempt = np.ascontiguousarray(t.category[:n] == SELF_IDENTITY)
+        active = np.ascontiguousarray(t.alive[:n] & (t.status[:n] == 0))
+        out_strength = np.empty(n, np.float64)
+        out_dormant = np.empty(n, np.bool_)
+        use_batch = parallel if parallel is not None else n >= PARALLEL_DECAY_ROWS
+        kernel = decay_pass_batch if use_batch else decay_pass
+        kernel(t.strength[:n], t.updated_at[:n], exempt, active, now, cfg.decay_per_hour,
+               cfg.dormant_below, out_strength, out_dormant)
+        rows = np.flatnonzero(out_dormant)
+        ops = []
+        for r in rows.tolist():
+            entry = _replace(store._entry(r), status="dormant", strength=float(out_strength[r]))
+            t.write(r, entry)
+            ops.append(PutOp(entry, None, False))
+        if ops:
+            store._log(*ops)
+        return DecayReport(checked=int((active & ~exempt).sum()), dormant=len(ops),
+                           dormant_ids=[t.ids[r] for r in rows.tolist()])
+
+
+def reinforce(store, ids, *, now: float | None = None) -> None:
+    """Strengthen entries the way recall does: ``strength += reinforce_step``,
+    ``updated_at = now``, ``access_count += 1`` (SPEC §6 step 5).
+
+    Examples
+    --------
+    >>> from maclaw_fast.memory import MemoryStore
+    >>> s = MemoryStore.in_memory(embedder=None)
+    >>> e = s.save("uses vim", category="preference")
+    >>> reinforce(s, [e.id]); s.get(e.id).strength
+    2.0
+    """
+    ids = [ids] if isinstance(ids, str) else list(ids)
+    step = store.config.forgetting.reinforce_step
+    with store._lock:
+        store._check_open()
+        now = _now(store, now)
+        rows = [store._row(i) for i in ids]
+        store._apply_touch(rows, 1, step, now)
+        store._log(TouchOp(ids, 1, step, now))
+
+
+def revive(store, entry_id: str, *, now: float | None = None) -> Entry:
+    """Bring a dormant entry back: ``active``, strength 1.0, ``updated_at = now``.
+
+    Active entries are returned unchanged; superseded ones raise ``ValidationError``.
+
+    Examples
+    --------
+    >>> from maclaw_fast.memory import MemoryStore
+    >>> s = MemoryStore.in_memory(embedder=None, clock=lambda: 0.0)
+    >>> e = s.save("old habit", category="preference")
+    >>> _ = decay(s, now=768 * 3600.0)
+    >>> revive(s, e.id).status
+    'active'
+    """
+    with store._lock:
+        store._check_open()
+        entry = store.get(entry_id)
+        if entry.status == "active":
+            return entry
+        if entry.status == "superseded":
+            raise ValidationError(f"memory {entry_id!r} was superseded; it cannot be revived")
+        return store.set_fields(entry_id, status="active", strength=1.0,
+                                updated_at=_now(store, now))
+
+
+def _fresh_vector(store, entry: Entry):
+    # Archived vectors carry no fingerprint, so one made by an earlier model could slip back in
+    # (SPEC §3 forbids mixing); re-embedding the few restored entries is cheap and always right.
+    if store.embedder is None:
+        return None
+    return embed_checked(store.embedder, [analysed_text(entry.content, entry.tags)])[0]
+
+
+def _restore_locked(store, entry_id: str, now: float, vec) -> tuple[Entry, list[Entry]]:
+    """Move one archived entry into the store (lock held); returns it and what the capacity
+    check then archived."""
+    archive, t = store.archive, store._table
+    if entry_id in t.row_of:
+        # An earlier restore died between the store write and the archive removal: finish it.
+        if entry_id in archive:
+            archive.remove(entry_id)
+        return store._entry(t.row_of[entry_id]), []
+    old = archive.get(entry_id)
+    other = t.row_of_content.get(old.content)
+    if other is not None:
+        raise DuplicateError(f"archived memory {entry_id!r} duplicates memory "
+                             f"{t.ids[other]!r} in the store")
+    status = "superseded" if old.status == "superseded" else "active"
+    entry = _replace(old, updated_at=now, access_count=1, status=status, strength=1.0,
+                     related_ids=(), related_strengths=())
+    row = store._insert(entry, vec)
+    changed = store._auto_link(row) if store.config.auto_link else []
+    ops = [PutOp(store._entry(row), _vec_bytes(vec))]
+    ops += [EdgesOp(*store._edges_of(r)) for r in changed]
+    store._log(*ops)
+    # Store first, archive second: a crash in between leaves a copy in both (finished above),
+    # never the entry in neither.
+    archive.remove(entry_id)
+    result = store._entry(row)
+    return result, store._enforce_capacity()
+
+
+def restore(store, entry_id: str, *, now: float | None = None) -> Entry:
+    """Move an archived entry back into the store (SPEC §9).
+
+    It comes back with ``updated_at = now``, ``access_count = 1``, strength 1.0, ``active``
+    (a superseded entry stays superseded), fully re-indexed and re-linked in the graph; then
+    the capacity check runs.
+
+    Raises
+    ------
+    NotFoundError
+        No archived entry has this id.
+    DuplicateError
+        The store already holds an entry with the same content.
+
+    Examples
+    --------
+    >>> from maclaw_fast.memory import MemoryStore
+    >>> s = MemoryStore.in_memory(embedder=None)
+    >>> e = s.save("likes green tea", category="preference")
+    >>> _ = s.archive_rows([s._row(e.id)])
+    >>> restore(s, e.id).access_count
+    1
+    """
+    if not isinstance(entry_id, str):
+        raise ValidationError(f"id must be a string, got {type(entry_id).__name__}")
+    with store._lock:
+        store._check_open()
+        archived = store.archive.get(entry_id) if entry_id not in store else None
+    vec = _fresh_vector(store, archived) if archived is not None else None  # outside the lock
+    with store._lock:
+        store._check_open()
+        if entry_id not in store and entry_id not in store.archive:
+            raise NotFoundError(f"no archived memory with id {entry_id!r}")
+        if vec is None and entry_id not in store:
+            vec = _fresh_vector(store, store.archive.get(entry_id))
+        return _restore_locked(store, entry_id, _now(store, now), vec)[0]
+
+
+def gc(store, *, now: float | None = None) -> GcReport:
+    """Archive least-used entries below the GC threshold, then revive related archived ones.
+
+    When the store holds ≥ ``gc_threshold`` (450) entries, unprotected entries (not
+    self_identity, not pinned) are archived by (access_count asc, updated_at asc, store order)
+    until it holds fewer than the threshold **[D]**. Then the tags and categories of the top
+    ``revive_top`` (20) active entries by (access_count desc, updated_at desc) select up to
+    ``revive_max`` (10) archived entries to restore — never one archived in this same run
+    **[D]**, never a superseded one, never one whose content is already in the store.
+
+    Returns
+    -------
+    GcReport
+        ``before = after + archived − revived`` always holds.
+
+    Examples
+    --------
+    >>> from maclaw_fast.memory import MemoryStore
+    >>> s = MemoryStore.in_memory(embedder=None)
+    >>> _ = s.save("likes green tea", category="preference")
+    >>> r = gc(s); (r.archived, r.revived, r.before, r.after)
+    (0, 0, 1, 1)
+    """
+    cap = store.config.capacity
+    with store._lock:
+        store._check_open()
+        now = _now(store, now)
+        t = store._table
+        before = len(t)
+        archived_ids: set[str] = set()
+        if before >= cap.gc_threshold:
+            rows = t.live_rows()
+            protected = (t.category[rows] == SELF_IDENTITY) | t.pinned[rows]
+            rows = rows[~protected]
+            excess = before - cap.gc_threshold + 1
+            order = np.lexsort((t.seq[rows], t.updated_at[rows], t.access[rows]))[:excess]
+            moved = store.archive_rows([int(rows[i]) for i in order])
+            archived_ids.update(e.id for e in moved)
+        archived = len(archived_ids)
+        revived = 0
+        for entry_id in _revival_candidates(store, archived_ids, cap):
+            vec = _fresh_vector(store, store.archive.get(entry_id))
+            _, evicted = _restore_locked(store, entry_id, now, vec)
+            revived += 1
+            archived += len(evicted)
+        return GcReport(archived=archived, revived=revived, before=before, after=len(t))
+
+
+def _revival_candidates(store, exclude: set[str], cap) -> list[str]:
+    t = store._table
+    rows = t.live_rows()
+    rows = rows[t.status[rows] == 0]
+    if rows.size == 0 or len(store.archive) == 0 or cap.revive_max <= 0:
+        return []
+    top = rows[np.lexsort((t.seq[rows], -t.updated_at[rows], -t.access[rows]))[: cap.revive_top]]
+    tags = {tag for r in top.tolist() for tag in t.tags[r]}
+    from maclaw_fast.config import CATEGORIES
+
+    cats = {CATEGORIES[t.category[r]] for r in top.tolist()}
+    out: list[str] = []
+    seen_content: set[str] = set()
+    for e in store.archive.find_relevant(tags, cats, limit=len(store.archive)):
+        if (e.id in exclude or e.status == "superseded" or e.id in t.row_of
+                or e.content in t.row_of_content or e.content in seen_content):
+            continue
+        out.append(e.id)
+        seen_content.add(e.content)
+        if len(out) >= cap.revive_max:
+            break
+    return out
+
+
+def replace_entries(store, survivor_id: str, *, content: str, tags, remove_ids=(),
+                    updated_at: float | None = None, vec=None) -> Entry:
+    """Rewrite one entry's content/tags and delete others in one journal record.
+
+    The building block of merge and compression: a crash keeps either the old entries or the
+    finished result, never a survivor without its deletions. ``compact_form`` is cleared, the
+    entry is re-indexed, and ``updated_at`` is kept unless given, so that rewording a memory
+    does not make it look recently used. ``vec`` must be the embedding of the new text (or None
+    for a store without an embedder).
+
+    Raises
+    ------
+    DuplicateError
+        ``content`` is the content of an entry that is not part of the change.
+    """
+    content = validate.content(content)
+    tags = validate.tags(tags)
+    remove_ids = [i for i in remove_ids if i != survivor_id]
+    with store._lock:
+        store._check_open()
+        t = store._table
+        row = store._row(survivor_id)
+        gone = [store._row(i) for i in remove_ids]
+        other = t.row_of_content.get(content)
+        if other is not None and other != row and other not in gone:
+            raise DuplicateError(f"content duplicates memory {t.ids[other]!r}")
+        ops: list = []
+        for r in gone:  # before the rewrite: the survivor may take over a removed entry's text
+            ops.append(DeleteOp(t.ids[r]))
+            store._remove_row(r)
+        old = store._entry(row)
+        entry = _replace(old, content=content, tags=tags, compact_form="",
+                         updated_at=old.updated_at if updated_at is None else float(updated_at))
+        t.write(row, entry)
+        if t.row_of_content.get(content) != row:
+            t.row_of_content[content] = row
+        store._index(row)
+        if store.dim and vec is not None:
+            store._vectors.set(row, vec)
+        entry = store._entry(row)
+        ops.append(PutOp(entry, _vec_bytes(vec), bool(store.dim and vec is not None)))
+        store._log(*ops)
+        return entry

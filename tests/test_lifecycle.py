@@ -1,0 +1,272 @@
+"""Forgetting curve, dormancy, reinforcement, revival and restore (SPEC §7, §9, §15)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from maclaw_fast.errors import DuplicateError, NotFoundError, ValidationError
+from maclaw_fast.memory import MemoryStore
+from maclaw_fast.memory.lifecycle import (decay, reinforce, replace_entries, restore, revive,
+                                          strength_now)
+from maclaw_kernels.decay import decay_pass, decay_pass_batch
+
+H = 3600.0
+T0 = 1_700_000_000.0
+
+
+class Clock:
+    def __init__(self, t: float = T0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def store(clock):
+    with MemoryStore.in_memory(embedder="hash", clock=clock) as s:
+        yield s
+
+
+def reference_decay(strength, updated_at, exempt, active, now, rate, threshold):
+    """The per-entry loop the kernel replaces."""
+    out_s, out_d = [], []
+    for s, u, ex, ac in zip(strength, updated_at, exempt, active):
+        if ex or not ac:
+            out_s.append(s)
+            out_d.append(False)
+            continue
+        cur = strength_now(s, u, now, rate)
+        out_s.append(cur if cur < threshold else s)
+        out_d.append(cur < threshold)
+    return np.array(out_s), np.array(out_d, bool)
+
+
+# --- SPEC §15 worked examples ----------------------------------------------------------------
+
+def test_spec_examples_strength_after_336_and_768_hours():
+    assert round(strength_now(1.0, 0.0, 336 * H, 0.003), 4) == 0.3649
+    assert strength_now(1.0, 0.0, 768 * H, 0.003) < 0.1
+    assert strength_now(0.0, 0.0, 1.0, 0.003) == 0.0
+    assert strength_now(-1.0, 0.0, 1.0, 0.003) == 0.0
+    # half-life ≈ 9.6 days
+    assert abs(strength_now(1.0, 0.0, 9.627 * 24 * H, 0.003) - 0.5) < 1e-3
+
+
+def test_decay_pass_336h_stays_active_with_peak_strength(store, clock):
+    e = store.save("deploys with make release", category="project_knowledge", tags=["atlas"])
+    clock.t += 336 * H
+    rep = decay(store)
+    assert rep.dormant == 0 and rep.checked == 1
+    got = store.get(e.id)
+    assert got.status == "active" and got.strength == 1.0  # peak kept, decay recomputed
+
+
+def test_decay_pass_768h_marks_dormant_and_persists_S(store, clock):
+    e = store.save("deploys with make release", category="project_knowledge")
+    si = store.save("I am the build assistant", category="self_identity")
+    clock.t += 768 * H
+    rep = decay(store)
+    assert rep.dormant_ids == [e.id]
+    got = store.get(e.id)
+    assert got.status == "dormant"
+    assert got.strength == pytest.approx(math.exp(-0.003 * 768))
+    assert store.get(si.id).status == "active"  # self_identity at any age stays active
+    clock.t += 10_000 * H
+    assert decay(store).dormant == 0
+    assert store.get(si.id).status == "active"
+
+
+def test_superseded_and_dormant_entries_are_skipped(store, clock):
+    a = store.save("uses tabs", category="preference")
+    store.set_fields(a.id, status="superseded")
+    clock.t += 2000 * H
+    assert decay(store).dormant == 0
+    assert store.get(a.id).status == "superseded" and store.get(a.id).strength == 1.0
+
+
+def test_dormant_not_recalled_and_back_on_identical_save(store, clock):
+    e = store.save("the staging database lives on port 5433", category="project_knowledge")
+    other = store.save("staging database password rotates monthly", category="project_knowledge")
+    clock.t += 768 * H
+    store.save("fresh note about the staging database", category="project_knowledge")
+    store.touch([other.id])
+    decay(store)
+    assert store.get(e.id).status == "dormant"
+    ids = [h.entry.id for h in store.recall("staging database port", reinforce=False)]
+    assert e.id not in ids
+    back = store.save("the staging database lives on port 5433", category="project_knowledge")
+    assert back.id == e.id and back.status == "active" and back.strength == 1.0
+    assert back.updated_at == clock.t
+    ids = [h.entry.id for h in store.recall("staging database port", reinforce=False)]
+    assert e.id in ids
+
+
+def test_recall_reinforcement_postpones_dormancy(store, clock):
+    e = store.save("kubectl context is prod-eu", category="project_knowledge")
+    clock.t += 500 * H
+    hits = store.recall("kubectl context")
+    assert [h.entry.id for h in hits] == [e.id]
+    got = store.get(e.id)
+    assert got.strength == 2.0 and got.updated_at == clock.t and got.access_count == 2
+    clock.t += 768 * H  # 2·exp(-2.304) = 0.1998 ≥ 0.1
+    assert decay(store).dormant == 0
+    clock.t += 240 * H
+    assert decay(store).dormant_ids == [e.id]
+
+
+def test_reinforce_and_revive_helpers(store, clock):
+    e = store.save("prefers pytest over unittest", category="preference")
+    reinforce(store, [e.id], now=clock.t + 5)
+    got = store.get(e.id)
+    assert (got.strength, got.access_count, got.updated_at) == (2.0, 2, clock.t + 5)
+    clock.t += 5000 * H
+    decay(store)
+    assert store.get(e.id).status == "dormant"
+    back = revive(store, e.id)
+    assert back.status == "active" and back.strength == 1.0 and back.updated_at == clock.t
+    assert revive(store, e.id) == store.get(e.id)
+    store.set_fields(e.id, status="superseded")
+    with pytest.raises(ValidationError):
+        revive(store, e.id)
+    with pytest.raises(NotFoundError):
+        reinforce(store, ["nope"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(-1.0, 5.0), st.floats(0.0, 3000.0), st.booleans(),
+                          st.booleans()), min_size=0, max_size=200),
+       st.floats(0.0, 4000.0))
+def test_decay_kernels_match_reference(rows, now_h):
+    strength = np.array([r[0] for r in rows], np.float64)
+    updated = np.array([r[1] * H for r in rows], np.float64)
+    exempt = np.array([r[2] for r in rows], np.bool_)
+    active = np.array([r[3] for r in rows], np.bool_)
+    ref_s, ref_d = reference_decay(strength, updated, exempt, active, now_h * H, 0.003, 0.1)
+    for kernel in (decay_pass, decay_pass_batch):
+        out_s = np.empty(len(rows))
+        out_d = np.empty(len(rows), np.bool_)
+        count = kernel(strength, updated, exempt, active, now_h * H, 0.003, 0.1, out_s, out_d)
+        np.testing.assert_allclose(out_s, ref_s, rtol=1e-12)
+        np.testing.assert_array_equal(out_d, ref_d)
+        assert count == ref_d.sum()
+
+
+def test_store_decay_parallel_and_serial_agree(clock):
+    rng = np.random.default_rng(3)
+    outs = []
+    for parallel in (False, True):
+        with MemoryStore.in_memory(embedder=None, clock=clock,) as s:
+            ids = [s.save(f"note {i} about subject {i * 7}", category="preference").id
+                   for i in range(300)]
+            for i, ages in zip(ids, rng.uniform(0, 1500, 300)):
+                s.set_fields(i, updated_at=clock.t - ages * H)
+            rng = np.random.default_rng(3)
+            rep = decay(s, parallel=parallel)
+            outs.append(sorted(int(x.split()[1]) for x in
+                               (s.get(i).content for i in rep.dormant_ids)))
+    assert outs[0] == outs[1] and len(outs[0]) > 0
+
+
+def test_decay_is_journaled(tmp_path, clock):
+    path = tmp_path / "st"
+    with MemoryStore.open(path, embedder=None, clock=clock) as s:
+        e = s.save("old note about ssh keys", category="user_fact")
+        clock.t += 800 * H
+        decay(s)
+    with MemoryStore.open(path, embedder=None, clock=clock) as s:
+        assert s.get(e.id).status == "dormant"
+        assert s.get(e.id).strength < 0.1
+
+
+# --- restore --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("embedder", [None, "hash"])
+def test_restore_reindexes_relinks_and_resets_access(clock, embedder):
+    store = MemoryStore.in_memory(embedder=embedder, clock=clock)
+    a = store.save("the payment service uses stripe webhooks", category="project_knowledge")
+    b = store.save("stripe webhooks are verified with a signing secret",
+                   category="project_knowledge")
+    store.touch([a.id, a.id])
+    store.archive_rows([store._row(a.id)])
+    assert a.id not in store and a.id in store.archive
+    clock.t += 50 * H
+    back = restore(store, a.id)
+    assert back.access_count == 1 and back.updated_at == clock.t
+    assert back.status == "active" and back.strength == 1.0
+    assert a.id not in store.archive
+    if embedder is None:  # BM25 links (hash vectors of these texts are below cos 0.7)
+        assert b.id in back.related_ids and a.id in store.get(b.id).related_ids
+    else:
+        assert store.vector(a.id) is not None
+    ids = [h.entry.id for h in store.recall("stripe webhooks payment", reinforce=False)]
+    assert a.id in ids
+    with pytest.raises(NotFoundError):
+        restore(store, a.id + "x")
+
+
+def test_restore_of_dormant_revives_and_duplicate_is_refused(store, clock):
+    a = store.save("likes oolong tea", category="preference")
+    clock.t += 900 * H
+    decay(store)
+    store.archive_rows([store._row(a.id)])
+    assert store.archive.get(a.id).status == "dormant"
+    store.save("likes oolong tea", category="preference")  # same content saved anew
+    with pytest.raises(DuplicateError):
+        restore(store, a.id)
+    assert a.id in store.archive
+
+
+def test_restore_runs_the_capacity_check(clock):
+    from maclaw_fast.config import CapacityConfig, MemoryConfig
+
+    cfg = MemoryConfig(capacity=CapacityConfig(store_capacity=3))
+    with MemoryStore.in_memory(embedder=None, clock=clock, config=cfg) as s:
+        ids = [s.save(f"fact number {i}", category="user_fact").id for i in range(4)]
+        assert len(s) == 3 and ids[0] in s.archive
+        clock.t += 1
+        back = s.restore(ids[0])
+        assert len(s) == 3 and back.id in s
+        assert len(s.archive) == 1
+
+
+def test_interrupted_restore_is_finished(store):
+    a = store.save("notes on the release checklist", category="project_knowledge")
+    store.archive.add(store.get(a.id), None)  # the state a crash mid-restore leaves
+    assert restore(store, a.id).id == a.id
+    assert a.id not in store.archive and a.id in store
+
+
+def test_replace_entries_is_one_change(tmp_path, clock):
+    path = tmp_path / "st"
+    with MemoryStore.open(path, embedder="hash", clock=clock) as s:
+        a = s.save("deploy with make release", category="project_knowledge", tags=["x"])
+        b = s.save("deploy via make release target", category="project_knowledge", tags=["y"])
+        c = s.save("unrelated thing", category="preference")
+        clock.t += 10
+        with pytest.raises(DuplicateError):
+            replace_entries(s, a.id, content="unrelated thing", tags=["x"])
+        # the merged text may be a removed member's text
+        vec = s.embedder.embed(["deploy via make release target x y"])[0]
+        merged = replace_entries(s, a.id, content="deploy via make release target",
+                                 tags=["x", "y"], remove_ids=[b.id], vec=vec)
+        assert merged.updated_at == T0 and merged.compact_form == ""
+        assert b.id not in s and len(s) == 2
+        assert s.save("deploy via make release target", category="project_knowledge").id == a.id
+        s._durability.journal.close()  # simulate a crash: no snapshot on close
+        s._durability.lock.release()
+        s._closed = True
+    with MemoryStore.open(path, embedder="hash", clock=clock) as s:
+        assert sorted(e.id for e in s.entries()) == sorted([a.id, c.id])
+        assert s.get(a.id).content == "deploy via make release target"
+        assert s.get(a.id).tags == ("x", "y")

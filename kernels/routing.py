@@ -1,0 +1,176 @@
+"""Tool routing kernels (SPEC §12): min-max, top-k, hybrid fusion and the budgeted fill.
+
+Rows are the router's tool rows; every per-row array has the same length. Ordering everywhere is
+by value descending, ties broken by the lower row first, so the serial and batch paths and the
+plain references agree exactly.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True)
+def minmax_masked(x, mask, out):
+    """``out[i] = (x[i] − min)/(max − min)`` over rows with ``mask``; other rows get 0.
+
+    When every masked value is equal (a single one included) each becomes 1.0 if it is > 0,
+    else 0 (SPEC §12 [D]: a lone hit keeps its lead).
+    """
+    lo = np.inf
+    hi = -np.inf
+    for i in range(x.shape[0]):
+        if mask[i]:
+            lo = min(lo, x[i])
+            hi = max(hi, x[i])
+    span = hi - lo
+    for i in range(x.shape[0]):
+        if not mask[i]:
+            out[i] = 0.0
+        elif span > 0.0:
+            out[i] = (x[i] - lo) / span
+        else:
+            out[i] = 1.0 if x[i] > 0.0 else 0.0
+
+
+@njit(cache=True)
+def topk_masked(x, mask, k, out_idx):
+    """Write the rows of the ``k`` largest ``x`` among ``mask`` into ``out_idx`` (descending, ties
+    by lower row) and return how many were written. Insertion into a sorted buffer: O(n) when most
+    rows fall below the current k-th value, which is the common case."""
+    n = 0
+    if k <= 0:
+        return 0
+    for i in range(x.shape[0]):
+        if not mask[i]:
+            continue
+        v = x[i]
+        if n == k and not v > x[out_idx[n - 1]]:
+            continue
+        j = n if n < k else k - 1
+        while j > 0 and v > x[out_idx[j - 1]]:
+            out_idx[j] = out_idx[j - 1]
+            j -= 1
+        out_idx[j] = i
+        if n < k:
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def fuse_scores(bm25, cos, cand, n_vec, w_bm25, w_cos, hit, fused, scratch):
+    """Hybrid retrieval over the candidate rows.
+
+    ``hit`` = candidates with BM25 > 0, plus the ``n_vec`` best candidates with cos > 0 ([D]:
+    vector-only matches count). ``fused`` = ``minmax(w_bm25·minmax(bm25) + w_cos·max(cos, 0))``
+    over the hits, 0 elsewhere. ``scratch`` is an int64 buffer of at least ``n_vec`` rows.
+    Returns the number of hits.
+    """
+    n = bm25.shape[0]
+    for i in range(n):
+        hit[i] = cand[i] and cos[i] > 0.0
+    m = topk_masked(cos, hit, n_vec, scratch)
+    for i in range(n):
+        hit[i] = cand[i] and bm25[i] > 0.0
+    for j in range(m):
+        hit[scratch[j]] = True
+    minmax_masked(bm25, hit, fused)
+    n_hit = 0
+    for i in range(n):
+        if hit[i]:
+            n_hit += 1
+            fused[i] = w_bm25 * fused[i] + w_cos * max(cos[i], 0.0)
+    minmax_masked(fused.copy(), hit, fused)
+    return n_hit
+
+
+@njit(cache=True)
+def rank_keys(retrieval, exp_by_uid, row_uid, prio, cand, hit, group, w_ret, w_exp, w_prio,
+              experience, score, key):
+    """Three-signal score and the ordering key of every candidate row.
+
+    ``experience[i] = exp_by_uid[row_uid[i]]`` (0 when ``row_uid[i] < 0``); ``score = w_ret·ret +
+    w_exp·exp + w_prio·prio``; ``key`` adds a tier so that group-activated rows come first, then
+    retrieval hits, then the rest (score ≤ 1 < the tier gaps); non-candidates get −1.
+    """
+    for i in range(score.shape[0]):
+        u = row_uid[i]
+        e = exp_by_uid[u] if u >= 0 and u < exp_by_uid.shape[0] else 0.0
+        experience[i] = e
+        s = w_ret * retrieval[i] + w_exp * e + w_prio * prio[i]
+        score[i] = s
+        if not cand[i]:
+            key[i] = -1.0
+        elif group[i]:
+            key[i] = s + 4.0
+        elif hit[i]:
+            key[i] = s + 2.0
+        else:
+            key[i] = s
+
+
+@njit(cache=True)
+def fill_select(key, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf_n):
+    """The budgeted fill (SPEC §12 step 7): walk candidates by ``key`` descending, taking builtin
+    rows freely and at most ``nb_slots`` non-builtin ones, until ``slots`` are taken. Equals the
+    merge of the top builtin and the top non-builtin rows, which needs no full sort."""
+    n = key.shape[0]
+    mb = np.empty(n, np.bool_)
+    mn = np.empty(n, np.bool_)
+    for i in range(n):
+        mb[i] = cand[i] and not nonbuiltin[i]
+        mn[i] = cand[i] and nonbuiltin[i]
+    nb = topk_masked(key, mb, slots, buf_b)
+    nn = topk_masked(key, mn, min(nb_slots, slots), buf_n)
+    a = 0
+    c = 0
+    t = 0
+    while t < slots and (a < nb or c < nn):
+        if c >= nn or (a < nb and (key[buf_b[a]] > key[buf_n[c]] or
+                                   (key[buf_b[a]] == key[buf_n[c]] and buf_b[a] < buf_n[c]))):
+            out_idx[t] = buf_b[a]
+            a += 1
+        else:
+            out_idx[t] = buf_n[c]
+            c += 1
+        t += 1
+    return t
+
+
+@njit(cache=True)
+def route_one(bm25, cos, exp_by_uid, row_uid, prio, cand, group, nonbuiltin, n_vec, w_bm25, w_cos,
+              w_ret, w_exp, w_prio, slots, nb_slots, out_idx, hit, retrieval, experience, score):
+    """Fusion, three-signal score and budgeted fill for one message.
+
+    Writes the selected rows into ``out_idx`` and returns ``(n_selected, n_candidates)`` where
+    candidates are the rows that are retrieval hits or group-activated.
+    """
+    n = bm25.shape[0]
+    key = np.empty(n, np.float64)
+    scratch = np.empty(max(n_vec, 1), np.int64)
+    fuse_scores(bm25, cos, cand, n_vec, w_bm25, w_cos, hit, retrieval, scratch)
+    rank_keys(retrieval, exp_by_uid, row_uid, prio, cand, hit, group, w_ret, w_exp, w_prio,
+              experience, score, key)
+    n_cand = 0
+    for i in range(n):
+        if cand[i] and (hit[i] or group[i]):
+            n_cand += 1
+    buf_b = np.empty(max(slots, 1), np.int64)
+    buf_n = np.empty(max(slots, 1), np.int64)
+    n_sel = fill_select(key, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf_n)
+    return n_sel, n_cand
+
+
+@njit(cache=True, parallel=True)
+def route_batch_kernel(bm25, cos, exp_by_uid, row_uid, prio, cand, group, nonbuiltin, n_vec,
+                       w_bm25, w_cos, w_ret, w_exp, w_prio, slots, nb_slots,
+                       out_idx, out_n, out_cand, hit, retrieval, experience, score):
+    """:func:`route_one` for many messages; row ``q`` of every 2-D array belongs to message ``q``
+    (``exp_by_uid`` is ``(nq, n_uid)``, ``group`` is ``(nq, n_rows)``). Each message runs the
+    same serial kernel, so the results equal the single-message path."""
+    for q in prange(bm25.shape[0]):
+        n_sel, n_cand = route_one(bm25[q], cos[q], exp_by_uid[q], row_uid, prio, cand, group[q],
+                                  nonbuiltin, n_vec, w_bm25, w_cos, w_ret, w_exp, w_prio, slots,
+                                  nb_slots, out_idx[q], hit[q], retrieval[q], experience[q],
+                                  score[q])
+        out_n[q] = n_sel
+        out_cand[q] = n_cand

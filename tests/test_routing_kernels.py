@@ -1,0 +1,267 @@
+"""Routing and experience kernels against plain Python references on random inputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from maclaw_kernels.experience import experience_all, experience_all_batch
+from maclaw_kernels.routing import (fill_select, fuse_scores, minmax_masked, rank_keys,
+                                    route_batch_kernel, route_one, topk_masked)
+
+# ---------------------------------------------------------------- references
+
+
+def ref_minmax(x, mask):
+    vals = [x[i] for i in range(len(x)) if mask[i]]
+    out = [0.0] * len(x)
+    if not vals:
+        return out
+    lo, hi = min(vals), max(vals)
+    for i in range(len(x)):
+        if mask[i]:
+            out[i] = (x[i] - lo) / (hi - lo) if hi > lo else (1.0 if x[i] > 0 else 0.0)
+    return out
+
+
+def ref_topk(x, mask, k):
+    rows = [i for i in range(len(x)) if mask[i]]
+    return sorted(rows, key=lambda i: (-x[i], i))[:k]
+
+
+def ref_fuse(bm, cos, cand, n_vec, wb, wc):
+    vec = ref_topk(cos, [cand[i] and cos[i] > 0 for i in range(len(cos))], n_vec)
+    hit = [bool(cand[i] and bm[i] > 0) for i in range(len(bm))]
+    for i in vec:
+        hit[i] = True
+    nb = ref_minmax(bm, hit)
+    fused = [wb * nb[i] + wc * max(cos[i], 0.0) if hit[i] else 0.0 for i in range(len(bm))]
+    return hit, ref_minmax(fused, hit)
+
+
+def ref_fill(key, cand, nonbuiltin, slots, nb_slots):
+    order = sorted((i for i in range(len(key)) if cand[i]), key=lambda i: (-key[i], i))
+    out, nb = [], 0
+    for i in order:
+        if len(out) >= slots:
+            break
+        if nonbuiltin[i]:
+            if nb >= nb_slots:
+                continue
+            nb += 1
+        out.append(i)
+    return out
+
+
+def ref_experience(records, q_tokens, now, n_uid, per_tool=200, decay=0.01, fail_w=-0.3):
+    """records newest first: (uid, token set, ts, ok); Python sets, per tool walk."""
+    q = set(q_tokens)
+    out = [0.0] * n_uid
+    if not q:
+        return out
+    for u in range(n_uid):
+        total, count = 0.0, 0
+        for uid, toks, ts, ok in records:
+            if uid != u:
+                continue
+            if count >= per_tool:
+                break
+            count += 1
+            j = len(q & toks) / len(q | toks)
+            total += j * math.exp(-decay * max((now - ts) / 3600, 0)) * (1.0 if ok else fail_w)
+        out[u] = min(max(total / count, 0.0), 1.0) if count else 0.0
+    return out
+
+
+# ---------------------------------------------------------------- strategies
+
+def arrays(draw, n, lo=0.0, hi=5.0, zero_p=0.4):
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    x = rng.uniform(lo, hi, n)
+    x[rng.random(n) < zero_p] = 0.0
+    x[rng.random(n) < 0.1] = x[0]  # ties
+    return x
+
+
+@st.composite
+def scored(draw):
+    n = draw(st.integers(1, 60))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    bm = arrays(draw, n)
+    cos = rng.uniform(-0.5, 1.0, n).astype(np.float32)
+    cos[rng.random(n) < 0.1] = cos[0]
+    cand = rng.random(n) < 0.8
+    return bm, cos, cand, rng
+
+
+@given(scored())
+@settings(max_examples=150, deadline=None)
+def test_minmax_matches_reference(data):
+    bm, _, cand, _ = data
+    out = np.empty_like(bm)
+    minmax_masked(bm, cand, out)
+    np.testing.assert_allclose(out, ref_minmax(bm, cand), atol=1e-12)
+
+
+def test_minmax_spec_examples():
+    out = np.empty(3)
+    minmax_masked(np.array([1.0, 3.0, 2.0]), np.ones(3, np.bool_), out)
+    assert out.tolist() == [0.0, 1.0, 0.5]
+    one = np.empty(1)
+    minmax_masked(np.array([2.0]), np.ones(1, np.bool_), one)
+    assert one.tolist() == [1.0]
+    minmax_masked(np.array([0.0]), np.ones(1, np.bool_), one)
+    assert one.tolist() == [0.0]
+
+
+@given(scored(), st.integers(0, 70))
+@settings(max_examples=150, deadline=None)
+def test_topk_matches_reference(data, k):
+    bm, _, cand, _ = data
+    idx = np.empty(max(k, 1), np.int64)
+    m = topk_masked(bm, cand, k, idx)
+    assert idx[:m].tolist() == ref_topk(bm, cand, k)
+
+
+@given(scored(), st.integers(1, 10), st.sampled_from([(0.4, 0.6), (1.0, 0.0), (0.0, 1.0)]))
+@settings(max_examples=150, deadline=None)
+def test_fuse_matches_reference(data, n_vec, w):
+    bm, cos, cand, _ = data
+    n = bm.shape[0]
+    hit, fused = np.zeros(n, np.bool_), np.zeros(n)
+    n_hit = fuse_scores(bm, cos, cand, n_vec, w[0], w[1], hit, fused, np.empty(n_vec, np.int64))
+    rhit, rfused = ref_fuse(bm, cos.astype(np.float64), cand, n_vec, *w)
+    assert hit.tolist() == rhit and n_hit == sum(rhit)
+    np.testing.assert_allclose(fused, rfused, atol=1e-9)
+
+
+@given(scored(), st.integers(0, 30), st.integers(0, 20))
+@settings(max_examples=150, deadline=None)
+def test_rank_and_fill_match_reference(data, slots, nb_slots):
+    bm, cos, cand, rng = data
+    n = bm.shape[0]
+    hit = cand & (bm > 0)
+    ret = np.where(hit, rng.random(n), 0.0)
+    exp_by_uid = rng.random(5)
+    row_uid = rng.integers(-1, 6, n).astype(np.int32)  # 5 is out of range: experience 0
+    prio = rng.integers(0, 11, n) * 0.1
+    group = cand & (rng.random(n) < 0.2)
+    nonbuiltin = rng.random(n) < 0.5
+    e, s, key = np.zeros(n), np.zeros(n), np.zeros(n)
+    rank_keys(ret, exp_by_uid, row_uid, prio, cand, hit, group, 0.6, 0.3, 0.1, e, s, key)
+    for i in range(n):
+        u = row_uid[i]
+        want_e = exp_by_uid[u] if 0 <= u < 5 else 0.0
+        want_s = 0.6 * ret[i] + 0.3 * want_e + 0.1 * prio[i]
+        tier = 4.0 if group[i] else 2.0 if hit[i] else 0.0
+        assert e[i] == want_e and math.isclose(s[i], want_s, abs_tol=1e-12)
+        assert key[i] == (want_s + tier if cand[i] else -1.0)
+    out = np.empty(max(slots, 1), np.int64)
+    bufs = (np.empty(max(slots, 1), np.int64), np.empty(max(slots, 1), np.int64))
+    m = fill_select(key, cand, nonbuiltin, slots, nb_slots, out, *bufs)
+    assert out[:m].tolist() == ref_fill(key, cand, nonbuiltin, slots, nb_slots)
+
+
+def test_route_batch_kernel_equals_route_one():
+    rng = np.random.default_rng(7)
+    nq, n = 12, 200
+    bm = rng.uniform(0, 4, (nq, n)) * (rng.random((nq, n)) < 0.2)
+    cos = rng.uniform(-0.2, 0.8, (nq, n)).astype(np.float32)
+    exp = rng.random((nq, 30))
+    uid = rng.integers(-1, 30, n).astype(np.int32)
+    prio = rng.integers(0, 11, n) * 0.1
+    cand = rng.random(n) < 0.9
+    group = (rng.random((nq, n)) < 0.05) & cand
+    nonb = rng.random(n) < 0.5
+    knobs = (nonb, 10, 0.4, 0.6, 0.6, 0.3, 0.1, 6, 3)
+    o = np.zeros((nq, 6), np.int64)
+    on, oc = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
+    hit = np.zeros((nq, n), np.bool_)
+    r, e, s = np.zeros((nq, n)), np.zeros((nq, n)), np.zeros((nq, n))
+    route_batch_kernel(bm, cos, exp, uid, prio, cand, group, *knobs, o, on, oc, hit, r, e, s)
+    for q in range(nq):
+        o1, h1 = np.zeros(6, np.int64), np.zeros(n, np.bool_)
+        r1, e1, s1 = np.zeros(n), np.zeros(n), np.zeros(n)
+        n_sel, n_cand = route_one(bm[q], cos[q], exp[q], uid, prio, cand, group[q], *knobs, o1,
+                                  h1, r1, e1, s1)
+        assert (n_sel, n_cand) == (on[q], oc[q])
+        assert o1[:n_sel].tolist() == o[q, :n_sel].tolist()
+        assert np.array_equal(s1, s[q]) and np.array_equal(h1, hit[q])
+        assert sum(nonb[o1[:n_sel]]) <= 3
+
+
+# ---------------------------------------------------------------- experience
+
+@st.composite
+def windows(draw):
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    w = draw(st.integers(1, 80))
+    count = draw(st.integers(0, w))
+    head = draw(st.integers(0, w - 1))
+    n_uid, n_vocab, t = 6, 12, 5
+    uid = rng.integers(0, n_uid, w).astype(np.int32)
+    tok = np.full((w, t), -1, np.int32)
+    ntok = np.zeros(w, np.int32)
+    for r in range(w):
+        toks = rng.choice(n_vocab, rng.integers(0, t + 1), replace=False)
+        tok[r, : toks.size] = toks
+        ntok[r] = toks.size
+    ts = 1000.0 - rng.uniform(-3600, 3600 * 200, w)  # some records in the future
+    ok = rng.random(w) < 0.7
+    q = rng.choice(n_vocab, rng.integers(0, 6), replace=False).astype(np.int32)
+    unknown = int(rng.integers(0, 3))  # query tokens the window never saw
+    per_tool = int(rng.integers(1, 8))
+    return uid, tok, ntok, ts, ok, head, count, q, unknown, per_tool, n_uid, n_vocab
+
+
+def _newest_first(uid, tok, ntok, ts, ok, head, count):
+    w = uid.shape[0]
+    out = []
+    for j in range(count):
+        r = (head - 1 - j) % w
+        out.append((int(uid[r]), set(tok[r, : ntok[r]].tolist()), float(ts[r]), bool(ok[r])))
+    return out
+
+
+@given(windows())
+@settings(max_examples=200, deadline=None)
+def test_experience_matches_python_sets(win):
+    uid, tok, ntok, ts, ok, head, count, q, unknown, per_tool, n_uid, n_vocab = win
+    q_size = q.size + unknown if q.size else unknown
+    out = np.zeros(n_uid)
+    qmask = np.zeros(n_vocab, np.bool_)
+    experience_all(uid, tok, ntok, ts, ok, head, count, q, q_size, 1000.0, 0.01, -0.3,
+                   per_tool, qmask, out)
+    q_tokens = q.tolist() + [f"unk{i}" for i in range(unknown)]
+    want = ref_experience(_newest_first(uid, tok, ntok, ts, ok, head, count), q_tokens, 1000.0,
+                          n_uid, per_tool)
+    np.testing.assert_allclose(out, want, atol=1e-12)
+    assert not qmask.any()
+
+
+def test_experience_batch_equals_serial():
+    rng = np.random.default_rng(3)
+    w, n_uid, n_vocab = 300, 20, 40
+    uid = rng.integers(0, n_uid, w).astype(np.int32)
+    tok = rng.integers(0, n_vocab, (w, 5)).astype(np.int32)
+    tok[:, 3:] = -1
+    for r in range(w):  # sets: no repeated token within a record
+        tok[r, :3] = rng.choice(n_vocab, 3, replace=False)
+    ntok = np.full(w, 3, np.int32)
+    ts = rng.uniform(0, 1e5, w)
+    ok = rng.random(w) < 0.8
+    qs = [rng.choice(n_vocab, k, replace=False).astype(np.int32) for k in (0, 1, 3, 6)]
+    indptr = np.cumsum([0] + [q.size for q in qs]).astype(np.int64)
+    sizes = np.array([q.size for q in qs], np.int64)
+    out = np.zeros((len(qs), n_uid))
+    experience_all_batch(uid, tok, ntok, ts, ok, 17, w, indptr, np.concatenate(qs), sizes, 1e5,
+                         0.01, -0.3, 200, n_vocab, out)
+    for i, q in enumerate(qs):
+        one = np.zeros(n_uid)
+        experience_all(uid, tok, ntok, ts, ok, 17, w, q, q.size, 1e5, 0.01, -0.3, 200,
+                       np.zeros(n_vocab, np.bool_), one)
+        assert np.array_equal(one, out[i])
+    assert out[0].sum() == 0 and out[3].sum() > 0

@@ -147,6 +147,32 @@ class RouterConfig(msgspec.Struct, frozen=True, kw_only=True):
     query_cache_size: int = 64
     query_cache_ttl_s: float = 30.0
     route_log_max_bytes: int = 5 * 1024 * 1024
+    # keyword group activation (SPEC §12 step 5): (keywords, tags); English keywords match whole
+    # words, others substrings; extend with ``extra_group_keywords``
+    group_keywords: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+        (("数据库", "database"), ("database", "sql", "query", "db")),
+        (("git", "版本控制"), ("git", "vcs", "version")),
+        (("文件", "file"), ("file", "read", "write", "directory")),
+        (("mcp",), ("mcp",)),
+        (("skill", "技能"), ("skill",)),
+        (("会话", "session"), ("session",)),
+        (("配置", "config"), ("config", "settings")),
+        (("记忆", "memory"), ("memory",)),
+        (("定时", "schedule"), ("schedule", "task", "cron", "timer")),
+        (("网络", "network"), ("network", "web", "search", "fetch")),
+        (("搜索", "search"), ("web", "search", "internet", "fetch")),
+        (("网页", "web"), ("web", "fetch", "browse", "url")),
+        (("浏览器", "browser"), ("browser", "web", "automation", "test")),
+        (("自动化", "automation"), ("browser", "automation", "test")),
+        (("测试", "test"), ("browser", "automation", "test", "web")),
+        (("登录", "下单"), ("browser", "web", "automation")),
+        (("gui", "桌面", "desktop"), ("gui", "test", "automation", "desktop")),
+        (("录制",), ("gui", "test", "automation", "desktop")),
+    )
+    extra_group_keywords: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
+    hint_tool_name: str = "skill_hint"
+    deferred_search_k: int = 5
+    embedding_disk_cache: bool = True
 
 
 class SearchConfig(msgspec.Struct, frozen=True, kw_only=True):

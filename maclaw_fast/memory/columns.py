@@ -59,6 +59,7 @@ class EntryTable:
         self._free: list[int] = []
         self._next_seq = 0
         self._cache: dict[int, Entry] = {}
+        self.version = 0  # bumped by every change, so derived arrays can be cached
 
     def __len__(self) -> int:
         return len(self.row_of)
@@ -130,6 +131,7 @@ class EntryTable:
         self.compact[row] = entry.compact_form
         self.tokens[row] = budget_tokens(entry.compact_form or entry.content)
         self._cache.pop(row, None)
+        self.version += 1
 
     def release(self, row: int) -> None:
         """Free ``row`` (delete)."""
@@ -148,18 +150,21 @@ class EntryTable:
         self.pinned[row] = False
         self._cache.pop(row, None)
         self._free.append(row)
+        self.version += 1
 
     def touched(self, rows) -> None:
         """Forget cached Entry objects of rows whose numeric columns were changed in place."""
         for r in rows:
             self._cache.pop(int(r), None)
+        self.version += 1
+
+    def cached_entry(self, row: int) -> Entry | None:
+        return self._cache.get(row)
 
     def entry(self, row: int, related: tuple[tuple[str, ...], tuple[float, ...]] = ((), ())
               ) -> Entry:
-        """The row as an immutable :class:`Entry` (cached until the row changes)."""
-        cached = self._cache.get(row)
-        if cached is not None and cached.related_ids == related[0]:
-            return cached
+        """The row as an immutable :class:`Entry`, cached until the row (or its edges) change:
+        every change goes through :meth:`write`, :meth:`release` or :meth:`touched`."""
         e = Entry(
             id=self.ids[row], content=self.content[row],
             category=CATEGORIES[self.category[row]], tags=self.tags[row],

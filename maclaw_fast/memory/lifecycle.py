@@ -357,3 +357,33 @@ def replace_entries(store, survivor_id: str, *, content: str, tags, remove_ids=(
         ops.append(PutOp(entry, _vec_bytes(vec), bool(store.dim and vec is not None)))
         store._log(*ops)
         return entry
+
+
+def delete_many(store, ids) -> list[Entry]:
+    """Delete several entries as one journaled change; returns what they were.
+
+    Examples
+    --------
+    >>> from maclaw_fast.memory import MemoryStore
+    >>> s = MemoryStore.in_memory(embedder=None)
+    >>> a, b = s.save("a note", category="user_fact"), s.save("b note", category="user_fact")
+    >>> [e.id for e in delete_many(s, [a.id, b.id])] == [a.id, b.id], len(s)
+    (True, 0)
+    """
+    ids = list(dict.fromkeys(ids))
+    with store._lock:
+        store._check_open()
+        rows = [store._row(i) for i in ids]
+        gone = [store._entry(r) for r in rows]
+        for r in rows:
+            store._remove_row(r)
+        if ids:
+            store._log(*[DeleteOp(i) for i in ids])
+        return gone
+
+
+def embed_text(store, content: str, tags=()):
+    """The store's embedding of an entry's analysed text, or None without an embedder."""
+    if store.embedder is None:
+        return None
+    return embed_checked(store.embedder, [analysed_text(content, tuple(tags))])[0]

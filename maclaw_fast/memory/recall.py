@@ -17,21 +17,13 @@ NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
 _NO_PROJECT = -1
 
 
-class _Plan:
-    """Query-independent arrays of one snapshot of the store."""
+class _Static:
+    """Masks and row lists that change only when the store does (cached by table version)."""
 
-    def __init__(self, store, *, dynamic: bool, category: str | None) -> None:
+    def __init__(self, store, dynamic: bool, category: str | None) -> None:
         t = store._table
         rc = store.config.recall
         n = t.n_rows
-        self.n = n
-        now = float(store.clock())
-        self.recency = np.empty(n)
-        self.importance = np.empty(n)
-        self.base = np.empty(n)
-        base_scores(t.updated_at[:n], t.weight[:n], t.access[:n], now, rc.recency_decay_per_hour,
-                    rc.weight_recency, rc.weight_importance, self.recency, self.importance,
-                    self.base)
         active = t.alive[:n] & (t.status[:n] == 0)
         cat = t.category[:n]
         if category is not None:
@@ -48,10 +40,42 @@ class _Plan:
         if rc.bm25_norm not in NORM_MODES:
             raise ValidationError(f"bm25_norm must be one of {sorted(NORM_MODES)}")
         self.norm = NORM_MODES[rc.bm25_norm]
+        self.projects: dict[str | None, tuple[np.ndarray, np.ndarray]] = {}
+
+
+class _Plan:
+    """Query-independent arrays of one snapshot of the store."""
+
+    def __init__(self, store, *, dynamic: bool, category: str | None) -> None:
+        t = store._table
+        rc = store.config.recall
+        key = (t.version, dynamic, category)
+        static = store._plan_cache.get(key)
+        if static is None:
+            static = _Static(store, dynamic, category)
+            store._plan_cache.clear()
+            store._plan_cache[key] = static
+        self.__dict__.update(static.__dict__)
+        self._projects = static.projects
+        n = t.n_rows
+        self.n = n
+        now = float(store.clock())
+        self.recency = np.empty(n)
+        self.importance = np.empty(n)
+        self.base = np.empty(n)
+        base_scores(t.updated_at[:n], t.weight[:n], t.access[:n], now, rc.recency_decay_per_hour,
+                    rc.weight_recency, rc.weight_importance, self.recency, self.importance,
+                    self.base)
         self.now = now
 
     def scope_masks(self, store, project: str | None) -> tuple[np.ndarray, np.ndarray]:
         """(eligible, affinity) for one project: project-scoped entries need the project's tag."""
+        cached = self._projects.get(project)
+        if cached is None:
+            cached = self._projects[project] = self._scope_masks(store, project)
+        return cached
+
+    def _scope_masks(self, store, project: str | None) -> tuple[np.ndarray, np.ndarray]:
         n = self.n
         affinity = np.zeros(n)
         if project is None or project == "":
@@ -122,17 +146,18 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
 def _hits(store, plan, rows, parts, cos, affinity) -> list[RecallHit]:
     score, bm25n, _rel, graph = parts
     t = store._table
+    # gather once and leave NumPy: per-element NumPy scalars cost ~100 ns each
+    cats = t.category[rows].tolist()
+    cols = zip(rows.tolist(), cats, plan.recency[rows].tolist(), plan.importance[rows].tolist(),
+               bm25n.tolist(), np.maximum(cos[rows], 0.0).tolist(), affinity[rows].tolist(),
+               graph.tolist(), score.tolist())
     out = []
-    for j, r in enumerate(rows.tolist()):
-        cat = t.category[r]
+    for r, cat, rec, imp, b, c, a, g, total in cols:
         reason = ("self_identity" if cat == SELF_IDENTITY else "user_fact" if cat == USER_FACT
-                  else "graph" if graph[j] > 0 else "scored")
-        bd = ScoreBreakdown(recency=float(plan.recency[r]), importance=float(plan.importance[r]),
-                            bm25=float(bm25n[j]), cos=float(max(cos[r], 0.0)),
-                            affinity=float(affinity[r]), graph=float(graph[j]),
-                            total=float(score[j]))
-        out.append(RecallHit(entry=store._entry(r), score=float(score[j]), breakdown=bd,
-                             reason=reason))
+                  else "graph" if g > 0 else "scored")
+        bd = ScoreBreakdown(recency=rec, importance=imp, bm25=b, cos=c, affinity=a, graph=g,
+                            total=total)
+        out.append(RecallHit(entry=store._entry(r), score=total, breakdown=bd, reason=reason))
     return out
 
 

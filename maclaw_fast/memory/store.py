@@ -61,6 +61,7 @@ class MemoryStore:
         self._qcache = (QueryCache(self.embedder, config.query_cache_size)
                         if self.embedder is not None else None)
         self.meta: dict[str, str] = {}
+        self._plan_cache: dict = {}  # recall masks per (version, dynamic, category)
         self._closed = False
         self.path = Path(path) if path is not None else None
         self._durability: Durability | None = None
@@ -136,6 +137,9 @@ class MemoryStore:
         return tuple(e[0] for e in edges), tuple(e[1] for e in edges)
 
     def _entry(self, row: int) -> Entry:
+        cached = self._table.cached_entry(row)
+        if cached is not None:
+            return cached
         return self._table.entry(row, self._related(row))
 
     def get(self, entry_id: str) -> Entry:
@@ -273,7 +277,7 @@ class MemoryStore:
         for i in order:
             self._graph.link(row, int(cand[i]), float(strength[i]))
         touched = [int(cand[i]) for i in order]
-        t.touched(touched)
+        t.touched(touched + [row])
         return touched
 
     def _edges_of(self, row: int) -> tuple[str, list[str], list[float]]:
@@ -519,6 +523,37 @@ class MemoryStore:
                 "superseded": int((t.status[rows] == 1).sum()),
                 "pinned": int(t.pinned[rows].sum()), "path": str(self.path) if self.path else None,
             }
+
+    # lifecycle (issue 3): thin delegates; the logic lives in memory/lifecycle.py and
+    # maintenance/filter.py
+    def decay(self, *, now: float | None = None):
+        """Run the forgetting curve; faded entries become dormant (SPEC §7). See
+        :func:`maclaw_fast.memory.lifecycle.decay`."""
+        from maclaw_fast.memory.lifecycle import decay
+
+        return decay(self, now=now)
+
+    def restore(self, entry_id: str) -> Entry:
+        """Move an archived entry back (access_count 1, re-indexed). See
+        :func:`maclaw_fast.memory.lifecycle.restore`."""
+        from maclaw_fast.memory.lifecycle import restore
+
+        return restore(self, entry_id)
+
+    def gc(self):
+        """Archive down below the GC threshold, then revive related archived entries (SPEC §9);
+        returns a GcReport. See :func:`maclaw_fast.memory.lifecycle.gc`."""
+        from maclaw_fast.memory.lifecycle import gc
+
+        return gc(self)
+
+    def recall_with_llm_filter(self, query: str, llm=None, *, max: int = 5,
+                               project: str | None = None) -> list[RecallHit]:
+        """Recall, then let ``llm`` pick the ``max`` most relevant (SPEC §6). See
+        :func:`maclaw_fast.maintenance.filter.recall_with_llm_filter`."""
+        from maclaw_fast.maintenance.filter import recall_with_llm_filter
+
+        return recall_with_llm_filter(self, query, llm, max=max, project=project)
 
 
 def _vec_bytes(vec: np.ndarray | None) -> bytes | None:

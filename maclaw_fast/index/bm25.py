@@ -235,6 +235,29 @@ class Bm25Index:
         idf = np.log((n - df + 0.5) / (df + 0.5) + 1.0)
         return ids, idf
 
+    def _query_terms_batch(self, token_lists: list[list[str]]):
+        """Unique known terms of many queries at once, as CSR (q_indptr, term ids, idf)."""
+        get = self.vocab.get
+        lengths = np.fromiter((len(t) for t in token_lists), np.int64, len(token_lists))
+        flat = np.fromiter((get(tok) for toks in token_lists for tok in toks), np.int64,
+                           int(lengths.sum()))
+        qidx = np.repeat(np.arange(len(token_lists), dtype=np.int64), lengths)
+        known = flat >= 0
+        flat, qidx = flat[known], qidx[known]
+        keep = self._df[flat] > 0
+        flat, qidx = flat[keep], qidx[keep]
+        # unique (query, term) pairs, in query order
+        pairs = np.unique(qidx * (len(self.vocab) + 1) + flat)
+        qidx = pairs // (len(self.vocab) + 1)
+        ids = (pairs % (len(self.vocab) + 1)).astype(np.int32)
+        q_indptr = np.zeros(len(token_lists) + 1, dtype=np.int64)
+        np.add.at(q_indptr, qidx + 1, 1)
+        np.cumsum(q_indptr, out=q_indptr)
+        n = len(self._key_doc)
+        df = self._df[ids].astype(np.float64)
+        idf = np.log((n - df + 0.5) / (df + 0.5) + 1.0)
+        return q_indptr, ids, idf
+
     @property
     def avgdl(self) -> float:
         n = len(self._key_doc)
@@ -261,13 +284,7 @@ class Bm25Index:
         """:meth:`scores` for many queries at once: ``(n_queries, n_keys)`` float64."""
         out = np.zeros((len(token_lists), n_keys), dtype=np.float64)
         with self._lock:
-            parts = [self._query_terms(toks) for toks in token_lists]
-            if not parts:
-                return out
-            q_indptr = np.zeros(len(parts) + 1, dtype=np.int64)
-            q_indptr[1:] = np.cumsum([p[0].size for p in parts])
-            ids = np.concatenate([p[0] for p in parts]).astype(np.int32)
-            idf = np.concatenate([p[1] for p in parts])
+            q_indptr, ids, idf = self._query_terms_batch(token_lists)
             if ids.size == 0:
                 return out
             args = (self._doc_norm, self._doc_live, self._doc_key, self.k1, self.b,

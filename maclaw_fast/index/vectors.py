@@ -11,7 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from maclaw_fast.embedding.base import l2_normalise
-from maclaw_kernels.vectors import dot_scores
+from maclaw_kernels.vectors import dot_scores, dot_scores_batch
+
+# above this many matrix elements one query streams the matrix from both cores: at 100k × 384
+# a serial pass is bound by one core's bandwidth (~2× the two-core floor)
+PARALLEL_ELEMENTS = 4_000_000
 
 
 class VectorColumn:
@@ -70,7 +74,10 @@ class VectorColumn:
         vector)."""
         if out is None:
             out = np.empty(n_rows, dtype=np.float32)
-        dot_scores(self.matrix, n_rows, self.has_vec, query, out)
+        if n_rows * self.dim >= PARALLEL_ELEMENTS:
+            dot_scores_batch(self.matrix, n_rows, self.has_vec, query[None, :], out[None, :])
+        else:
+            dot_scores(self.matrix, n_rows, self.has_vec, query, out)
         return out
 
     def scores_batch(self, queries: np.ndarray, n_rows: int) -> np.ndarray:

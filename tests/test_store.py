@@ -321,3 +321,14 @@ def test_capacity_moves_least_used_to_archive(clock):
         archived = {e.id for e in s.archive.list()}
         assert archived == {rest[1].id, rest[2].id}  # least used, then oldest
         assert si.id in s and pinned.id in s and rest[0].id in s
+
+
+def test_prompt_summaries_join_and_cut(store):
+    store.save("I am Juniper", category="self_identity")
+    e = store.save("I write careful code " * 10, category="self_identity")
+    store.set_fields(e.id, compact_form="careful coder")
+    assert store.self_identity_summary() == "I am Juniper | careful coder"
+    for i in range(40):
+        store.save(f"user fact number {i}", category="user_fact")
+    s = store.user_fact_summary()
+    assert len(s) == 401 and s.endswith("…") and s.startswith("user fact number 0 | ")

@@ -524,6 +524,22 @@ class MemoryStore:
                 "pinned": int(t.pinned[rows].sum()), "path": str(self.path) if self.path else None,
             }
 
+    # ------------------------------------------------------------------ prompt summaries
+    def _summary(self, category: str, limit: int) -> str:
+        parts = [e.compact_form or e.content for e in self.list(category=category)
+                 if e.status == "active"]
+        text = " | ".join(parts)
+        return text if len(text) <= limit else text[:limit] + "…"
+
+    def self_identity_summary(self, limit: int | None = None) -> str:
+        """Active self-identity entries joined with ``" | "``, cut at 600 characters + "…"."""
+        return self._summary("self_identity",
+                             limit or self.config.recall.self_identity_summary_chars)
+
+    def user_fact_summary(self, limit: int | None = None) -> str:
+        """Active user facts joined with ``" | "``, cut at 400 characters + "…"."""
+        return self._summary("user_fact", limit or self.config.recall.user_fact_summary_chars)
+
     # lifecycle (issue 3): thin delegates; the logic lives in memory/lifecycle.py and
     # maintenance/filter.py
     def decay(self, *, now: float | None = None):

@@ -78,7 +78,8 @@ def fuse_scores(bm25, cos, cand, n_vec, w_bm25, w_cos, hit, fused, scratch):
     for i in range(n):
         if hit[i]:
             n_hit += 1
-            fused[i] = w_bm25 * fused[i] + w_cos * max(cos[i], 0.0)
+            # widen first: without the JIT, NumPy would multiply in float32
+            fused[i] = w_bm25 * fused[i] + w_cos * max(np.float64(cos[i]), 0.0)
     minmax_masked(fused.copy(), hit, fused)
     return n_hit
 

@@ -1,0 +1,113 @@
+"""``maclaw-fast route`` and ``maclaw-fast tools list|import|discover``.
+
+Heavy imports (numba kernels, embedders) happen inside the handlers so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+DEFAULT_CATALOG = Path(__file__).resolve().parents[2] / "data" / "tools.json"
+
+
+def _catalog_arg(p) -> None:
+    p.add_argument("--catalog", default=None,
+                   help="tool catalog JSON (a list of tools; default: the bundled sample)")
+    p.add_argument("--embedder", default="default", choices=["default", "hash", "none"],
+                   help="embedding model for the vector signal (none = BM25 only)")
+
+
+def register(subparsers) -> None:
+    """Add the tool routing subcommands to the ``maclaw-fast`` parser."""
+    p = subparsers.add_parser("route", help="pick the tools for a message")
+    p.add_argument("message")
+    _catalog_arg(p)
+    p.add_argument("--json", action="store_true", help="print the RouteResult as JSON")
+    p.set_defaults(func=_route)
+
+    tools = subparsers.add_parser("tools", help="inspect and import tool catalogs")
+    sub = tools.add_subparsers(dest="tools_command", required=True, metavar="ACTION")
+    p = sub.add_parser("list", help="list the tools of a catalog")
+    _catalog_arg(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_list)
+    p = sub.add_parser("import", help="validate a catalog and merge it into another")
+    p.add_argument("source", help="catalog JSON to import")
+    p.add_argument("--into", required=True, help="catalog JSON to merge into (created if absent)")
+    p.set_defaults(func=_import)
+    p = sub.add_parser("discover", help="search the catalog's non-core tools (BM25)")
+    p.add_argument("query")
+    _catalog_arg(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_discover)
+
+
+def _router(args):
+    from maclaw_fast.tools import EnrichmentStore, ToolRegistry, ToolRouter, load_catalog
+
+    tools = load_catalog(args.catalog or DEFAULT_CATALOG)
+    embedder = None if args.embedder == "none" else args.embedder
+    return ToolRouter(ToolRegistry(tools), embedder=embedder, enrichment=EnrichmentStore())
+
+
+def _route(args) -> int:
+    import msgspec
+
+    res = _router(args).route(args.message)
+    if args.json:
+        print(msgspec.json.encode(res).decode())
+        return 0
+    print(f"{len(res.tools)} of {res.total} tools; groups: {', '.join(res.groups) or '-'}")
+    for t in res.tools:
+        extra = (f"  score {t.score:.3f} (retrieval {t.retrieval:.3f}, experience "
+                 f"{t.experience:.3f}, priority {t.priority:.2f})" if t.reason != "core" else "")
+        print(f"  {t.name:<28} {t.reason:<7}{extra}")
+    return 0
+
+
+def _list(args) -> int:
+    from maclaw_fast.tools import load_catalog
+
+    tools = load_catalog(args.catalog or DEFAULT_CATALOG)
+    if args.json:
+        print(json.dumps([{"name": t.name, "category": t.category, "tags": t.tags,
+                           "priority": t.priority, "description": t.description}
+                          for t in tools], ensure_ascii=False))
+        return 0
+    for t in tools:
+        print(f"{t.name:<28} {t.category:<8} {t.description[:70]}")
+    print(f"{len(tools)} tools", file=sys.stderr)
+    return 0
+
+
+def _import(args) -> int:
+    import msgspec
+
+    from maclaw_fast.tools import load_catalog
+
+    new = load_catalog(args.source)
+    target = Path(args.into)
+    merged = {t.name: t for t in (load_catalog(target) if target.exists() else [])}
+    for t in new:
+        merged[t.name] = t
+    items = [msgspec.to_builtins(t) for t in merged.values()]
+    for item in items:
+        item.pop("handler", None)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(json.dumps(items, ensure_ascii=False, indent=1), encoding="utf-8")
+    tmp.replace(target)
+    print(f"imported {len(new)} tools into {target} ({len(merged)} in all)")
+    return 0
+
+
+def _discover(args) -> int:
+    router = _router(args)
+    names = router.discover(args.query, session="cli")
+    if args.json:
+        print(json.dumps(names))
+    else:
+        for n in names:
+            print(n)
+    return 0

@@ -1,0 +1,500 @@
+"""ToolRouter (SPEC §12): pick ≤ 28 tools per message by hybrid retrieval, experience, priority
+and keyword groups, with an optional LLM rerank.
+
+Layout: every registered tool owns a *row*; per-row NumPy columns (priority, builtin, available,
+deferred, core, group bits, usage id) sit beside a :class:`Bm25Index` and a
+:class:`VectorColumn` keyed by the same rows. The registry's change callbacks keep them in step
+incrementally; tool vectors are embedded lazily, in one batch, before the next route. Scoring,
+fusion and the budgeted fill are numba kernels (``maclaw_kernels.routing``) shared by ``route`` and
+``route_batch``, so both give the same answer.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from maclaw_fast.config import RouterConfig
+from maclaw_fast.embedding import DiskEmbeddingCache, QueryCache, embed_checked, resolve_embedder
+from maclaw_fast.errors import ValidationError
+from maclaw_fast.index import Bm25Index, VectorColumn
+from maclaw_fast.text import tokenize
+from maclaw_fast.tools.groups import GroupActivator, match_skills
+from maclaw_fast.tools.registry import Platform, RegisteredTool, ToolRegistry, is_available
+from maclaw_fast.tools.rerank import rerank_fill
+from maclaw_fast.tools.routelog import RouteLog
+from maclaw_fast.tools.types import (RouteBatch, RouteResult, RouteState, ToolScore,
+                                     arrow_columns, results_columns)
+from maclaw_kernels.routing import fuse_scores, route_batch_kernel, route_one, topk_masked
+from maclaw_kernels.vectors import dot_scores_batch
+
+
+def _grow(arr: np.ndarray, n: int, fill=0) -> np.ndarray:
+    if n <= arr.shape[0]:
+        return arr
+    new = np.full(max(n, 2 * arr.shape[0], 64), fill, dtype=arr.dtype)
+    new[: arr.shape[0]] = arr
+    return new
+
+
+class ToolRouter:
+    """Routes messages to tools.
+
+    Parameters
+    ----------
+    registry : the tools; the router follows its changes.
+    embedder : ``"default"`` (ONNX model), ``"hash"``, None (BM25 only) or an embedder object.
+    usage : a :class:`UsageTracker` for the experience signal (None: no experience).
+    reranker : an object with ``rerank(message, candidates, top_k)`` or such a callable.
+    enrichment : an :class:`EnrichmentStore` whose queries extend each tool's BM25 text.
+    config : budgets, weights, core tool names, group table.
+    platform : host capabilities (default: detected).
+    route_log : a path or :class:`RouteLog`; None logs nothing.
+    recommender : object with ``get_recommendations() -> [{name, description}]`` (skill hint).
+    cache_dir : folder for the tool-embedding disk cache (None: no disk cache).
+
+    Examples
+    --------
+    >>> from maclaw_fast.tools import ToolRegistry, RegisteredTool
+    >>> reg = ToolRegistry([RegisteredTool(name=f"t{i}", description=f"tool {i}") for i in range(3)])
+    >>> ToolRouter(reg, embedder=None).route("anything").names
+    ['t0', 't1', 't2']
+    """
+
+    def __init__(self, registry: ToolRegistry, *, embedder="default", usage=None, reranker=None,
+                 enrichment=None, config: RouterConfig = RouterConfig(),
+                 platform: Platform | None = None, route_log=None, recommender=None,
+                 cache_dir=None) -> None:
+        if not isinstance(registry, ToolRegistry):
+            raise ValidationError("registry must be a ToolRegistry")
+        if config.max_tools < 1 or config.max_dynamic < 0:
+            raise ValidationError("max_tools must be >= 1 and max_dynamic >= 0")
+        self.registry, self.config, self.embedder = registry, config, resolve_embedder(embedder)
+        self.usage, self.reranker, self.enrichment = usage, reranker, enrichment
+        self.platform, self.recommender = platform or Platform.detect(), recommender
+        self.route_log = RouteLog(route_log, config.route_log_max_bytes) if isinstance(
+            route_log, (str, Path)) else route_log
+        self.groups = GroupActivator(config.group_keywords + config.extra_group_keywords)
+        self._group_bit = {t: 1 << i for i, t in enumerate(self.groups.tags[:63])}
+        self._core_names = set(config.core_tools)
+        self._lock = threading.RLock()
+        self.bm25 = Bm25Index()
+        self.vectors = VectorColumn(self.embedder.dim) if self.embedder else None
+        self.query_cache = (QueryCache(self.embedder, config.query_cache_size,
+                                       config.query_cache_ttl_s) if self.embedder else None)
+        self.disk_cache = None
+        if self.embedder and cache_dir is not None and config.embedding_disk_cache:
+            self.disk_cache = DiskEmbeddingCache(Path(cache_dir) / "tool_embeddings.arrow",
+                                                 self.embedder, config.embedding_cache_size)
+        self._save_timer: threading.Timer | None = None
+        self._rows: dict[str, int] = {}
+        self._names: list[str | None] = []
+        self._tools: list[RegisteredTool | None] = []
+        self._free: list[int] = []  # rows of unregistered tools, reused first
+        self._cols = {"prio": np.zeros(64), "nonbuiltin": np.zeros(64, np.bool_),
+                      "routable": np.zeros(64, np.bool_), "deferred": np.zeros(64, np.bool_),
+                      "core": np.zeros(64, np.bool_), "gbits": np.zeros(64, np.int64),
+                      "uid": np.full(64, -1, np.int32)}
+        self._pending_vec: set[int] = set()
+        self._sessions: dict[str, set[str]] = {}
+        self._version, self.n_rows, self._uid_key = 0, 0, (-1, -1)
+        self._states: dict[str | None, tuple[int, RouteState]] = {}
+        registry.on_change(self._on_change)
+        if enrichment is not None:
+            enrichment.on_change(self._on_enrichment)
+        self._index_tools(registry.list())
+
+    # ------------------------------------------------------------------ index maintenance
+    def _on_change(self, event: str, name: str, tool: RegisteredTool | None) -> None:
+        if event == "unregister":
+            self._drop(name)
+        elif event == "status" and name in self._rows:
+            with self._lock:
+                self._cols["routable"][self._rows[name]] = is_available(tool, self.platform)
+                self._version += 1
+        else:
+            self._index_tools([tool])
+
+    def _on_enrichment(self, name: str) -> None:
+        with self._lock:
+            if name in self._rows:
+                self._index_tools([self._tools[self._rows[name]]])
+
+    def _bm25_text(self, t: RegisteredTool) -> str:
+        base = f"{t.name} {t.description}"
+        if self.enrichment is not None:
+            return self.enrichment.search_text(t.name, base, t.tags)
+        return base + (" " + " ".join(t.tags) if t.tags else "")
+
+    def _index_tools(self, tools) -> None:
+        with self._lock:
+            self._version += 1
+            for t in tools:
+                row = self._rows.get(t.name)
+                if row is None:
+                    row = self._free.pop() if self._free else self.n_rows
+                    self.n_rows = max(self.n_rows, row + 1)
+                    for k, v in self._cols.items():
+                        self._cols[k] = _grow(v, self.n_rows, -1 if k == "uid" else 0)
+                    while len(self._names) < self.n_rows:
+                        self._names.append(None)
+                        self._tools.append(None)
+                    self._rows[t.name] = row
+                self._names[row], self._tools[row] = t.name, t
+                c = self._cols
+                c["prio"][row] = min(max(t.priority * 0.1, 0.0), 1.0)
+                c["nonbuiltin"][row] = t.category != "builtin"
+                c["routable"][row] = is_available(t, self.platform)
+                c["deferred"][row] = t.deferred
+                c["core"][row] = t.name in self._core_names
+                bits = 0
+                for tag in t.tags:
+                    bits |= self._group_bit.get(tag.lower(), 0)
+                c["gbits"][row] = bits
+                self.bm25.add(row, tokenize(self._bm25_text(t)))
+                if self.vectors is not None:
+                    self._pending_vec.add(row)
+
+    def _drop(self, name: str) -> None:
+        with self._lock:
+            row = self._rows.pop(name, None)
+            if row is None:
+                return
+            self._version += 1
+            self._names[row] = self._tools[row] = None
+            self._cols["routable"][row] = self._cols["core"][row] = False
+            self.bm25.remove(row)
+            if self.vectors is not None:
+                self.vectors.set(row, None)
+            self._pending_vec.discard(row)
+            self._free.append(row)
+
+    def _sync(self) -> None:
+        """Embed tools registered since the last call (one batch) and map rows to usage ids."""
+        if self._pending_vec:
+            rows = sorted(self._pending_vec)
+            texts = [f"{self._tools[r].name} {self._tools[r].description}\n"
+                     f"{self._tools[r].body_summary}" for r in rows]
+            vecs = (self.disk_cache.embed(texts) if self.disk_cache is not None
+                    else embed_checked(self.embedder, texts))
+            self.vectors.reserve(self.n_rows)
+            for r, v in zip(rows, vecs):
+                self.vectors.set(r, v)
+            self._pending_vec.clear()
+            if self.disk_cache is not None and self.disk_cache.dirty:
+                self._schedule_save()
+        if self.usage is not None and self._uid_key != (len(self.usage.tools), self._version):
+            get, uid = self.usage.tools.get, self._cols["uid"]
+            uid[:] = -1
+            for name, row in self._rows.items():
+                uid[row] = get(name)
+            self._uid_key = (len(self.usage.tools), self._version)
+
+    def _schedule_save(self) -> None:
+        # debounce: a burst of registrations writes the cache file once
+        if self._save_timer is None or not self._save_timer.is_alive():
+            self._save_timer = threading.Timer(self.config.embedding_cache_debounce_s,
+                                               self.flush)
+            self._save_timer.daemon = True
+            self._save_timer.start()
+
+    def flush(self) -> None:
+        """Write the tool-embedding disk cache now (if it changed)."""
+        if self.disk_cache is not None and self.disk_cache.dirty:
+            self.disk_cache.save()
+
+    def close(self) -> None:
+        """Cancel the pending cache save and write it now."""
+        if self._save_timer is not None:
+            self._save_timer.cancel()
+        self.flush()
+
+    # ------------------------------------------------------------------ sessions
+    def activate(self, session: str, names) -> None:
+        """Treat ``names`` as core tools for ``session`` until :meth:`reset_session`."""
+        with self._lock:
+            self._sessions.setdefault(session, set()).update(n for n in names if n in self._rows)
+            self._version += 1
+
+    def reset_session(self, session: str) -> None:
+        with self._lock:
+            self._sessions.pop(session, None)
+            self._version += 1
+
+    def session_tools(self, session: str) -> list[str]:
+        return sorted(self._sessions.get(session, ()))
+    # ------------------------------------------------------------------ shared pieces
+    def _state(self, session) -> RouteState:
+        hit = self._states.get(session)
+        if hit is not None and hit[0] == self._version:
+            return hit[1]
+        n, c, cfg = self.n_rows, self._cols, self.config
+        core = c["core"][:n].copy()
+        active = self._sessions.get(session, ()) if session is not None else ()
+        for name in active:
+            if name in self._rows:
+                core[self._rows[name]] = True
+        st = RouteState()
+        st.routable = c["routable"][:n] & (~c["deferred"][:n] | core)
+        st.core = core & st.routable
+        st.cand = st.routable & ~st.core
+        st.total = int(st.routable.sum())
+        st.slots = max(cfg.max_tools - int(st.core.sum()), 0)
+        st.nb_slots = max(cfg.max_dynamic - int((st.core & c["nonbuiltin"][:n]).sum()), 0)
+        st.n_cand = int(st.cand.sum())
+        st.core_list = [ToolScore(name=x, reason="core") for x in cfg.core_tools
+                        if x in self._rows and st.core[self._rows[x]]]
+        st.core_list += [ToolScore(name=x, reason="session") for x in sorted(active)
+                         if x not in self._core_names and x in self._rows
+                         and st.core[self._rows[x]]]
+        st.all = [ToolScore(name=t.name, reason="all") for t in self.registry.list()
+                  if t.name in self._rows and st.routable[self._rows[t.name]]]
+        if len(self._states) > 1024:
+            self._states.clear()
+        self._states[session] = (self._version, st)
+        return st
+
+    def _query_vectors(self, messages, query_vectors):
+        if self.vectors is None:
+            return None
+        if query_vectors is not None:
+            q = np.asarray(query_vectors, np.float32).reshape(len(messages), -1)
+            if q.shape[1] != self.vectors.dim:
+                raise ValidationError(f"query vectors must have dim {self.vectors.dim}")
+            return q
+        out = np.zeros((len(messages), self.vectors.dim), np.float32)
+        idx = [i for i, m in enumerate(messages) if m.strip()]
+        if idx:
+            out[idx] = self.query_cache.get_many([messages[i] for i in idx])
+        return out
+
+    def _weights(self):
+        c = self.config
+        if self.usage is not None and len(self.usage) > 0:
+            return c.retrieval_weight, c.experience_weight, c.priority_weight
+        return c.retrieval_weight_no_usage, 0.0, c.priority_weight
+
+    def _group_mask(self, tags, cand, out):
+        act = 0
+        for t in tags:
+            act |= self._group_bit.get(t, 0)
+        if act:
+            np.not_equal(self._cols["gbits"][: cand.shape[0]] & act, 0, out=out)
+            out &= cand
+
+    def _hint(self, tokens: list[str]) -> list[str]:
+        if self.recommender is None or not tokens:
+            return []
+        return match_skills(tokens, self.recommender.get_recommendations() or ())
+
+    # ------------------------------------------------------------------ routing
+    def route(self, message: str, *, session: str | None = None,
+              query_vector: np.ndarray | None = None) -> RouteResult:
+        """Choose the tools for ``message`` (SPEC §12 steps 1-9).
+
+        ``query_vector`` skips embedding the message (it must come from the same embedder).
+
+        Examples
+        --------
+        >>> r = router.route("我要查询数据库")           # doctest: +SKIP
+        >>> "query_database" in r.names, r.groups[:2]   # doctest: +SKIP
+        (True, ('database', 'sql'))
+        """
+        if not isinstance(message, str):
+            raise ValidationError("message must be a string")
+        qv = None if query_vector is None else np.asarray(query_vector, np.float32)[None]
+        return self._route([message], session, qv, single=True)[0]
+
+    def route_batch(self, messages: list[str], *, session: str | None = None,
+                    query_vectors: np.ndarray | None = None) -> list[RouteResult]:
+        """:meth:`route` for many messages with batched kernels (same result per message)."""
+        if not isinstance(messages, (list, tuple)) or not all(isinstance(m, str)
+                                                              for m in messages):
+            raise ValidationError("messages must be a list of strings")
+        if not messages:
+            return []
+        return self._route(list(messages), session, query_vectors, single=False)
+
+    def route_batch_arrow(self, messages: list[str], *, session: str | None = None,
+                          query_vectors: np.ndarray | None = None):
+        """:meth:`route_batch` as one Arrow table, a row per (message, tool): ``message``,
+        ``rank`` and the :class:`ToolScore` fields. Without a reranker, recommender or route log
+        it is assembled straight from the kernels' arrays (no per-tool Python objects)."""
+        import pyarrow as pa
+
+        if self.reranker is None and self.recommender is None and self.route_log is None:
+            with self._lock:
+                b = self._compute(list(messages), session, query_vectors, single=False)
+                if b.st.total > self.config.max_tools:
+                    return pa.table(arrow_columns(b, np.array(self._names, dtype=object),
+                                                   self._cols["prio"]))
+        return pa.table(results_columns(self.route_batch(messages, session=session,
+                                                         query_vectors=query_vectors)))
+
+    def _signals(self, tokens, qv, single):
+        n, nq = self.n_rows, len(tokens)
+        bm = self.bm25.scores(tokens[0], n)[None] if single else self.bm25.scores_batch(tokens, n)
+        cos = np.zeros((nq, n), np.float32)
+        if qv is not None and self.vectors is not None and n:
+            if single:
+                self.vectors.scores(qv[0], n, out=cos[0])
+            else:  # not BLAS: its rounding differs from the serial kernel and could flip ties
+                dot_scores_batch(self.vectors.matrix, n, self.vectors.has_vec,
+                                 np.ascontiguousarray(qv), cos)
+        exp = np.zeros((nq, 0))
+        if self.usage is not None and len(self.usage) > 0:
+            exp = (self.usage.experience_all(tokens[0])[None] if single
+                   else self.usage.experience_batch(tokens))
+        return bm, cos, exp
+
+    def _compute(self, messages, session, query_vectors, single) -> RouteBatch:
+        """Signals, fusion, scores and the fill for every message (caller holds the lock)."""
+        cfg = self.config
+        self._sync()
+        b = RouteBatch()
+        b.st = st = self._state(session)
+        if st.total <= cfg.max_tools:
+            return b
+        b.tokens = [tokenize(m) for m in messages]
+        b.bm, b.cos, exp = self._signals(b.tokens, self._query_vectors(messages, query_vectors),
+                                         single)
+        nq, n = b.bm.shape
+        b.tags = [self.groups.activate(m) for m in messages]
+        b.group = np.zeros((nq, n), np.bool_)
+        for q in range(nq):
+            self._group_mask(b.tags[q], st.cand, b.group[q])
+        w_ret, w_exp, w_prio = self._weights()
+        b.out_idx = np.zeros((nq, max(st.slots, 1)), np.int64)
+        b.hit = np.zeros((nq, n), np.bool_)
+        b.ret, b.exp, b.score = np.zeros((nq, n)), np.zeros((nq, n)), np.zeros((nq, n))
+        c = self._cols
+        args = (c["uid"][:n], c["prio"][:n], st.cand)
+        knobs = (c["nonbuiltin"][:n], cfg.vector_candidates_factor * cfg.max_tools,
+                 cfg.bm25_weight, cfg.cos_weight, w_ret, w_exp, w_prio, st.slots, st.nb_slots)
+        if single:
+            n_sel, n_cand = route_one(b.bm[0], b.cos[0], exp[0], *args, b.group[0], *knobs,
+                                      b.out_idx[0], b.hit[0], b.ret[0], b.exp[0], b.score[0])
+            b.out_n, b.out_cand = np.array([n_sel]), np.array([n_cand])
+        else:
+            b.out_n, b.out_cand = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
+            route_batch_kernel(b.bm, b.cos, exp, *args, b.group, *knobs, b.out_idx, b.out_n,
+                               b.out_cand, b.hit, b.ret, b.exp, b.score)
+        return b
+
+    def _route(self, messages, session, query_vectors, single) -> list[RouteResult]:
+        cfg = self.config
+        with self._lock:
+            b = self._compute(messages, session, query_vectors, single)
+            st = b.st
+            if st.total <= cfg.max_tools:  # step 1: the whole catalog fits
+                return [RouteResult(tools=list(st.all), total=st.total, n_core=len(st.core_list))
+                        for _ in messages]
+            results = []
+            prio, names = self._cols["prio"], self._names
+            for q in range(len(messages)):
+                rows = b.out_idx[q, : b.out_n[q]].tolist()
+                reranked: list[str] = []
+                if self.reranker is not None and b.out_cand[q] > st.slots:
+                    rows, reranked = self._rerank(messages[q], st, b.group[q], b.hit[q],
+                                                  b.score[q], rows)
+                bq, cq, hq, rq, eq, sq, gq = (b.bm[q], b.cos[q], b.hit[q], b.ret[q], b.exp[q],
+                                              b.score[q], b.group[q])
+                tools = list(st.core_list)
+                for r in rows:
+                    name = names[r]
+                    tools.append(ToolScore(
+                        name=name, reason="rerank" if name in reranked else "group" if gq[r]
+                        else "ranked" if hq[r] else "fill", score=float(sq[r]),
+                        retrieval=float(rq[r]), experience=float(eq[r]), priority=float(prio[r]),
+                        bm25=float(bq[r]), cosine=float(cq[r]), group=bool(gq[r])))
+                skills = self._hint(b.tokens[q])
+                if skills:
+                    tools.append(ToolScore(name=cfg.hint_tool_name, reason="hint"))
+                res = RouteResult(tools=tools, groups=b.tags[q], total=st.total,
+                                  n_core=len(st.core_list), n_candidates=st.n_cand,
+                                  hybrid=self.vectors is not None, reranked=tuple(reranked),
+                                  hint=", ".join(skills))
+                results.append(res)
+                if self.route_log is not None:
+                    self._log(messages[q], res, q, b.hit, b.ret, st.cand)
+            return results
+
+    def _rerank(self, message, st, group, hit, score, rows):
+        rows_all = np.flatnonzero(st.cand)
+        tier = np.where(group[rows_all], 2, np.where(hit[rows_all], 1, 0))
+        order = rows_all[np.lexsort((rows_all, -score[rows_all], -tier))].tolist()
+        top = [r for r in order[: self.config.rerank_top] if group[r] or hit[r]]
+        payload = [{"name": self._names[r], "description": self._tools[r].description,
+                    "body_summary": self._tools[r].body_summary} for r in top]
+        return rerank_fill(self.reranker, message, payload, top, order, rows,
+                           self._cols["nonbuiltin"], st.slots, st.nb_slots, self.config.rerank_max)
+
+    def _log(self, message, res, q, hit, ret, cand) -> None:
+        rows = np.flatnonzero(hit[q] & cand)
+        rows = rows[np.lexsort((rows, -ret[q, rows]))][:20]
+        self.route_log.write(message, total=res.total, core=res.n_core,
+                             candidates=res.n_candidates, hybrid=res.hybrid,
+                             body_aware=self.vectors is not None,
+                             top=[(self._names[r], float(ret[q, r])) for r in rows],
+                             selected=res.names, reranked=list(res.reranked))
+
+    # ------------------------------------------------------------------ retrieval only
+    def retrieve(self, message: str, k: int = 5, *, mode: str = "hybrid",
+                 query_vector: np.ndarray | None = None, deferred: bool | None = None,
+                 include_core: bool = True) -> list[ToolScore]:
+        """Rank available tools by retrieval alone (no experience, priority, groups or budget).
+
+        ``mode``: ``hybrid``, ``bm25`` or ``vector``. ``deferred``: True = only deferred tools,
+        False = none, None = both. Used by :meth:`search_deferred` and the quality benchmark.
+        """
+        if mode not in ("hybrid", "bm25", "vector"):
+            raise ValidationError(f"mode must be hybrid, bm25 or vector, not {mode!r}")
+        if k < 1:
+            raise ValidationError("k must be >= 1")
+        with self._lock:
+            self._sync()
+            n, c = self.n_rows, self._cols
+            cand = c["routable"][:n].copy()
+            if deferred is not None:
+                cand &= c["deferred"][:n] if deferred else ~c["deferred"][:n]
+            if not include_core:
+                cand &= ~c["core"][:n]
+            tokens = [tokenize(message)]
+            qv = self._query_vectors([message], None if query_vector is None
+                                     else np.asarray(query_vector, np.float32)[None, :])
+            bm, cos, _ = self._signals(tokens, qv if mode != "bm25" else None, True)
+            if mode == "vector":
+                bm[:] = 0.0
+            w_bm, w_cos = {"hybrid": (self.config.bm25_weight, self.config.cos_weight),
+                           "bm25": (1.0, 0.0), "vector": (0.0, 1.0)}[mode]
+            hit, fused = np.zeros(n, np.bool_), np.zeros(n)
+            n_vec = max(self.config.vector_candidates_factor * self.config.max_tools, k)
+            fuse_scores(bm[0], cos[0], cand, n_vec, w_bm, w_cos, hit, fused,
+                        np.empty(n_vec, np.int64))
+            idx = np.empty(k, np.int64)
+            m = topk_masked(fused, hit, k, idx)
+            return [ToolScore(name=self._names[r], reason="ranked", score=float(fused[r]),
+                              retrieval=float(fused[r]), bm25=float(bm[0, r]),
+                              cosine=float(cos[0, r])) for r in idx[:m]]
+
+    def search_deferred(self, query: str, k: int | None = None) -> list[ToolScore]:
+        """Find deferred tools for ``query`` by the routing's hybrid retrieval ([D]; the reference
+        used a substring match)."""
+        return self.retrieve(query, k or self.config.deferred_search_k, deferred=True)
+
+    def discover(self, query: str, session: str) -> list[str]:
+        """BM25 over available non-core tools; the top ``discover_top`` hits are activated for
+        ``session`` (they count as core until :meth:`reset_session`). Returns their names."""
+        if not isinstance(session, str) or not session:
+            raise ValidationError("session must be a non-empty string")
+        with self._lock:
+            n = self.n_rows
+            bm = self.bm25.scores(tokenize(query or ""), n)
+            mask = self._cols["routable"][:n] & ~self._state(session).core & (bm > 0)
+            idx = np.empty(max(self.config.discover_top, 1), np.int64)
+            m = topk_masked(bm, mask, self.config.discover_top, idx)
+            names = [self._names[r] for r in idx[:m]]
+            self.activate(session, names)
+            return names

@@ -62,3 +62,23 @@ def build_csr(n_terms, terms, docs, tfs):
         post_tfs[p] = tfs[i]
         fill[terms[i]] = p + 1
     return indptr, post_docs, post_tfs
+
+
+@njit(cache=True)
+def bm25_scores_forward(term_weight, lo, hi, doc_start, doc_nterms, fwd_terms, fwd_tfs,
+                        doc_norm, doc_live, doc_key, k1, b, avgdl, out):
+    """BM25 of docs ``lo..hi`` by scanning their own terms: ``term_weight[t]`` is the query's
+    idf for term ``t`` (0 when absent). Serves the small, unsorted tail of recent documents
+    without building postings for it."""
+    for d in range(lo, hi):
+        if not doc_live[d]:
+            continue
+        norm = k1 * (1.0 - b + b * doc_norm[d] / avgdl)
+        acc = 0.0
+        for p in range(doc_start[d], doc_start[d] + doc_nterms[d]):
+            w = term_weight[fwd_terms[p]]
+            if w != 0.0:
+                tf = fwd_tfs[p]
+                acc += w * (k1 + 1.0) * tf / (tf + norm)
+        if acc != 0.0:
+            out[doc_key[d]] += acc

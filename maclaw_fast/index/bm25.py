@@ -24,7 +24,8 @@ import tantivy
 
 from maclaw_fast.config import Bm25Config
 from maclaw_fast.text.tokenizer import Vocabulary
-from maclaw_kernels.bm25 import bm25_scores, bm25_scores_batch, build_csr
+from maclaw_kernels.bm25 import (bm25_scores, bm25_scores_batch, bm25_scores_forward,
+                                 build_csr)
 
 
 def _fieldnorm_table() -> np.ndarray:
@@ -276,9 +277,20 @@ class Bm25Index:
             ip, pd, pt = self._main
             bm25_scores(ids, idf, ip, pd, pt, *args)
             if self._main_upto < self._n_docs:
-                ip, pd, pt = self._delta_csr()
-                bm25_scores(ids, idf, ip, pd, pt, *args)
+                # the recent tail is scanned doc by doc: no postings to rebuild after each add
+                weight = self._term_weight_scratch()
+                weight[ids] = idf
+                bm25_scores_forward(weight, self._main_upto, self._n_docs, self._doc_start,
+                                    self._doc_nterms, self._fwd_terms, self._fwd_tfs, *args)
+                weight[ids] = 0.0
         return out
+
+    def _term_weight_scratch(self) -> np.ndarray:
+        """A zeroed float64 array over the vocabulary, reused between queries (kept zero)."""
+        scratch = getattr(self, "_scratch", None)
+        if scratch is None or scratch.shape[0] < len(self.vocab):
+            scratch = self._scratch = np.zeros(max(len(self.vocab) * 2, 1024))
+        return scratch
 
     def scores_batch(self, token_lists: list[list[str]], n_keys: int) -> np.ndarray:
         """:meth:`scores` for many queries at once: ``(n_queries, n_keys)`` float64."""

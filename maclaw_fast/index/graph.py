@@ -37,22 +37,22 @@ class MemoryGraph:
         self.nbr, self.weight = nbr, w
 
     def _link_one(self, a: int, b: int, s: float) -> bool:
-        row = self.nbr[a]
-        hit = np.flatnonzero(row == b)
-        if hit.size:  # an existing edge keeps the stronger strength
-            self.weight[a, hit[0]] = max(self.weight[a, hit[0]], s)
+        # rows hold 5 slots: plain lists beat NumPy calls at this size
+        targets = self.nbr[a].tolist()
+        weights = self.weight[a].tolist()
+        if b in targets:  # an existing edge keeps the stronger strength
+            slot = targets.index(b)
+            self.weight[a, slot] = max(weights[slot], s)
             return True
-        free = np.flatnonzero(row < 0)
-        if free.size:
-            row[free[0]] = b
-            self.weight[a, free[0]] = s
-            return True
-        weakest = int(np.argmin(self.weight[a]))
-        if self.weight[a, weakest] < s:
-            row[weakest] = b
-            self.weight[a, weakest] = s
-            return True
-        return False
+        if -1 in targets:
+            slot = targets.index(-1)
+        else:
+            slot = min(range(len(weights)), key=weights.__getitem__)
+            if weights[slot] >= s:
+                return False
+        self.nbr[a, slot] = b
+        self.weight[a, slot] = s
+        return True
 
     def link(self, a: int, b: int, strength: float) -> None:
         """Add the edge a↔b; a full side replaces its weakest edge only if it is weaker."""
@@ -74,7 +74,8 @@ class MemoryGraph:
     def neighbours(self, row: int) -> list[tuple[int, float]]:
         if row >= self.nbr.shape[0]:
             return []
-        return [(int(t), float(w)) for t, w in zip(self.nbr[row], self.weight[row]) if t >= 0]
+        return [(t, w) for t, w in zip(self.nbr[row].tolist(), self.weight[row].tolist())
+                if t >= 0]
 
     def remove_node(self, row: int) -> list[int]:
         """Drop ``row`` and every edge into it; returns the rows whose edges changed."""

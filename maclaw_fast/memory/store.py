@@ -189,9 +189,11 @@ class MemoryStore:
             return None
         return embed_checked(self.embedder, [text])[0]
 
-    def _index(self, row: int) -> None:
+    def _index(self, row: int) -> list[str]:
         t = self._table
-        self._bm25.add(row, tokenize(analysed_text(t.content[row], t.tags[row])))
+        tokens = tokenize(analysed_text(t.content[row], t.tags[row]))
+        self._bm25.add(row, tokens)
+        return tokens
 
     def save(self, content: str, *, category: str, tags=(), pinned: bool = False,
              vector=None) -> Entry:
@@ -246,7 +248,7 @@ class MemoryStore:
     def _insert(self, entry: Entry, vec: np.ndarray | None, row: int | None = None) -> int:
         row = self._table.insert(entry, row)
         self._graph.reserve(row + 1)
-        self._index(row)
+        self._last_tokens = self._index(row)
         if self.dim:
             self._vectors.set(row, vec)
         return row
@@ -257,7 +259,7 @@ class MemoryStore:
         n = t.n_rows
         if len(t) <= 1:
             return []
-        bm25 = self._bm25.scores(tokenize(analysed_text(t.content[row], t.tags[row])), n)
+        bm25 = self._bm25.scores(self._last_tokens, n)  # the tokens _insert just indexed
         bm25[row] = 0.0
         bm25[~t.alive[:n]] = 0.0
         has_vec = self.dim and self._vectors.has_vec[row]

@@ -229,3 +229,10 @@ class MaintenanceConfig(msgspec.Struct, frozen=True, kw_only=True):
     conflict_candidates: int = 5
     conflict_min_cos: float = 0.8
     conflict_min_bm25: float = 3.0
+    # issue 3 additions
+    compress_max_per_run: int = 50  # LLM compressions per cycle (one call each)
+    reflect_max: int = 5  # insights stored per reflection (enforced like promote_max)
+    backup_vectors: bool = False  # vectors in backups: import re-embeds, so off by default
+    filter_desc_chars: int = 150  # recall_with_llm_filter: description length per candidate
+    extract_signal_window: int = 10  # messages scanned for "already saved" signals
+    extract_max_items: int = 20  # knowledge items saved per extraction

@@ -107,11 +107,12 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_gc)
 
     p = sub.add_parser("archive", help="list or restore archived memories")
-    _store_arg(p)
     asub = p.add_subparsers(dest="action", required=True)
     q = asub.add_parser("list", help="archived memories, newest first")
+    _store_arg(q)
     q.add_argument("--limit", type=int, default=50)
     q = asub.add_parser("restore", help="move an archived memory back")
+    _store_arg(q)
     q.add_argument("id")
     p.set_defaults(func=cmd_archive)
 

@@ -270,6 +270,11 @@ def gc(store, *, now: float | None = None) -> GcReport:
         store._check_open()
         now = _now(store, now)
         t = store._table
+        # A crash in the middle of moving an entry leaves a copy on both sides; the store's is
+        # the live one.
+        for e in store.archive.list():
+            if e.id in t.row_of:
+                store.archive.remove(e.id)
         before = len(t)
         archived_ids: set[str] = set()
         if before >= cap.gc_threshold:

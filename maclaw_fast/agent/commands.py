@@ -1,0 +1,162 @@
+"""``maclaw-fast chat``: a terminal chat on :class:`~maclaw_fast.agent.Agent`.
+
+Streams the reply, and shows before it which memories were recalled and which tools were
+routed, and after each tool call what it returned. ``/new`` ends the conversation (the
+knowledge extractor runs) and starts another; ``/exit`` or end of input ends it and quits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def register(subparsers) -> None:
+    """Add ``chat`` to the ``maclaw-fast`` parser."""
+    p = subparsers.add_parser("chat", help="chat in the terminal with an agent that has "
+                                           "long-term memory and tool routing")
+    p.add_argument("--llm-url", default=None,
+                   help="LLM base URL (default: $MACLAW_LLM_BASE_URL)")
+    p.add_argument("--model", default=None, help="model name (default: $MACLAW_LLM_MODEL)")
+    p.add_argument("--protocol", choices=("openai", "anthropic"), default=None,
+                   help="wire protocol (default: $MACLAW_LLM_PROTOCOL or openai)")
+    p.add_argument("--api-key", default=None,
+                   help="API key (better: $MACLAW_LLM_API_KEY, not visible in ps)")
+    p.add_argument("--store", default=None,
+                   help="memory store directory (default: $MACLAW_HOME/memory or "
+                        "~/.maclaw_fast/memory)")
+    p.add_argument("--catalog", default=None,
+                   help="tool catalog JSON (default: the bundled sample catalog)")
+    p.add_argument("--workspace", default=None,
+                   help="workspace: memory search over its notes, and the file tools' sandbox")
+    p.add_argument("--embedder", default="default", choices=("default", "hash", "none"))
+    p.add_argument("--project", default=None, help="project for the recall scope filter")
+    p.add_argument("--enable-bash", action="store_true",
+                   help="let the model run bash commands in the workspace")
+    p.add_argument("--no-stream", action="store_true", help="wait for whole replies")
+    p.set_defaults(func=cmd_chat)
+
+
+def _llm_config(args):
+    from maclaw_fast.errors import ValidationError
+    from maclaw_fast.llm import LLMConfig
+
+    env = LLMConfig.from_env()
+    url = args.llm_url or (env.base_url if env else None)
+    model = args.model or (env.model if env else None)
+    if not url or not model:
+        raise ValidationError("chat needs --llm-url and --model (or MACLAW_LLM_BASE_URL and "
+                              "MACLAW_LLM_MODEL)")
+    return LLMConfig(base_url=url, model=model,
+                     protocol=args.protocol or (env.protocol if env else "openai"),
+                     api_key=args.api_key or os.environ.get("MACLAW_LLM_API_KEY", ""),
+                     merge_system=env.merge_system if env else False)
+
+
+def _show_context(turn, out) -> None:
+    scored = [h.entry for h in turn.recalled]
+    if scored:
+        out(f"  recalled {len(scored)} memor{'y' if len(scored) == 1 else 'ies'}:")
+        for e in scored[:8]:
+            out(f"    - [{e.category}] {' '.join(e.content.split())[:90]}")
+    else:
+        out("  recalled no memories")
+    for w in turn.workspace_hits[:3]:
+        out(f"    - {w.get('citation')}: {' '.join(str(w.get('snippet', '')).split())[:80]}")
+    out(f"  routed {len(turn.routed)} tools: {', '.join(turn.routed)}")
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    from maclaw_fast import MemoryStore
+    from maclaw_fast.agent import Agent, AgentConfig
+    from maclaw_fast.llm import LLMClient
+    from maclaw_fast.server.mcp_server import default_store_path
+    from maclaw_fast.tools import ToolRegistry, ToolRouter, UsageTracker, load_catalog
+    from maclaw_fast.tools.commands import DEFAULT_CATALOG
+
+    llm_cfg = _llm_config(args)
+    emb = None if args.embedder == "none" else args.embedder
+    store_dir = args.store or str(default_store_path())
+    os.makedirs(store_dir, exist_ok=True)
+    dim = "\033[2m" if sys.stdout.isatty() else ""
+    reset = "\033[0m" if dim else ""
+
+    def out(line: str) -> None:
+        print(f"{dim}{line}{reset}", flush=True)
+
+    with MemoryStore.open(store_dir, embedder=emb) as store, LLMClient(llm_cfg) as llm:
+        registry = ToolRegistry(load_catalog(args.catalog or DEFAULT_CATALOG))
+        usage = UsageTracker(os.path.join(store_dir, "tool_usage.json"))
+        router = ToolRouter(registry, embedder=emb, usage=usage)
+        workspace = None
+        if args.workspace:
+            from maclaw_fast.workspace import WorkspaceIndex
+
+            workspace = WorkspaceIndex.open(args.workspace, embedder=emb)
+        cfg = AgentConfig(project=args.project, enable_bash=args.enable_bash,
+                          stream=not args.no_stream)
+        agent = Agent(store, registry, router, llm, workspace=workspace, usage=usage,
+                      config=cfg)
+        print(f"maclaw-fast chat: {llm_cfg.model} via {llm_cfg.protocol}, {len(store)} memories,"
+              f" {len(registry)} tools. /new starts over, /exit quits.", flush=True)
+
+        state = {"mid_line": False, "streamed": False}
+
+        def newline() -> None:
+            if state["mid_line"]:
+                print(flush=True)
+                state["mid_line"] = False
+
+        def on_event(kind: str, payload) -> None:
+            newline()
+            if kind == "context":
+                _show_context(payload, out)
+            else:
+                what = payload.arguments.get("action", "")
+                out(f"  -> {payload.name}{f' ({what})' if what else ''}: "
+                    f"{'ok' if payload.ok else 'failed'} {payload.result[:100]}")
+
+        def on_delta(piece: str) -> None:
+            if not state["mid_line"]:
+                print("assistant> ", end="")
+                state["mid_line"] = True
+            state["streamed"] = True
+            print(piece, end="", flush=True)
+
+        try:
+            while True:
+                try:
+                    line = input("you> ")
+                except EOFError:
+                    break
+                line = line.strip()
+                if not line:
+                    continue
+                if line in ("/exit", "/quit"):
+                    break
+                if line == "/new":
+                    agent.end_conversation()
+                    out("  (new conversation)")
+                    continue
+                state["streamed"] = False
+                try:
+                    turn = agent.run(line, on_delta=on_delta, on_event=on_event)
+                except Exception as exc:  # a failed call must not end the session
+                    newline()
+                    print(f"[error] {exc}", flush=True)
+                    continue
+                newline()
+                if not state["streamed"] and turn.text:
+                    print(f"assistant> {turn.text}")
+                if turn.stop_reason != "done":
+                    out(f"  [{turn.stop_reason}]")
+                out(f"  ({turn.iterations} model call(s), overhead {turn.overhead_ms:.1f} ms)")
+        finally:
+            result = agent.end_conversation()
+            if result:
+                out(f"  knowledge extraction: {result}")
+            for obj in (workspace, router):
+                if obj is not None:
+                    obj.close()
+    return 0

@@ -1,0 +1,55 @@
+"""``maclaw-fast serve``: the MCP server over stdio or streamable HTTP.
+
+The MCP SDK is imported inside the handler (it takes over a second), so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+
+def register(subparsers) -> None:
+    """Add ``serve`` to the ``maclaw-fast`` parser."""
+    p = subparsers.add_parser(
+        "serve", help="run the MCP server (memory and tool routing for any agent)",
+        description="Expose memory_save, memory_recall, memory_search, memory_get, "
+                    "memory_forget, memory_pin, route_tools and discover_tool over MCP.")
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio",
+                   help="stdio (spawned by the client) or streamable HTTP")
+    p.add_argument("--store", default=None,
+                   help="memory store directory (default: $MACLAW_HOME/memory or "
+                        "~/.maclaw_fast/memory)")
+    p.add_argument("--workspace", default=None,
+                   help="workspace whose MEMORY.md and memory/*.md memory_search covers")
+    p.add_argument("--catalog", default=None, help="tool catalog JSON for route_tools")
+    p.add_argument("--embedder", default="default", choices=("default", "hash", "none"),
+                   help="embedding model (none = BM25 only)")
+    p.add_argument("--project", default=None,
+                   help="default project of memory_recall's scope filter")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="HTTP bind address (default 127.0.0.1; others need a token)")
+    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    p.add_argument("--token", default=None,
+                   help="bearer token HTTP clients must send (or set MACLAW_MCP_TOKEN)")
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from maclaw_fast.server.http import TOKEN_ENV, check_bind
+    from maclaw_fast.server.mcp_server import Backend, ServerConfig, build_server
+
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    if args.transport == "http":
+        check_bind(args.host, token)  # before opening (and locking) the store
+    cfg = ServerConfig(store=args.store, workspace=args.workspace, catalog=args.catalog,
+                       embedder=args.embedder, project=args.project)
+    with Backend.open(cfg) as backend:
+        mcp = build_server(backend)
+        if args.transport == "stdio":
+            mcp.run("stdio")
+        else:
+            from maclaw_fast.server.http import serve_http
+
+            serve_http(mcp, host=args.host, port=args.port, token=token)
+    return 0

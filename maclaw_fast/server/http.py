@@ -1,0 +1,115 @@
+"""Streamable-HTTP serving of the MCP server: loopback by default, bearer token otherwise.
+
+The SDK's own auth (``AuthSettings`` + ``TokenVerifier``) is built for OAuth resource servers
+and advertises an authorization server; a locally generated shared token needs none of that,
+so a small ASGI wrapper checks ``Authorization: Bearer <token>`` in constant time instead.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import signal
+import socket
+import sys
+import threading
+
+from maclaw_fast.errors import ValidationError
+
+TOKEN_ENV = "MACLAW_MCP_TOKEN"
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1).
+
+    Examples
+    --------
+    >>> is_loopback("127.0.0.1"), is_loopback("localhost"), is_loopback("0.0.0.0")
+    (True, True, False)
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve anywhere
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse to listen beyond this machine without a bearer token.
+
+    Examples
+    --------
+    >>> check_bind("0.0.0.0", None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    maclaw_fast.errors.ValidationError: refusing to bind 0.0.0.0 (not a loopback address) ...
+    """
+    if token is not None and len(token) < 8:
+        raise ValidationError("the bearer token must be at least 8 characters")
+    if not is_loopback(host) and not token:
+        raise ValidationError(f"refusing to bind {host} (not a loopback address) without a "
+                              f"bearer token: pass --token T or set {TOKEN_ENV}")
+
+
+class BearerAuth:
+    """ASGI middleware: HTTP requests must carry ``Authorization: Bearer <token>``.
+
+    Lifespan events pass through untouched (the SDK's session manager starts there).
+    """
+
+    def __init__(self, app, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._expected):
+                body = json.dumps({"error": "unauthorized",
+                                   "error_description": "missing or wrong bearer token"}).encode()
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b'Bearer realm="maclaw-fast"'),
+                    (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def build_app(mcp, *, host: str, token: str | None, path: str = "/mcp"):
+    """The ASGI app: the SDK's streamable-HTTP app (DNS-rebinding protection on loopback),
+    wrapped in :class:`BearerAuth` when a token is given."""
+    check_bind(host, token)
+    # JSON responses: every tool answers once, no server-initiated stream is needed, and plain
+    # JSON costs less per request than an SSE stream
+    app = mcp.streamable_http_app(streamable_http_path=path, json_response=True, host=host)
+    return BearerAuth(app, token) if token else app
+
+
+def serve_http(mcp, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
+               path: str = "/mcp", log_level: str = "warning") -> None:
+    """Serve until interrupted (SIGINT / SIGTERM)."""
+    import uvicorn
+
+    app = build_app(mcp, host=host, token=token, path=path)
+    try:  # fail with a clear message before uvicorn prints its own traceback
+        fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(fam, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host, port))
+    except OSError as exc:
+        raise ValidationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    shown = f"[{host}]" if ":" in host else host
+    print(f"maclaw-fast MCP server on http://{shown}:{port}{path}"
+          f"{' (bearer token required)' if token else ''}", file=sys.stderr, flush=True)
+    # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal; with the default
+    # handler that would kill the process before the caller closes (snapshots) the store.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+
+
+def _exit_on_sigterm(signum, frame) -> None:
+    raise SystemExit(0)

@@ -1,0 +1,253 @@
+"""MCP server over the memory store, workspace search and the tool router (MCP Python SDK).
+
+Tools: ``memory_save``, ``memory_recall``, ``memory_search``, ``memory_get``, ``memory_forget``,
+``memory_pin``, ``route_tools``, ``discover_tool``. Arguments are JSON-schema'd from the typed
+signatures below; the SDK validates them, and a call with bad arguments (or one the store
+refuses) comes back as an ``isError`` tool result with the reason — the MCP way for the model
+to correct itself — while the server keeps serving.
+
+The tool functions are synchronous: the SDK runs them in worker threads, so a recall never
+blocks the event loop, and the store's, router's and index's locks make them safe to run
+concurrently.
+"""
+
+# No ``from __future__ import annotations``: the SDK reads the tool signatures at run time, and
+# they name ``Field`` and ``CategoryName`` (this module is imported only to serve).
+import contextlib
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+from pydantic import Field
+
+from maclaw_fast.agent import handlers as h
+from maclaw_fast.errors import MaclawError, NotFoundError, ValidationError
+
+SERVER_NAME = "maclaw-fast"
+CategoryName = Literal["self_identity", "instruction", "preference", "project_knowledge",
+                       "session_checkpoint", "conversation_summary", "user_fact",
+                       "feedback", "project", "reference", "user"]
+
+
+def default_home() -> Path:
+    """``$MACLAW_HOME`` or ``~/.maclaw_fast`` (read at call time, so tests can set it)."""
+    return Path(os.environ.get("MACLAW_HOME") or Path.home() / ".maclaw_fast")
+
+
+def default_store_path() -> Path:
+    """Where the server keeps memory without ``--store``: ``<home>/memory``."""
+    return default_home() / "memory"
+
+
+class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``maclaw-fast serve`` opens.
+
+    ``store`` None → :func:`default_store_path`; ``catalog`` None → no tools to route
+    (``route_tools`` says so); ``embedder``: ``default`` (ONNX model), ``hash`` or ``none``.
+    """
+
+    store: str | None = None
+    workspace: str | None = None
+    catalog: str | None = None
+    embedder: str = "default"
+    project: str | None = None
+
+
+class Backend:
+    """The objects the MCP tools work on; opened from a :class:`ServerConfig`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with Backend.open(ServerConfig(store=tempfile.mkdtemp(), embedder="hash")) as b:
+    ...     _ = b.store.save("likes tea", category="preference")
+    ...     len(b.store)
+    1
+    """
+
+    def __init__(self, store, *, router=None, workspace=None, project: str | None = None,
+                 owns: bool = False) -> None:
+        self.store, self.router, self.workspace = store, router, workspace
+        self.project, self._owns = project, owns
+
+    @classmethod
+    def open(cls, config: ServerConfig) -> "Backend":
+        from maclaw_fast import MemoryStore
+
+        emb = None if config.embedder == "none" else config.embedder
+        path = Path(config.store) if config.store else default_store_path()
+        path.mkdir(parents=True, exist_ok=True)
+        store = MemoryStore.open(path, embedder=emb)
+        try:
+            router = workspace = None
+            if config.catalog:
+                from maclaw_fast.tools import ToolRegistry, ToolRouter, load_catalog
+
+                router = ToolRouter(ToolRegistry(load_catalog(config.catalog)), embedder=emb)
+            if config.workspace:
+                from maclaw_fast.workspace import WorkspaceIndex
+
+                if not os.path.isdir(config.workspace):
+                    raise ValidationError(f"workspace {config.workspace} is not a directory")
+                workspace = WorkspaceIndex.open(config.workspace, embedder=emb)
+        except BaseException:
+            store.close()
+            raise
+        return cls(store, router=router, workspace=workspace, project=config.project, owns=True)
+
+    def close(self) -> None:
+        if not self._owns:
+            return
+        for obj in (self.workspace, self.router, self.store):
+            close = getattr(obj, "close", None)
+            if callable(close):
+                with contextlib.suppress(Exception):
+                    close()
+
+    def __enter__(self) -> "Backend":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _tool_error(exc: Exception):
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    return ToolError(str(exc))
+
+
+def build_server(backend: Backend):
+    """An ``MCPServer`` exposing the memory and routing tools of ``backend``.
+
+    Examples
+    --------
+    >>> server = build_server(backend)                      # doctest: +SKIP
+    >>> server.run("stdio")                                 # doctest: +SKIP
+    """
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import ToolAnnotations
+
+    mcp = MCPServer(SERVER_NAME, instructions=(
+        "Long-term memory and tool routing. Save durable facts with memory_save, get what is "
+        "relevant with memory_recall (ranked, with score breakdowns), search notes with "
+        "memory_search, and ask route_tools which of your tools fit a request."),
+        log_level="WARNING")
+    ro = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+    store = backend.store
+
+    def guard(fn, *args, **kwargs) -> dict[str, Any]:
+        try:
+            return fn(*args, **kwargs)
+        except MaclawError as exc:  # bad input or unknown id: tell the caller, keep serving
+            raise _tool_error(exc) from exc
+
+    @mcp.tool(description="Save a memory (a fact, preference, instruction, ...). Identical "
+                          "content refreshes the existing memory instead of duplicating it.")
+    def memory_save(
+        content: Annotated[str, Field(min_length=1, description="self-contained text")],
+        category: Annotated[CategoryName, Field(description="kind of memory")] = "user_fact",
+        tags: Annotated[list[str], Field(description="tags; a project name scopes "
+                                                     "project memories")] = [],  # noqa: B006
+        pinned: Annotated[bool, Field(description="protect from eviction")] = False,
+    ) -> dict[str, Any]:
+        return guard(h.save_memory, store, content, category, tags, pinned)
+
+    @mcp.tool(description="Recall the memories most relevant to a query, best first, with "
+                          "score breakdowns. Self-identity and user facts come first unless a "
+                          "category is given.")
+    def memory_recall(
+        query: Annotated[str, Field(description="what the memories should be about")],
+        project: Annotated[str | None, Field(description="only this project's project "
+                                                         "memories (global ones always)")] = None,
+        category: Annotated[CategoryName | None, Field(description="only this category")] = None,
+        max_results: Annotated[int | None, Field(ge=1, le=100)] = None,
+        reinforce: Annotated[bool, Field(description="strengthen what is returned")] = True,
+    ) -> dict[str, Any]:
+        return guard(h.recall_memory, store, query, project=project or backend.project,
+                     category=category, max_results=max_results, reinforce=reinforce)
+
+    @mcp.tool(description="Keyword search over the workspace memory files (MEMORY.md, "
+                          "memory/*.md; when the server has a workspace) and stored memories.",
+              annotations=ro)
+    def memory_search(
+        query: Annotated[str, Field(min_length=1)],
+        max_results: Annotated[int, Field(ge=1, le=100)] = 10,
+        category: Annotated[CategoryName | None, Field(description="store filter")] = None,
+    ) -> dict[str, Any]:
+        return guard(h.search_memory, store, query, workspace=backend.workspace,
+                     max_results=max_results, category=category)
+
+    @mcp.tool(description="Get one stored memory by id, or lines of a workspace memory file "
+                          "by path (e.g. a citation from memory_search).", annotations=ro)
+    def memory_get(
+        id: Annotated[str | None, Field(description="memory id")] = None,  # noqa: A002
+        path: Annotated[str | None, Field(description="workspace memory file")] = None,
+        from_line: Annotated[int, Field(ge=1)] = 1,
+        lines: Annotated[int | None, Field(ge=1)] = None,
+    ) -> dict[str, Any]:
+        if (id is None) == (path is None):
+            raise _tool_error(ValidationError("give exactly one of id or path"))
+        if id is not None:
+            return guard(lambda: {"ok": True, "entry": h.entry_dict(store.get(id))})
+        if backend.workspace is None:
+            raise _tool_error(ValidationError("no workspace configured (serve --workspace DIR)"))
+        from maclaw_fast.workspace.agent_api import memory_get as ws_get
+
+        out = ws_get(path, from_line, lines, index=backend.workspace)
+        if not out.get("ok"):
+            raise _tool_error(ValidationError(out.get("error", "cannot read that file")))
+        return out
+
+    @mcp.tool(description="Forget (delete) a memory by id.",
+              annotations=ToolAnnotations(destructiveHint=True, idempotentHint=True))
+    def memory_forget(id: Annotated[str, Field(min_length=1)]) -> dict[str, Any]:  # noqa: A002
+        return guard(h.forget_memory, store, id)
+
+    @mcp.tool(description="Pin a memory (never evicted or compressed), or unpin it.",
+              annotations=ToolAnnotations(idempotentHint=True))
+    def memory_pin(id: Annotated[str, Field(min_length=1)],  # noqa: A002
+                   pinned: bool = True) -> dict[str, Any]:
+        return guard(h.pin_memory, store, id, pinned)
+
+    def need_router():
+        if backend.router is None:
+            raise _tool_error(ValidationError("no tool catalog loaded (serve --catalog FILE)"))
+        return backend.router
+
+    @mcp.tool(description="Choose the tools of the catalog that fit a message (hybrid "
+                          "retrieval, experience, priority, keyword groups; at most 28).",
+              annotations=ro)
+    def route_tools(
+        message: Annotated[str, Field(description="the user's request")],
+        session: Annotated[str | None, Field(description="session whose discovered tools "
+                                                         "count as core")] = None,
+    ) -> dict[str, Any]:
+        router = need_router()
+        res = guard(router.route, message, session=session)
+        reg = router.registry
+        tools = []
+        for t in res.tools:
+            try:
+                desc = reg.get(t.name).description
+            except NotFoundError:
+                desc = ""
+            tools.append({"name": t.name, "reason": t.reason, "score": round(t.score, 4),
+                          "description": desc})
+        return {"ok": True, "tools": tools, "groups": list(res.groups), "total": res.total,
+                "hint": res.hint}
+
+    @mcp.tool(description="Find tools for a need and activate them for a session (they are "
+                          "then always routed for that session).")
+    def discover_tool(
+        query: Annotated[str, Field(min_length=1)],
+        session: Annotated[str, Field(min_length=1)] = "default",
+    ) -> dict[str, Any]:
+        router = need_router()
+        names = guard(router.discover, query, session)
+        return {"ok": True, "activated": [
+            {"name": n, "description": router.registry.get(n).description} for n in names
+            if n in router.registry]}
+
+    return mcp

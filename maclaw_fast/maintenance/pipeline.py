@@ -59,8 +59,8 @@ class MaintenanceReport(msgspec.Struct, kw_only=True):
     errors: list[str] = []
 
 
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+def _utc(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=timezone.utc)  # msgspec writes it as RFC 3339 "…Z"
 
 
 def backup_name(now: float) -> str:
@@ -115,8 +115,8 @@ def write_backup(store, directory: str | os.PathLike, *, now: float | None = Non
             vec = store.vector(e.id) if vectors else None
             rows.append({
                 "id": e.id, "content": e.content, "category": e.category,
-                "tags": list(e.tags), "created_at": _iso(e.created_at),
-                "updated_at": _iso(e.updated_at), "access_count": e.access_count,
+                "tags": list(e.tags), "created_at": _utc(e.created_at),
+                "updated_at": _utc(e.updated_at), "access_count": e.access_count,
                 "embedding": None if vec is None else [float(x) for x in vec],
                 "related_ids": list(e.related_ids),
                 "related_strengths": list(e.related_strengths), "strength": e.strength,

@@ -198,6 +198,7 @@ class SearchConfig(msgspec.Struct, frozen=True, kw_only=True):
     sync_interval_s: float = 0.0
     text_search: bool = True  # False = vector-only mode (no keyword index)
     sync_on_search: bool = True  # sync before a search when files changed
+    keep_tantivy: bool = False  # also keep a RAM tantivy index (only tantivy_scores() reads it)
 
 
 class MaintenanceConfig(msgspec.Struct, frozen=True, kw_only=True):

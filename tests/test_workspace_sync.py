@@ -121,6 +121,30 @@ def test_reopen_loads_state_without_rechunking(ws, tmp_path):
     assert ix2.status().dirty is False
 
 
+def test_journal_replays_small_changes_and_survives_a_torn_line(ws, tmp_path):
+    ix = open_ix(ws, tmp_path)
+    snapshot = tmp_path / "ix" / "workspace-chunks.arrow"
+    journal = tmp_path / "ix" / "workspace-journal.jsonl"
+    before = snapshot.stat().st_mtime_ns
+    write(ws / "MEMORY.md", "# Memory\nThe boat is called Marlin.\n")
+    (ws / "memory" / "2026-11-01.md").unlink()
+    ix.sync()
+    ix.close()
+    assert snapshot.stat().st_mtime_ns == before and journal.stat().st_size > 0
+    with open(journal, "ab") as fh:
+        fh.write(b'{"g": 1, "removed": ["MEM')  # a write cut short by a crash
+    emb = CountingEmbedder()
+    ix2 = WorkspaceIndex.open(ws, embedder=emb, index_dir=tmp_path / "ix", sync=False)
+    assert ix2.is_dirty() is False and emb.texts == []
+    assert paths(ix2.search("marlin")) == ["MEMORY.md"] and ix2.status().files == 2
+    assert ix2.search("tomatoes").results == []
+    ix2.save()  # a snapshot folds the journal in
+    assert journal.stat().st_size == 0
+    ix3 = open_ix(ws, tmp_path, CountingEmbedder())
+    assert paths(ix3.search("marlin")) == ["MEMORY.md"] and ix3.status().chunks == \
+        ix2.status().chunks
+
+
 def test_lost_or_corrupt_state_is_rebuilt_from_the_embedding_cache(ws, tmp_path):
     ix = open_ix(ws, tmp_path)
     n = ix.status().chunks
@@ -129,7 +153,7 @@ def test_lost_or_corrupt_state_is_rebuilt_from_the_embedding_cache(ws, tmp_path)
     emb = CountingEmbedder()
     ix2 = open_ix(ws, tmp_path, emb)
     assert ix2.status().chunks == n and emb.texts == []
-    (tmp_path / "ix" / "workspace-files.json").unlink()
+    (tmp_path / "ix" / "workspace-chunks.arrow").unlink()
     ix3 = open_ix(ws, tmp_path, emb)
     assert ix3.status().chunks == n and emb.texts == []
 

@@ -82,22 +82,24 @@ def discover(root: str | os.PathLike, extra_paths=(), *, exclude=()) -> list[Fil
     ['MEMORY.md', 'memory/x.md']
     """
     root_s = os.path.realpath(root)
+    prefix = root_s.rstrip(os.sep) + os.sep
     excluded = {os.path.realpath(e) for e in exclude}
     seen: set[tuple[int, int]] = set()
     found: dict[str, FileInfo] = {}
 
-    def add_file(path: str) -> None:
+    def add_file(path: str, st=None) -> None:
         try:
-            st = os.lstat(path)
+            if st is None:
+                st = os.lstat(path)
+                if not _inside(root_s, os.path.realpath(path)):
+                    return
         except OSError:
             return
-        if not stat.S_ISREG(st.st_mode):  # symlinks, sockets, folders
-            return
-        real = os.path.realpath(path)
-        if not _inside(root_s, real) or (st.st_dev, st.st_ino) in seen:
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen:  # symlinks, sockets
             return
         seen.add((st.st_dev, st.st_ino))
-        rel = Path(os.path.relpath(path, root_s)).as_posix()
+        # every path here is root_s + os.sep + rel (joined below, never normalised away)
+        rel = path[len(prefix):].replace(os.sep, "/")
         found.setdefault(rel, FileInfo(rel, path, int(st.st_size), int(st.st_mtime_ns)))
 
     def walk(folder: str) -> None:
@@ -114,9 +116,14 @@ def discover(root: str | os.PathLike, extra_paths=(), *, exclude=()) -> list[Fil
                 if not entry.name.startswith("."):
                     walk(entry.path)
             elif _is_md(entry.name):
-                add_file(entry.path)
+                # a walk never follows a link, so its entries are inside: no realpath needed
+                try:
+                    add_file(entry.path, entry.stat(follow_symlinks=False))
+                except OSError:
+                    continue
 
     def add_path(path: str) -> None:
+        path = os.path.normpath(path)  # an extra path "." or "notes/" must still start with prefix
         if os.path.islink(path) or not _inside(root_s, os.path.realpath(path)):
             return
         if os.path.isdir(path):

@@ -5,12 +5,12 @@ lists); a deleted chunk's row goes on a free list and is reused, so row numbers 
 renumbering the BM25 keys or the vector matrix. BM25 is the shared :class:`Bm25Index` (tantivy of
 record, numba mirror for queries), vectors the shared exact :class:`VectorColumn`.
 
-Persistence under ``<workspace>/.maclaw/`` (or ``index_dir``): ``workspace-chunks.arrow`` (Arrow
-IPC: path, lines, hash, text and the analysed tokens, so reopening skips the segmenter),
-``workspace-files.json`` (per file size/mtime/sha256, written last, naming the chunk generation it
-agrees with; a mismatch after a crash only costs a re-chunk) and one ``embeddings-<model>.arrow``
-:class:`DiskEmbeddingCache` per embedder fingerprint, keyed by sha256(chunk text) = the chunk hash,
-so unchanged text is never embedded twice, across edits, renames and restarts.
+Persistence (``state.py``) under ``<workspace>/.maclaw/`` (or ``index_dir``): an Arrow snapshot
+of the chunk table with the analysed tokens (a reopen skips the segmenter) plus a journal of later
+syncs, and one ``embeddings-<model>.arrow`` :class:`DiskEmbeddingCache` per embedder fingerprint,
+keyed by sha256(chunk text) = the chunk hash, so unchanged text is never embedded twice, across
+edits, renames and restarts. The cache is saved with each snapshot and on :meth:`close`; after a
+crash, vectors it had not saved are embedded again once.
 """
 
 from __future__ import annotations
@@ -24,37 +24,18 @@ from pathlib import Path
 
 import msgspec
 import numpy as np
-import pyarrow as pa
-import pyarrow.ipc as ipc
 
 from maclaw_fast.config import SearchConfig
 from maclaw_fast.embedding import DiskEmbeddingCache, QueryCache, resolve_embedder
 from maclaw_fast.errors import EmbeddingError, ValidationError
 from maclaw_fast.index import Bm25Index, VectorColumn
 from maclaw_fast.text import tokenize
-from maclaw_fast.workspace.chunking import chunk_id, chunk_markdown, sha256_text
+from maclaw_fast.workspace.chunking import chunk_id, chunk_markdown
 from maclaw_fast.workspace.files import check_extra_paths, discover, file_timestamp_days
+from maclaw_fast.workspace.state import ChunkRow, FileRecord, IndexState, JournalEntry
 
-STATE_VERSION = 1
 EMBED_BATCH = 256
 _TOKEN_SEP = "\n"  # the tokenizer strips whitespace, so no token holds a newline
-
-
-class FileRecord(msgspec.Struct):
-    """What the index knows about one file: stat data for the cheap check, sha256 for the real one."""
-
-    path: str
-    size: int
-    mtime_ns: int
-    hash: str
-
-
-class _FilesState(msgspec.Struct):
-    version: int
-    generation: int
-    chunking: tuple[int, int, int]
-    files: list[FileRecord]
-    last_sync: float | None = None
 
 
 class SyncReport(msgspec.Struct, kw_only=True):
@@ -127,7 +108,10 @@ class WorkspaceIndex:
         self._lock = threading.RLock()
         self._dirty = False  # set by the watcher; without one, is_dirty() compares stat data
         self._watcher = None
-        self.bm25 = Bm25Index() if config.text_search else None
+        # the Arrow chunk table (tokens included) is this index's record, and every workspace query
+        # is served by the numba mirror: a RAM tantivy copy would cost ~45% of build and reopen
+        self.bm25 = (Bm25Index(tantivy_index=config.keep_tantivy) if config.text_search
+                     else None)
         self.vectors = VectorColumn(embedder.dim) if embedder is not None else None
         self.query_cache = QueryCache(embedder, size=256) if embedder is not None else None
         self.cache = None
@@ -147,7 +131,7 @@ class WorkspaceIndex:
         self.hashes: list[str | None] = []
         self.ids: list[str | None] = []
         self.tokens: list[str | None] = []
-        self._generation = 0
+        self.state = IndexState(index_dir, self._chunking())
         self._mmr_tokens: dict[str, np.ndarray] = {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -220,9 +204,12 @@ class WorkspaceIndex:
             return self._free.pop()
         r = self.n_rows
         self.n_rows += 1
-        for name, fill in (("live", False), ("start_line", 0), ("end_line", 0),
-                           ("ts_days", np.nan)):
-            setattr(self, name, _grow(getattr(self, name), self.n_rows, fill))
+        if self.n_rows > self.live.shape[0]:
+            for name, fill in (("live", False), ("start_line", 0), ("end_line", 0),
+                               ("ts_days", np.nan)):
+                setattr(self, name, _grow(getattr(self, name), self.n_rows, fill))
+            if self.vectors is not None:
+                self.vectors.reserve(self.live.shape[0])
         for col in (self.paths, self.texts, self.hashes, self.ids, self.tokens):
             col.append(None)
         return r
@@ -235,10 +222,13 @@ class WorkspaceIndex:
         self.paths[r], self.texts[r], self.hashes[r] = path, text, text_hash
         self.ids[r] = chunk_id(path, start, end, text_hash, self.model or "none")
         if tokens is None:
-            tokens = _TOKEN_SEP.join(tokenize(text))
+            toks = tokenize(text)
+            tokens = _TOKEN_SEP.join(toks)
+        else:
+            toks = tokens.split(_TOKEN_SEP) if tokens else []
         self.tokens[r] = tokens
         if self.bm25 is not None:
-            self.bm25.add(r, [t for t in tokens.split(_TOKEN_SEP) if t])
+            self.bm25.add(r, toks)
         self._file_rows.setdefault(path, []).append(r)
         return r
 
@@ -267,7 +257,6 @@ class WorkspaceIndex:
             for lo in range(0, len(rows), EMBED_BATCH):
                 part = rows[lo: lo + EMBED_BATCH]
                 vecs = self.cache.embed([self.texts[r] for r in part])
-                self.vectors.reserve(self.n_rows)
                 self.vectors.matrix[part] = vecs  # the cache returns normalised rows
                 self.vectors.has_vec[part] = True
         except EmbeddingError as exc:
@@ -323,11 +312,11 @@ class WorkspaceIndex:
             rep.files = len(found)
             current = {f.rel for f in found}
             reuse: dict[str, str] = {}
-            new_rows: list[int] = []
+            entry = JournalEntry(g=self.state.generation)
             for gone in [p for p in self._files if p not in current]:
                 rep.chunks_removed += self._remove_file_rows(gone, reuse)
                 del self._files[gone]
-                rep.removed += 1
+                entry.removed.append(gone)
             todo = []
             for f in found:
                 rec = self._files.get(f.rel)
@@ -340,20 +329,24 @@ class WorkspaceIndex:
                 except OSError:  # vanished or unreadable since the scan: next sync sees it
                     continue
                 digest = hashlib.sha256(data).hexdigest()
+                new_rec = FileRecord(f.rel, f.size, f.mtime_ns, digest)
+                self._files[f.rel] = new_rec
+                entry.files.append(new_rec)
                 if not force and rec is not None and rec.hash == digest:
-                    rec.size, rec.mtime_ns = f.size, f.mtime_ns
                     ts = file_timestamp_days(f.rel, f.mtime_ns)
                     self.ts_days[self._file_rows.get(f.rel, [])] = ts  # mtime-dated files age
                     rep.touched += 1
                     continue
-                if rec is None:
-                    rep.added += 1
-                else:
+                if rec is not None:
                     rep.changed += 1
                     rep.chunks_removed += self._remove_file_rows(f.rel, reuse)
-                self._files[f.rel] = FileRecord(f.rel, f.size, f.mtime_ns, digest)
+                else:
+                    rep.added += 1
                 todo.append((f, data.decode("utf-8", errors="replace")))
+                entry.rechunked.append(f.rel)
+            rep.removed = len(entry.removed)
             cfg = self.config
+            new_rows: list[int] = []
             for f, text in todo:
                 ts = file_timestamp_days(f.rel, f.mtime_ns)
                 for c in chunk_markdown(text, cfg.chunk_tokens, cfg.chunk_overlap,
@@ -362,78 +355,62 @@ class WorkspaceIndex:
                                                   reuse.get(c.hash), ts))
             rep.chunks_added = len(new_rows)
             if self.vectors is not None:
-                missing = [r for r in np.flatnonzero(self.live[: self.n_rows]
-                                                     & ~self.vectors.has_vec[: self.n_rows])]
-                rep.embedded = self._embed_rows([int(r) for r in missing])
-                if rep.embedded or missing:
+                n = self.n_rows
+                missing = np.flatnonzero(self.live[:n] & ~self.vectors.has_vec[:n]).tolist()
+                rep.embedded = self._embed_rows(missing)
+                if missing:
                     self.cache.max_entries = max(20_000, 2 * self.chunk_count)
-            chunks_changed = bool(rep.chunks_added or rep.chunks_removed)
-            if chunks_changed or rep.touched or rep.removed or self.last_sync is None:
-                self._save(chunks_changed or not self._chunks_file.exists())
+            entry.chunks = [self._chunk_row(r) for r in new_rows]
+            self._persist(entry)
             self.last_sync = self.clock()
         rep.seconds = time.perf_counter() - t0
         return rep
 
     # ------------------------------------------------------------------ persistence
-    @property
-    def _chunks_file(self) -> Path:
-        return self.index_dir / "workspace-chunks.arrow"
-
-    @property
-    def _files_file(self) -> Path:
-        return self.index_dir / "workspace-files.json"
-
     def _chunking(self) -> tuple[int, int, int]:
         c = self.config
         return (c.chunk_tokens, c.chunk_overlap, c.chars_per_token)
 
-    def _save(self, chunks: bool) -> None:
-        self.index_dir.mkdir(parents=True, exist_ok=True)
-        if chunks:
-            self._generation += 1
-            rows = np.flatnonzero(self.live[: self.n_rows])
-            table = pa.table({
-                "path": pa.array([self.paths[r] for r in rows], pa.string()),
-                "start_line": pa.array(self.start_line[rows]),
-                "end_line": pa.array(self.end_line[rows]),
-                "hash": pa.array([self.hashes[r] for r in rows], pa.string()),
-                "text": pa.array([self.texts[r] for r in rows], pa.large_string()),
-                "tokens": pa.array([self.tokens[r] for r in rows], pa.large_string()),
-            }, metadata={"generation": str(self._generation), "version": str(STATE_VERSION)})
-            tmp = self._chunks_file.with_suffix(".tmp")
-            with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
-                writer.write_table(table)
-            os.replace(tmp, self._chunks_file)
+    def _chunk_row(self, r: int) -> ChunkRow:
+        return ChunkRow(self.paths[r], int(self.start_line[r]), int(self.end_line[r]),
+                        self.hashes[r], self.texts[r], self.tokens[r])
+
+    def _persist(self, entry: JournalEntry) -> None:
+        """Journal small changes; snapshot (and save the embedding cache) when there is no
+        snapshot yet, the change is large, or the journal has grown."""
+        if not (entry.files or entry.removed or entry.rechunked):
+            if self.state.chunks_path.exists():
+                return
+        big = len(entry.chunks) > max(1000, self.chunk_count // 4)
+        if big or not self.state.chunks_path.exists():
+            self.save()
+            return
+        self.state.append(entry)
+        if self.state.needs_snapshot():
+            self.save()
+
+    def save(self) -> None:
+        """Write a snapshot of the chunk table, empty the journal and save the embedding cache."""
+        with self._lock:
+            rows = np.flatnonzero(self.live[: self.n_rows]).tolist()
+            self.state.write_snapshot([self._chunk_row(r) for r in rows],
+                                      list(self._files.values()))
             if self.cache is not None and self.cache.dirty:
                 self.cache.save()
-        state = _FilesState(STATE_VERSION, self._generation, self._chunking(),
-                            list(self._files.values()), self.clock())
-        tmp = self._files_file.with_suffix(".tmp")
-        tmp.write_bytes(msgspec.json.encode(state))
-        os.replace(tmp, self._files_file)
 
     def _load(self) -> None:
-        try:
-            state = msgspec.json.decode(self._files_file.read_bytes(), type=_FilesState)
-            with ipc.open_file(str(self._chunks_file)) as reader:
-                table = reader.read_all()
-        except (OSError, msgspec.DecodeError, pa.ArrowException, ValueError):
+        loaded = self.state.load()
+        if loaded is None:
             return  # no or unreadable state: the first sync rebuilds it
-        meta = table.schema.metadata or {}
-        if (state.version != STATE_VERSION or tuple(state.chunking) != self._chunking()
-                or meta.get(b"generation", b"").decode() != str(state.generation)):
-            return
-        self._generation = state.generation
-        cols = {name: table.column(name).to_pylist() for name in table.column_names}
-        for i in range(table.num_rows):
-            self._add_row(cols["path"][i], cols["start_line"][i], cols["end_line"][i],
-                          cols["text"][i], cols["hash"][i], cols["tokens"][i], math.nan)
-        self._files = {f.path: f for f in state.files}
-        for rel, rows in self._file_rows.items():
-            rec = self._files.get(rel)
-            self.ts_days[rows] = file_timestamp_days(rel, rec.mtime_ns if rec else 0)
+        files, rows = loaded
+        self._files = files
+        nan = math.nan
+        for c in rows:
+            self._add_row(c.path, c.start_line, c.end_line, c.text, c.hash, c.tokens, nan)
+        for rel, idx in self._file_rows.items():
+            self.ts_days[idx] = file_timestamp_days(rel, files[rel].mtime_ns)
         self._embed_rows(list(range(self.n_rows)))
-        self.last_sync = state.last_sync
+        self.last_sync = self.state.synced_at  # the state is as fresh as its last write
 
     # ------------------------------------------------------------------ queries
     @property

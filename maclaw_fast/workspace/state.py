@@ -1,0 +1,185 @@
+"""On-disk state of a workspace index: an Arrow snapshot of the chunk table plus a journal.
+
+``workspace-chunks.arrow`` holds every chunk (path, lines, hash, text and the analysed tokens, so a
+reopen skips the segmenter) and, in its schema metadata, the per-file records (size, mtime,
+sha256) and a generation number. Each later sync that changed something appends one line to
+``workspace-journal.jsonl`` (msgspec JSON: updated file records, removed files, and the new chunks
+of re-chunked files), so editing one file costs a few kilobytes, not a rewrite of the table. When
+the journal outgrows a quarter of the snapshot, or a sync changes a large part of the workspace,
+a new snapshot replaces both (temp file + rename, then the journal is truncated). Journal lines
+carry the generation of the snapshot they follow: after a crash between the rename and the
+truncation, stale lines are recognised and skipped; a torn last line is ignored.
+
+The state is derived from the files, so any damage only costs a rebuild (and chunk vectors come
+back from the embedding cache).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import msgspec
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+STATE_VERSION = 2
+CHUNKS_FILE = "workspace-chunks.arrow"
+JOURNAL_FILE = "workspace-journal.jsonl"
+
+
+class FileRecord(msgspec.Struct):
+    """What the index knows about one file: stat data for the cheap check, sha256 for the real one."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+class ChunkRow(msgspec.Struct, array_like=True):
+    """One persisted chunk; ``tokens`` are the analysed tokens joined by newlines."""
+
+    path: str
+    start_line: int
+    end_line: int
+    hash: str
+    text: str
+    tokens: str
+
+
+class JournalEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One sync's changes: file records set or removed, and files whose chunks were replaced."""
+
+    g: int
+    files: list[FileRecord] = []
+    removed: list[str] = []
+    rechunked: list[str] = []
+    chunks: list[ChunkRow] = []
+
+
+class _Meta(msgspec.Struct):
+    version: int
+    generation: int
+    chunking: tuple[int, int, int]
+    files: list[FileRecord]
+
+
+_ENC = msgspec.json.Encoder()
+_DEC = msgspec.json.Decoder(JournalEntry)
+
+
+class IndexState:
+    """Reads and writes the snapshot and journal under ``index_dir``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> st = IndexState(tempfile.mkdtemp(), (400, 80, 4))
+    >>> st.write_snapshot([ChunkRow("a.md", 1, 2, "h", "text", "text")],
+    ...                   [FileRecord("a.md", 4, 0, "x")])
+    >>> st.append(JournalEntry(g=st.generation, removed=["a.md"]))
+    >>> files, rows = st.load()
+    >>> files, rows
+    ({}, [])
+    """
+
+    def __init__(self, index_dir: str | os.PathLike, chunking: tuple[int, int, int]) -> None:
+        self.dir = Path(index_dir)
+        self.chunking = tuple(chunking)
+        self.generation = 0
+        self.snapshot_bytes = 0
+        self.journal_bytes = 0
+
+    @property
+    def chunks_path(self) -> Path:
+        return self.dir / CHUNKS_FILE
+
+    @property
+    def journal_path(self) -> Path:
+        return self.dir / JOURNAL_FILE
+
+    @property
+    def synced_at(self) -> float | None:
+        """When the state was last written (epoch seconds), ``None`` without state."""
+        times = [p.stat().st_mtime for p in (self.chunks_path, self.journal_path) if p.exists()]
+        return max(times) if times else None
+
+    def load(self) -> tuple[dict[str, FileRecord], list[ChunkRow]] | None:
+        """Files and chunks as of the last sync, or ``None`` when there is no usable state."""
+        try:
+            with ipc.open_file(str(self.chunks_path)) as reader:
+                table = reader.read_all()
+            meta = msgspec.json.decode((table.schema.metadata or {}).get(b"meta", b""),
+                                       type=_Meta)
+        except (OSError, pa.ArrowException, msgspec.DecodeError, ValueError):
+            return None
+        if meta.version != STATE_VERSION or tuple(meta.chunking) != self.chunking:
+            return None
+        self.generation = meta.generation
+        self.snapshot_bytes = self.chunks_path.stat().st_size
+        files = {f.path: f for f in meta.files}
+        cols = [table.column(n).to_pylist() for n in ChunkRow.__struct_fields__]
+        by_path: dict[str, list[ChunkRow]] = {}
+        for vals in zip(*cols):
+            by_path.setdefault(vals[0], []).append(ChunkRow(*vals))
+        for entry in self._journal():
+            for rel in entry.removed:
+                files.pop(rel, None)
+                by_path.pop(rel, None)
+            for rec in entry.files:
+                files[rec.path] = rec
+            for rel in entry.rechunked:
+                by_path[rel] = []
+            for row in entry.chunks:
+                by_path.setdefault(row.path, []).append(row)
+        rows = [r for rel in by_path if rel in files for r in by_path[rel]]
+        return files, rows
+
+    def _journal(self):
+        try:
+            data = self.journal_path.read_bytes()
+        except OSError:
+            return
+        self.journal_bytes = len(data)
+        for line in data.splitlines():
+            try:
+                entry = _DEC.decode(line)
+            except msgspec.DecodeError:
+                return  # a torn last write; everything before it stands
+            if entry.g == self.generation:
+                yield entry
+
+    def append(self, entry: JournalEntry) -> None:
+        """Append one sync's changes (flushed, not fsynced: the state can always be rebuilt)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        line = _ENC.encode(entry) + b"\n"
+        with open(self.journal_path, "ab") as fh:
+            fh.write(line)
+        self.journal_bytes += len(line)
+
+    def needs_snapshot(self) -> bool:
+        return self.journal_bytes > max(1 << 20, self.snapshot_bytes // 4)
+
+    def write_snapshot(self, rows: list[ChunkRow], files: list[FileRecord]) -> None:
+        """Replace the snapshot by ``rows`` and ``files`` and empty the journal."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.generation += 1
+        meta = _Meta(STATE_VERSION, self.generation, self.chunking, files)
+        big = pa.large_string()
+        table = pa.table({
+            "path": pa.array([r.path for r in rows], pa.string()),
+            "start_line": pa.array([r.start_line for r in rows], pa.int32()),
+            "end_line": pa.array([r.end_line for r in rows], pa.int32()),
+            "hash": pa.array([r.hash for r in rows], pa.string()),
+            "text": pa.array([r.text for r in rows], big),
+            "tokens": pa.array([r.tokens for r in rows], big),
+        }, metadata={"meta": msgspec.json.encode(meta)})
+        tmp = self.chunks_path.with_suffix(".tmp")
+        with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        os.replace(tmp, self.chunks_path)
+        self.snapshot_bytes = self.chunks_path.stat().st_size
+        with open(self.journal_path, "wb"):
+            pass  # lines of the previous generation are now in the snapshot
+        self.journal_bytes = 0

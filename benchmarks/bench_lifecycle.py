@@ -82,19 +82,6 @@ def test_decay_kernel(benchmark, columns, fn):
     benchmark(_kernel, fn, columns)
 
 
-def _decay_store(n: int) -> MemoryStore:
-    rng = np.random.default_rng(1)
-    store = MemoryStore.in_memory(embedder=None, clock=lambda: NOW)
-    ages = rng.uniform(0, 700, n)  # none turns dormant: the pass itself is measured
-    store.import_records([{
-        "id": f"e{i}", "content": f"entry {i}", "category": "preference", "tags": (),
-        "created_at": NOW - a * 3600, "updated_at": NOW - a * 3600, "access_count": 1,
-        "strength": 1.0, "status": "active", "pinned": False, "compact_form": "",
-        "related_ids": [], "related_strengths": [], "embedding": None}
-        for i, a in enumerate(ages)])
-    return store
-
-
 @pytest.mark.benchmark(group="decay 100k")
 def test_decay_store_pass(benchmark):
     from maclaw_fast.config import CapacityConfig, MemoryConfig

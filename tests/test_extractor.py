@@ -14,7 +14,7 @@ from maclaw_fast.maintenance import ConflictDetector, KnowledgeExtractor, recall
 from maclaw_fast.maintenance.extractor import has_save_signal, is_duplicate
 from maclaw_fast.memory import MemoryStore
 from tests.llm_server import Empty, Malformed, Reply, Slow, Status
-from tests.maint_helpers import H, Clock, Router, Seq, kind_of, prompt_text
+from tests.maint_helpers import H, Clock, Router, kind_of, prompt_text
 
 FAILURES = [Malformed(), Empty(), Slow(3.0), Status(429), Status(500)]
 FAIL_IDS = ["malformed", "empty", "slow", "429", "500"]

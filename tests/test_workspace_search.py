@@ -221,6 +221,7 @@ def test_embedder_failing_during_sync_keeps_text_search(ws, tmp_path):
     emb.fail = False
     ix.sync()  # back-fills the missing vectors
     assert ix.status().chunks_without_vectors == 0
+    assert ix.search("peanuts").mode == "hybrid" and ix.status().last_error is None
 
 
 def test_unavailable_embedder_at_open_is_text_only(ws, tmp_path, monkeypatch):

@@ -2,8 +2,10 @@
 
 Chunks live in rows of flat columns (live flag, line range, decay timestamp, plus text/hash/path
 lists); a deleted chunk's row goes on a free list and is reused, so row numbers stay dense without
-renumbering the BM25 keys or the vector matrix. BM25 is the shared :class:`Bm25Index` (tantivy of
-record, numba mirror for queries), vectors the shared exact :class:`VectorColumn`.
+renumbering the BM25 keys or the vector matrix. BM25 is the shared :class:`Bm25Index`, queried
+through its numba mirror; its RAM tantivy copy is off unless ``config.keep_tantivy`` (this index's
+record is its own Arrow chunk table, and nothing here queries tantivy, which would cost ~45% of
+build and reopen time). Vectors live in the shared exact :class:`VectorColumn`.
 
 Persistence (``state.py``) under ``<workspace>/.maclaw/`` (or ``index_dir``): an Arrow snapshot
 of the chunk table with the analysed tokens (a reopen skips the segmenter) plus a journal of later
@@ -108,8 +110,6 @@ class WorkspaceIndex:
         self._lock = threading.RLock()
         self._dirty = False  # set by the watcher; without one, is_dirty() compares stat data
         self._watcher = None
-        # the Arrow chunk table (tokens included) is this index's record, and every workspace query
-        # is served by the numba mirror: a RAM tantivy copy would cost ~45% of build and reopen
         self.bm25 = (Bm25Index(tantivy_index=config.keep_tantivy) if config.text_search
                      else None)
         self.vectors = VectorColumn(embedder.dim) if embedder is not None else None
@@ -262,6 +262,9 @@ class WorkspaceIndex:
         except EmbeddingError as exc:
             self.last_error = f"embedding failed ({exc}); affected chunks are text-only until " \
                               "the next sync"
+        else:
+            if self.last_error and self.last_error.startswith("embedding failed"):
+                self.last_error = None  # every chunk has its vector again
         return self.cache.embedded - before
 
     # ------------------------------------------------------------------ sync

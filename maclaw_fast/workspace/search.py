@@ -211,6 +211,8 @@ def _search_locked(ix, query: str, n_max: int, floor: float) -> SearchResponse:
     if ix.vectors is not None:
         try:
             qvec = ix.query_cache.get(query)
+            if ix.last_error and ix.last_error.startswith("query embedding failed"):
+                ix.last_error = None  # the embedder works again
         except EmbeddingError as exc:
             ix.last_error = f"query embedding failed: {exc}"
             if ix.bm25 is None:

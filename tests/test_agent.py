@@ -173,6 +173,26 @@ def test_workspace_search_feeds_prompt_and_memory_search(tmp_path, llm_server):
     index.close()
 
 
+def test_message_embedded_once_for_routing_and_recall(tmp_path, llm_server):
+    from maclaw_fast.embedding import HashEmbedder
+
+    class Counting(HashEmbedder):
+        texts: list = []
+
+        def embed(self, texts):
+            Counting.texts.extend(texts)
+            return super().embed(texts)
+
+    store = MemoryStore.in_memory(embedder=Counting())
+    registry = ToolRegistry(load_catalog(CATALOG))
+    router = ToolRouter(registry, embedder=Counting())
+    agent = Agent(store, registry, router, llm_server.client(), extractor=None)
+    Counting.texts.clear()
+    llm_server.script("hi")
+    agent.run("a message about deployments")
+    assert Counting.texts.count("a message about deployments") == 1
+
+
 # ---------------------------------------------------------------------- loop control
 def test_cancel_between_tool_calls(tmp_path, llm_server):
     cancel = threading.Event()

@@ -55,7 +55,7 @@ def _workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
     (ws / "MEMORY.md").write_text("# Team\nOn-call rotation changes every Monday at 9:00.\n")
-    (ws / "memory" / "2024-05-01.md").write_text("Decided to move the CI to self-hosted runners.\n")
+    (ws / "memory" / "2024-05-01.md").write_text("Decided to move CI to self-hosted runners.\n")
     return ws
 
 

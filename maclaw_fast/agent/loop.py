@@ -282,13 +282,14 @@ class Agent:
         t0 = clock()
         turn = AgentTurn(message=message)
         tm = turn.timings
-        route = self.router.route(message, session=session)
+        qv = self._query_vector(message)
+        route = self.router.route(message, session=session, query_vector=qv)
         turn.routed = route.names
         t1 = clock()
         tm["route"] = (t1 - t0) * 1e3
         identity = facts = ""
         if cfg.recall:
-            hits = self.store.recall(message, project=cfg.project)
+            hits = self.store.recall(message, project=cfg.project, query_vector=qv)
             si, uf, turn.recalled = split_hits(hits)
             identity, facts = summarize(si, cfg.identity_chars), summarize(uf, cfg.user_fact_chars)
         else:
@@ -348,6 +349,17 @@ class Agent:
                 break
         tm["total"] = (clock() - t0) * 1e3
         return turn
+
+    def _query_vector(self, message: str):
+        """The message's embedding, computed once for both routing and recall when the router
+        and the store use the same model (the model call is most of a turn's own cost)."""
+        r_emb = getattr(self.router, "embedder", None)
+        s_emb = getattr(self.store, "embedder", None)
+        cache = getattr(self.router, "query_cache", None)
+        if r_emb is None or s_emb is None or cache is None or (
+                r_emb.fingerprint != s_emb.fingerprint):
+            return None
+        return cache.get(message)
 
     def _definitions(self, names: list[str]) -> list[dict]:
         out = []

@@ -156,6 +156,28 @@ def test_stdio(tmp_path):
         assert entry.pinned and len(store) == 2
 
 
+def test_stdio_sigterm_closes_store(tmp_path):
+    store_dir = tmp_path / "store"
+    proc = subprocess.Popen(_serve("--store", str(store_dir)), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=_env(tmp_path / "home"))
+    try:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}}
+        proc.stdin.write((json.dumps(init) + "\n").encode())
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())  # the server is up once it answers
+        assert reply["id"] == 1 and "serverInfo" in reply["result"]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert (store_dir / "snapshot.arrow").exists()  # closed: final snapshot written
+    MemoryStore.open(store_dir, embedder="hash").close()  # and the lock released
+
+
 # ---------------------------------------------------------------------- HTTP
 def _wait_port(proc: subprocess.Popen, port: int, timeout: float = 40.0) -> None:
     deadline = time.monotonic() + timeout

@@ -112,12 +112,13 @@ def _as_text(value: Any, limit: int) -> str:
 
 
 def _tail(history: list[dict], n: int) -> list[dict]:
-    """The last ``n`` messages, never starting with tool results whose call was cut off."""
+    """The last ``n`` messages, starting at a user message: never with tool results whose call
+    was cut off, nor with an assistant turn (the Anthropic API wants the user first)."""
     out = history[-n:]
     start = 0
-    while start < len(out) and out[start].get("role") == "tool":
+    while start < len(out) and out[start].get("role") != "user":
         start += 1
-    return out[start:]
+    return out[start:] if start < len(out) else out[-1:]
 
 
 class Agent:

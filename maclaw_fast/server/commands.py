@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 
 
 def register(subparsers) -> None:
@@ -47,6 +48,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     with Backend.open(cfg) as backend:
         mcp = build_server(backend)
         if args.transport == "stdio":
+            # The SDK reads stdin in a worker thread that no exception can interrupt, so on
+            # SIGTERM close the store here (its lock lets in-flight calls finish) and leave.
+            def stop(signum, frame) -> None:
+                backend.close()
+                os._exit(0)
+
+            signal.signal(signal.SIGTERM, stop)
             mcp.run("stdio")
         else:
             from maclaw_fast.server.http import serve_http

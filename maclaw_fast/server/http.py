@@ -106,10 +106,16 @@ def serve_http(mcp, *, host: str = "127.0.0.1", port: int = 8765, token: str | N
           f"{' (bearer token required)' if token else ''}", file=sys.stderr, flush=True)
     # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal; with the default
     # handler that would kill the process before the caller closes (snapshots) the store.
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    exit_on_sigterm()
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
 
 
-def _exit_on_sigterm(signum, frame) -> None:
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM into ``SystemExit(0)`` (main thread only), so ``with`` blocks still close
+    the store when a supervisor stops the server."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_exit)
+
+
+def _raise_exit(signum, frame) -> None:
     raise SystemExit(0)

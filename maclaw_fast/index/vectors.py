@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from maclaw_fast.embedding.base import l2_normalise
 from maclaw_kernels.vectors import dot_scores, dot_scores_batch
 
 # above this many matrix elements one query streams the matrix from both cores: at 100k × 384
@@ -23,6 +22,7 @@ class VectorColumn:
 
     Examples
     --------
+    >>> from maclaw_fast.embedding import l2_normalise
     >>> vc = VectorColumn(dim=2)
     >>> vc.set(0, l2_normalise(np.array([[3.0, 4.0]]))[0]); vc.set(2, np.array([0.0, 1.0]))
     >>> [round(float(x), 2) for x in vc.scores(np.array([0.0, 1.0], np.float32), n_rows=3)]

@@ -165,15 +165,9 @@ class Durability:
     def snapshot(self) -> None:
         """Write all state as a snapshot, then empty the journal (caller holds the store lock)."""
         store = self.store
-        t = store._table
-        rows = t.live_rows()
-        vecs = None
-        if store.dim:
-            vecs = store._vectors.matrix[rows].copy()
-            vecs[~store._vectors.has_vec[rows]] = np.nan
         meta = SnapshotMeta(seq=self.seq, fingerprint=_fp(store), dim=store.dim,
                             meta=dict(store.meta))
-        table = entries_table([store._entry(int(r)) for r in rows], vecs, store.dim, meta)
+        table = store_table(store, meta)
         write_snapshot(self.snapshot_path, table)
         self.journal.reset()
         self._dirty = False
@@ -188,6 +182,17 @@ class Durability:
         finally:
             self.journal.close()
             self.lock.release()
+
+
+def store_table(store, meta: SnapshotMeta | None = None):
+    """The store's entries and vectors (NaN rows where none) as one Arrow table, store order."""
+    t = store._table
+    rows = t.live_rows()
+    vecs = None
+    if store.dim:
+        vecs = store._vectors.matrix[rows].copy()
+        vecs[~store._vectors.has_vec[rows]] = np.nan
+    return entries_table([store._entry(int(r)) for r in rows], vecs, store.dim, meta)
 
 
 def _fp(store) -> str:

@@ -232,3 +232,12 @@ def _arrow(store, plan, rows, parts, counts, cos, affinity):
         "affinity": pa.array(affinity[q_index, sel]),
         "graph": pa.array(graph[q_index, rank]),
     })
+
+
+def summary(store, category: str, limit: int) -> str:
+    """Active entries of ``category`` as ``compact_form or content`` joined with " | ", cut at
+    ``limit`` characters + "…" (the prompt summaries of SPEC §6)."""
+    parts = [e.compact_form or e.content for e in store.list(category=category)
+             if e.status == "active"]
+    text = " | ".join(parts)
+    return text if len(text) <= limit else text[:limit] + "…"

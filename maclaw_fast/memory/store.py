@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+import msgspec
 import numpy as np
 
 from maclaw_fast.config import CATEGORY_TABLE, MemoryConfig
@@ -69,6 +70,8 @@ class MemoryStore:
         if path is not None:
             self._durability = Durability(Path(path), config.persist, self)
             self._durability.load()
+            for entry_id in [e.id for e in self.archive.list() if e.id in self._table.row_of]:
+                self.archive.remove(entry_id)  # a crash mid-move left a copy in both: store wins
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -254,33 +257,9 @@ class MemoryStore:
         return row
 
     def _auto_link(self, row: int) -> list[int]:
-        """Link a new entry to its top-3 related ones (SPEC §4); returns rows whose edges changed."""
-        t, g = self._table, self.config.graph
-        n = t.n_rows
-        if len(t) <= 1:
-            return []
-        bm25 = self._bm25.scores(self._last_tokens, n)  # the tokens _insert just indexed
-        bm25[row] = 0.0
-        bm25[~t.alive[:n]] = 0.0
-        has_vec = self.dim and self._vectors.has_vec[row]
-        if has_vec:
-            cos = self._vectors.scores(self._vectors.matrix[row], n).astype(np.float64)
-            cos[row] = 0.0
-            cos[~t.alive[:n]] = 0.0
-            cand = np.flatnonzero(cos >= g.link_min_cos)
-            rank = g.link_bm25_weight * bm25[cand] + g.link_cos_weight * cos[cand]
-            strength = cos[cand]
-        else:
-            cand = np.flatnonzero(bm25 > 0)
-            best = bm25[cand].max() if cand.size else 1.0
-            rank = bm25[cand]
-            strength = np.minimum(1.0, bm25[cand] / best)
-        order = np.lexsort((t.seq[cand], -rank))[: g.link_top]
-        for i in order:
-            self._graph.link(row, int(cand[i]), float(strength[i]))
-        touched = [int(cand[i]) for i in order]
-        t.touched(touched + [row])
-        return touched
+        from maclaw_fast.memory.linking import auto_link
+
+        return auto_link(self, row)
 
     def _edges_of(self, row: int) -> tuple[str, list[str], list[float]]:
         ids, strengths = self._related(row)
@@ -387,27 +366,15 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ capacity
     def _enforce_capacity(self) -> list[Entry]:
-        """Move the least-used unprotected entries to the archive beyond capacity (SPEC §9)."""
-        t = self._table
-        excess = len(t) - self.config.capacity.store_capacity
-        if excess <= 0:
-            return []
-        rows = t.live_rows()
-        protected = (t.category[rows] == 0) | t.pinned[rows]  # 0 = self_identity
-        rows = rows[~protected]
-        order = np.lexsort((t.updated_at[rows], t.access[rows]))[:excess]
-        return self.archive_rows([int(rows[i]) for i in order])
+        from maclaw_fast.memory.linking import enforce_capacity
+
+        return enforce_capacity(self)
 
     def archive_rows(self, rows: list[int]) -> list[Entry]:
-        moved = []
-        for row in rows:
-            entry = self._entry(row)
-            vec = self._vectors.get(row) if self.dim else None
-            self.archive.add(entry, vec)
-            self._remove_row(row)
-            self._log(DeleteOp(entry.id))
-            moved.append(entry)
-        return moved
+        """Move rows to the archive (journaled), returning what moved."""
+        from maclaw_fast.memory.linking import archive_rows
+
+        return archive_rows(self, rows)
 
     # ------------------------------------------------------------------ recall
     def recall(self, query: str, *, project: str | None = None, reinforce: bool = True,
@@ -450,15 +417,10 @@ class MemoryStore:
     # ------------------------------------------------------------------ formats
     def to_arrow(self):
         """Every entry (with its vector) as a ``pyarrow.Table`` in store order."""
-        from maclaw_fast.persist.snapshot import entries_table
+        from maclaw_fast.memory.durability import store_table
 
         with self._lock:
-            rows = self._table.live_rows()
-            vecs = None
-            if self.dim:
-                vecs = self._vectors.matrix[rows].copy()
-                vecs[~self._vectors.has_vec[rows]] = np.nan
-            return entries_table([self._entry(int(r)) for r in rows], vecs, self.dim)
+            return store_table(self)
 
     def import_maclaw(self, path: str | os.PathLike) -> int:
         """Load a reference ``memories.json``; returns how many entries were added."""
@@ -468,44 +430,10 @@ class MemoryStore:
 
     def import_records(self, records: list[dict]) -> int:
         """Insert checked records (see ``persist.compat.parse_maclaw``) keeping their ids and
-        times. Foreign vectors are never mixed with ours: entries are embedded anew."""
-        with self._lock:
-            self._check_open()
-            fresh = [r for r in records if r["id"] not in self._table.row_of
-                     and r["content"] not in self._table.row_of_content]
-        texts = [analysed_text(r["content"], r["tags"]) for r in fresh]
-        vecs = embed_checked(self.embedder, texts) if self.embedder is not None and texts else None
-        with self._lock:
-            self._check_open()
-            ops, added = [], []
-            for i, r in enumerate(fresh):
-                if r["id"] in self._table.row_of or r["content"] in self._table.row_of_content:
-                    continue
-                now = float(self.clock())
-                entry = Entry(
-                    id=r["id"] or new_id(time.time_ns()), content=r["content"],
-                    category=r["category"], tags=r["tags"], created_at=r["created_at"] or now,
-                    updated_at=r["updated_at"] or now, access_count=max(r["access_count"], 1),
-                    strength=r["strength"], status=r["status"],
-                    scope=CATEGORY_TABLE[r["category"]][1], pinned=r["pinned"],
-                    compact_form=r["compact_form"])
-                vec = vecs[i] if vecs is not None else None
-                added.append((self._insert(entry, vec), r))
-                ops.append(PutOp(entry, _vec_bytes(vec)))
-            for row, r in added:
-                strengths = r["related_strengths"] or [1.0] * len(r["related_ids"])
-                for other, s in zip(r["related_ids"], strengths):
-                    if other in self._table.row_of:
-                        self._graph.link(row, self._table.row_of[other], float(s))
-            touched = {row for row, _ in added}
-            for row, _ in added:
-                touched.update(t for t, _ in self._graph.neighbours(row))
-            self._table.touched(touched)
-            ops += [EdgesOp(*self._edges_of(r)) for r in sorted(touched)]
-            if ops:
-                self._log(*ops)
-            self._enforce_capacity()
-            return len(added)
+        times; returns how many were added."""
+        from maclaw_fast.persist.compat import import_records
+
+        return import_records(self, records)
 
     def export_maclaw(self, path: str | os.PathLike) -> int:
         """Write the reference ``memories.json`` format; returns how many entries were written."""
@@ -527,48 +455,42 @@ class MemoryStore:
             }
 
     # ------------------------------------------------------------------ prompt summaries
-    def _summary(self, category: str, limit: int) -> str:
-        parts = [e.compact_form or e.content for e in self.list(category=category)
-                 if e.status == "active"]
-        text = " | ".join(parts)
-        return text if len(text) <= limit else text[:limit] + "…"
-
     def self_identity_summary(self, limit: int | None = None) -> str:
         """Active self-identity entries joined with ``" | "``, cut at 600 characters + "…"."""
-        return self._summary("self_identity",
-                             limit or self.config.recall.self_identity_summary_chars)
+        from maclaw_fast.memory.recall import summary
+
+        return summary(self, "self_identity",
+                       limit or self.config.recall.self_identity_summary_chars)
 
     def user_fact_summary(self, limit: int | None = None) -> str:
         """Active user facts joined with ``" | "``, cut at 400 characters + "…"."""
-        return self._summary("user_fact", limit or self.config.recall.user_fact_summary_chars)
+        from maclaw_fast.memory.recall import summary
+
+        return summary(self, "user_fact", limit or self.config.recall.user_fact_summary_chars)
 
     # lifecycle (issue 3): thin delegates; the logic lives in memory/lifecycle.py and
     # maintenance/filter.py
     def decay(self, *, now: float | None = None):
-        """Run the forgetting curve; faded entries become dormant (SPEC §7). See
-        :func:`maclaw_fast.memory.lifecycle.decay`."""
+        """Forgetting curve: faded entries become dormant (SPEC §7; ``lifecycle.decay``)."""
         from maclaw_fast.memory.lifecycle import decay
 
         return decay(self, now=now)
 
     def restore(self, entry_id: str) -> Entry:
-        """Move an archived entry back (access_count 1, re-indexed). See
-        :func:`maclaw_fast.memory.lifecycle.restore`."""
+        """Bring an archived entry back, access_count 1, re-indexed (``lifecycle.restore``)."""
         from maclaw_fast.memory.lifecycle import restore
 
         return restore(self, entry_id)
 
     def gc(self):
-        """Archive down below the GC threshold, then revive related archived entries (SPEC §9);
-        returns a GcReport. See :func:`maclaw_fast.memory.lifecycle.gc`."""
+        """GC with archive revival (SPEC §9; ``lifecycle.gc``); returns a GcReport."""
         from maclaw_fast.memory.lifecycle import gc
 
         return gc(self)
 
     def recall_with_llm_filter(self, query: str, llm=None, *, max: int = 5,
                                project: str | None = None) -> list[RecallHit]:
-        """Recall, then let ``llm`` pick the ``max`` most relevant (SPEC §6). See
-        :func:`maclaw_fast.maintenance.filter.recall_with_llm_filter`."""
+        """Recall, then ``llm`` picks the ``max`` most relevant (SPEC §6; ``maintenance.filter``)."""
         from maclaw_fast.maintenance.filter import recall_with_llm_filter
 
         return recall_with_llm_filter(self, query, llm, max=max, project=project)
@@ -579,6 +501,4 @@ def _vec_bytes(vec: np.ndarray | None) -> bytes | None:
 
 
 def _replace(entry: Entry, **changes) -> Entry:
-    import msgspec
-
     return msgspec.structs.replace(entry, **changes)

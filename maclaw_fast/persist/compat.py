@@ -7,10 +7,15 @@ import json
 import os
 from datetime import datetime, timezone
 
-import numpy as np
+import time
 
+from maclaw_fast.config import CATEGORY_TABLE
+from maclaw_fast.embedding import embed_checked
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory import validate
+from maclaw_fast.persist.journal import EdgesOp, PutOp
+from maclaw_fast.records import Entry
+from maclaw_fast.text.tokenizer import analysed_text
 
 
 def _iso(ts: float) -> str:
@@ -92,3 +97,47 @@ def import_maclaw(store, path: str | os.PathLike) -> int:
     Edges without strengths (the reference kept none) come back at 1.0."""
     records = parse_maclaw(path)
     return store.import_records(records)
+
+
+def import_records(store, records: list[dict]) -> int:
+    """Insert checked records (see ``persist.compat.parse_maclaw``) keeping their ids and
+    times. Foreign vectors are never mixed with ours: entries are embedded anew."""
+    from maclaw_fast.memory.store import _vec_bytes, new_id
+
+    with store._lock:
+        store._check_open()
+        fresh = [r for r in records if r["id"] not in store._table.row_of
+                 and r["content"] not in store._table.row_of_content]
+    texts = [analysed_text(r["content"], r["tags"]) for r in fresh]
+    vecs = embed_checked(store.embedder, texts) if store.embedder is not None and texts else None
+    with store._lock:
+        store._check_open()
+        ops, added = [], []
+        for i, r in enumerate(fresh):
+            if r["id"] in store._table.row_of or r["content"] in store._table.row_of_content:
+                continue
+            now = float(store.clock())
+            entry = Entry(
+                id=r["id"] or new_id(time.time_ns()), content=r["content"],
+                category=r["category"], tags=r["tags"], created_at=r["created_at"] or now,
+                updated_at=r["updated_at"] or now, access_count=max(r["access_count"], 1),
+                strength=r["strength"], status=r["status"],
+                scope=CATEGORY_TABLE[r["category"]][1], pinned=r["pinned"],
+                compact_form=r["compact_form"])
+            vec = vecs[i] if vecs is not None else None
+            added.append((store._insert(entry, vec), r))
+            ops.append(PutOp(entry, _vec_bytes(vec)))
+        for row, r in added:
+            strengths = r["related_strengths"] or [1.0] * len(r["related_ids"])
+            for other, s in zip(r["related_ids"], strengths):
+                if other in store._table.row_of:
+                    store._graph.link(row, store._table.row_of[other], float(s))
+        touched = {row for row, _ in added}
+        for row, _ in added:
+            touched.update(t for t, _ in store._graph.neighbours(row))
+        store._table.touched(touched)
+        ops += [EdgesOp(*store._edges_of(r)) for r in sorted(touched)]
+        if ops:
+            store._log(*ops)
+        store._enforce_capacity()
+        return len(added)

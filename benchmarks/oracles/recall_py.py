@@ -1,0 +1,298 @@
+"""Plain-Python reference of memory recall (SPEC §2 BM25, §4 expansion, §6 recall).
+
+It is two things at once:
+
+* the **oracle** ``tests/test_recall_oracle.py`` compares ``MemoryStore.recall`` /
+  ``recall_dynamic`` / ``recall_batch`` with, written from the SPEC text, not from the engine;
+* the **baseline** of the recall benchmarks: the straightforward per-entry loop over dicts that a
+  user would write (``dict``/``list``/``Counter``, ``math``; no NumPy anywhere in the scoring).
+
+Input: entries as dicts, in store order::
+
+    {"id": str, "content": str, "category": str (canonical), "tags": [str], "updated_at": float
+     (unix s), "access_count": int, "status": "active"|"superseded"|"dormant",
+     "scope": "global"|"project", "vector": list[float] | None, "related": {id: strength},
+     "seq": int (store order), optional "compact_form": str, optional "tokens": [str]}
+
+``tokens`` (the analysed text ``content + " " + " ".join(tags)`` tokenised with
+``maclaw_fast.text.tokenize``) is computed when absent; pass it to keep tokenising out of a
+benchmark. The BM25 statistics (N, df, avgdl) are those of *every* entry given — the index holds
+all entries whatever their status or scope — and document lengths use tantivy's one-byte field
+norm (re-derived below from tantivy's ``fieldnorm/code.rs`` rule, independently of the engine).
+
+Output of :meth:`PyRecall.recall`: ``[(id, score, breakdown), ...]`` best first, where breakdown
+is ``{"recency", "importance", "bm25" (normalised), "cos", "affinity", "graph", "total"}``.
+
+Decisions where the SPEC leaves room (the engine is expected to agree):
+
+* BM25 normalisation (``max`` / ``minmax``) is over the query's hits (BM25 > 0) among the
+  recall's candidates (active, in scope, in the category filter, user facts excluded in
+  ``recall_dynamic``); non-hits stay 0; ``minmax`` of a lone or all-equal hit set is 1.
+* self-identity and user-fact entries carry the same score formula in their breakdown (graph 0),
+  though they are placed by store order, not by score.
+* self-identity entries count towards the entry limit (but are all included, even past it).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections import Counter
+
+# SPEC §1: category -> importance weight (kept here, not imported, so the oracle checks the table)
+CATEGORY_WEIGHT = {
+    "self_identity": 4.0,
+    "instruction": 3.0,
+    "preference": 2.0,
+    "project_knowledge": 2.0,
+    "session_checkpoint": 1.5,
+    "conversation_summary": 1.0,
+    "user_fact": 1.0,
+}
+
+
+def _fieldnorm_values() -> list[int]:
+    """tantivy's 256 document-length codes (Lucene ``SmallFloat.intToByte4``): codes 0–23 are the
+    lengths themselves; above, a float with a 3-bit mantissa (plus the implicit bit) over a 5-bit
+    exponent, offset by 24."""
+    values = list(range(24))
+    for code in range(24, 256):
+        x = code - 24
+        exponent, mantissa = divmod(x, 8)
+        if exponent == 0:
+            values.append(24 + mantissa)
+        else:
+            values.append(24 + ((8 + mantissa) << (exponent - 1)))
+    return values
+
+
+FIELDNORM_VALUES = _fieldnorm_values()
+
+
+def fieldnorm(n_tokens: int) -> int:
+    """The length tantivy scores a document of ``n_tokens`` tokens with."""
+    return FIELDNORM_VALUES[bisect_right(FIELDNORM_VALUES, n_tokens) - 1]
+
+
+def budget_tokens(entry: dict) -> int:
+    text = entry.get("compact_form") or entry["content"]
+    return len(text.encode("utf-8")) // 4
+
+
+class PyRecall:
+    """The per-entry loop over dicts. Build once per store state; recall many times."""
+
+    def __init__(self, entries: list[dict], config, tokenize=None) -> None:
+        self.entries = sorted(entries, key=lambda e: e["seq"])
+        self.config = config
+        self.k1 = config.bm25.k1
+        self.b = config.bm25.b
+        self.tokenize = tokenize
+        self.tf: dict[str, Counter] = {}
+        self.dl: dict[str, int] = {}
+        self.df: Counter = Counter()
+        total = 0
+        for e in self.entries:
+            toks = e.get("tokens")
+            if toks is None:
+                if tokenize is None:
+                    from maclaw_fast.text import tokenize as tokenize_fn
+
+                    tokenize = self.tokenize = tokenize_fn
+                toks = tokenize(e["content"] + " " + " ".join(e["tags"]))
+            tf = Counter(toks)
+            self.tf[e["id"]] = tf
+            self.dl[e["id"]] = fieldnorm(len(toks))
+            total += len(toks)
+            for tok in tf:
+                self.df[tok] += 1
+        self.n_docs = len(self.entries)
+        self.avgdl = total / self.n_docs if self.n_docs else 1.0
+        self.by_id = {e["id"]: e for e in self.entries}
+        self.last_scores: dict[str, tuple[float, dict]] = {}  # every candidate of the last call
+        self.last_skipped = 0  # entries the last budget loop skipped
+
+    # ------------------------------------------------------------------ pieces
+    def bm25(self, q_tokens: list[str], entry_id: str) -> float:
+        """SPEC §2 over the unique query tokens, in query order."""
+        k1, b = self.k1, self.b
+        n = self.n_docs
+        tf_e = self.tf[entry_id]
+        dl = self.dl[entry_id]
+        score = 0.0
+        seen = set()
+        for tok in q_tokens:
+            if tok in seen:
+                continue
+            seen.add(tok)
+            tf = tf_e.get(tok, 0)
+            if tf == 0:
+                continue
+            df = self.df[tok]
+            idf = math.log((n - df + 0.5) / (df + 0.5) + 1.0)
+            score += idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * dl / self.avgdl))
+        return score
+
+    @staticmethod
+    def _unit(vec):
+        if vec is None:
+            return None
+        norm = math.sqrt(sum(float(x) * float(x) for x in vec))
+        if norm == 0.0:
+            return None
+        return [float(x) / norm for x in vec]
+
+    def expand(self, seeds: list[tuple[str, float]], hops: int, factor: float,
+               allowed: set[str]) -> dict[str, float]:
+        """SPEC §4 ``expand``: breadth-first from the seeds; a node reached gets
+        ``value · edge · factor`` per hop, compounding, the maximum when reached twice; seeds are
+        never re-added and only ``allowed`` nodes are entered."""
+        seed_ids = {sid for sid, _ in seeds}
+        best: dict[str, float] = {}
+        frontier = dict(seeds)
+        for _ in range(hops):
+            nxt: dict[str, float] = {}
+            for node, value in frontier.items():
+                for nb, edge in self.by_id[node]["related"].items():
+                    if nb in seed_ids or nb not in allowed:
+                        continue
+                    v = value * edge * factor
+                    if v > nxt.get(nb, 0.0):
+                        nxt[nb] = v
+            for nb, v in nxt.items():
+                if v > best.get(nb, 0.0):
+                    best[nb] = v
+            frontier = nxt
+            if not frontier:
+                break
+        return best
+
+    # ------------------------------------------------------------------ recall
+    def recall(self, query: str, q_tokens: list[str] | None, q_vec, project: str | None,
+               now: float, *, dynamic: bool = False, category: str | None = None
+               ) -> list[tuple[str, float, dict]]:
+        rc = self.config.recall
+        if q_tokens is None:
+            if self.tokenize is None:
+                from maclaw_fast.text import tokenize as tokenize_fn
+
+                self.tokenize = tokenize_fn
+            q_tokens = self.tokenize(query)
+        q_vec = self._unit(q_vec)
+        max_entries = rc.dynamic_max_entries if dynamic else rc.max_entries
+        budget = rc.dynamic_token_budget if dynamic else rc.token_budget
+        has_project = project is not None and project != ""
+        plow = project.lower() if has_project else ""
+
+        # 1. candidates: active, in scope (and the category filter / no user facts when dynamic)
+        cands = []
+        tagged = {}
+        for e in self.entries:
+            if e["status"] != "active":
+                continue
+            if category is not None and e["category"] != category:
+                continue
+            if dynamic and e["category"] == "user_fact":
+                continue
+            is_tagged = has_project and any(t.lower() == plow for t in e["tags"])
+            if has_project and e["scope"] == "project" and not is_tagged:
+                continue
+            tagged[e["id"]] = is_tagged
+            cands.append(e)
+
+        # BM25 and its normalisation over the candidates' hits
+        raw = {}
+        for e in cands:
+            raw[e["id"]] = self.bm25(q_tokens, e["id"])
+        hits = [s for s in raw.values() if s > 0.0]
+        hi = max(hits) if hits else 0.0
+        lo = min(hits) if hits else 0.0
+        mode = rc.bm25_norm
+        if mode not in ("raw", "max", "minmax"):
+            raise ValueError(f"unknown bm25_norm {mode!r}")
+
+        def norm(x: float) -> float:
+            if x <= 0.0:
+                return 0.0
+            if mode == "max":
+                return x / hi
+            if mode == "minmax":
+                return 1.0 if hi == lo else (x - lo) / (hi - lo)
+            return x
+
+        # the score of every candidate
+        info = {}
+        for e in cands:
+            hours = max(now - e["updated_at"], 0.0) / 3600.0
+            recency = math.exp(-rc.recency_decay_per_hour * hours)
+            importance = CATEGORY_WEIGHT[e["category"]] + math.log(1.0 + e["access_count"])
+            vec = self._unit(e["vector"]) if q_vec is not None else None
+            cos = 0.0
+            if vec is not None:
+                cos = sum(a * b for a, b in zip(q_vec, vec))
+                cos = max(cos, 0.0)
+            bm = norm(raw[e["id"]])
+            affinity = rc.project_affinity if tagged[e["id"]] else 0.0
+            rel = rc.bm25_weight * bm + rc.cos_weight * cos + affinity
+            base = rc.weight_recency * recency + rc.weight_importance * importance
+            info[e["id"]] = {"recency": recency, "importance": importance, "bm25": bm,
+                             "cos": cos, "affinity": affinity, "graph": 0.0, "rel": rel,
+                             "base": base, "total": base + rc.weight_relevance * rel}
+
+        # 2. self identity / user facts in store order, the rest sorted
+        si = [e for e in cands if e["category"] == "self_identity"]
+        uf = [e for e in cands if e["category"] == "user_fact"]
+        scored = [e for e in cands if e["category"] not in ("self_identity", "user_fact")]
+
+        def key(e):
+            return (-info[e["id"]]["total"], -e["access_count"])
+
+        scored.sort(key=key)  # stable: store order breaks full ties
+
+        # 3. graph expansion from the top seeds, then re-score and re-sort
+        if rc.graph_hops > 0 and scored:
+            seeds = [(e["id"], info[e["id"]]["rel"]) for e in scored[: rc.graph_seeds]]
+            allowed = {e["id"] for e in scored}
+            gained = self.expand(seeds, rc.graph_hops, rc.graph_hop_factor, allowed)
+            for eid, value in gained.items():
+                d = info[eid]
+                if value > d["rel"]:
+                    d["graph"] = value - d["rel"]
+                    d["total"] = d["base"] + rc.weight_relevance * value
+            scored = sorted(scored, key=lambda e: e["seq"])
+            scored.sort(key=key)
+
+        self.last_scores = {eid: (d["total"], d) for eid, d in info.items()}
+
+        # 4. assemble within the budget
+        out = []
+        used = 0
+        self.last_skipped = 0
+        for e in si:
+            out.append(e)
+            used += budget_tokens(e)
+        for e in uf + scored:
+            if len(out) >= max_entries:
+                break
+            cost = budget_tokens(e)
+            if used + cost > budget:
+                self.last_skipped += 1
+                continue
+            out.append(e)
+            used += cost
+
+        result = []
+        for e in out:
+            d = info[e["id"]]
+            bd = {k: d[k] for k in ("recency", "importance", "bm25", "cos", "affinity", "graph",
+                                    "total")}
+            result.append((e["id"], d["total"], bd))
+        return result
+
+
+def recall_py(entries: list[dict], query: str, q_tokens: list[str] | None, q_vec,
+              project: str | None, now: float, config, *, dynamic: bool = False,
+              category: str | None = None) -> list[tuple[str, float, dict]]:
+    """One-shot form: build the per-entry statistics and recall once."""
+    return PyRecall(entries, config).recall(query, q_tokens, q_vec, project, now,
+                                            dynamic=dynamic, category=category)

@@ -109,6 +109,8 @@ class PyRecall:
         self.n_docs = len(self.entries)
         self.avgdl = total / self.n_docs if self.n_docs else 1.0
         self.by_id = {e["id"]: e for e in self.entries}
+        # vectors are normalised once, as a store does at insertion (not per query)
+        self.unit = {e["id"]: self._unit(e.get("vector")) for e in self.entries}
         self.last_scores: dict[str, tuple[float, dict]] = {}  # every candidate of the last call
         self.last_skipped = 0  # entries the last budget loop skipped
 
@@ -226,7 +228,7 @@ class PyRecall:
             hours = max(now - e["updated_at"], 0.0) / 3600.0
             recency = math.exp(-rc.recency_decay_per_hour * hours)
             importance = CATEGORY_WEIGHT[e["category"]] + math.log(1.0 + e["access_count"])
-            vec = self._unit(e["vector"]) if q_vec is not None else None
+            vec = self.unit[e["id"]] if q_vec is not None else None
             cos = 0.0
             if vec is not None:
                 cos = sum(a * b for a, b in zip(q_vec, vec))

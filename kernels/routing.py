@@ -175,3 +175,25 @@ def route_batch_kernel(bm25, cos, exp_by_uid, row_uid, prio, cand, group, nonbui
                                   score[q])
         out_n[q] = n_sel
         out_cand[q] = n_cand
+
+
+@njit(cache=True, fastmath=True, parallel=True)
+def cosine_batch(matrix, n_rows, has_vec, queries, q_block, out):
+    """``out[q, i] = matrix[i] · queries[q]`` (0 for rows without a vector), tiled so a block of
+    ``q_block`` queries stays in cache while the matrix streams past once per block. The dot
+    product is the same loop as ``maclaw_kernels.vectors.dot_scores``, so every value is bitwise
+    equal to the single-query kernel (BLAS would round differently and could flip near-ties)."""
+    nq, d = queries.shape
+    for blk in prange((nq + q_block - 1) // q_block):
+        q0 = blk * q_block
+        q1 = min(nq, q0 + q_block)
+        for i in range(n_rows):
+            if has_vec[i]:
+                for q in range(q0, q1):
+                    acc = np.float32(0.0)
+                    for j in range(d):
+                        acc += matrix[i, j] * queries[q, j]
+                    out[q, i] = acc
+            else:
+                for q in range(q0, q1):
+                    out[q, i] = 0.0

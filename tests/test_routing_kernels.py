@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from maclaw_kernels.experience import experience_all, experience_all_batch
-from maclaw_kernels.routing import (fill_select, fuse_scores, minmax_masked, rank_keys,
+from maclaw_kernels.vectors import dot_scores
+from maclaw_kernels.routing import (cosine_batch, fill_select, fuse_scores, minmax_masked, rank_keys,
                                     route_batch_kernel, route_one, topk_masked)
 
 # ---------------------------------------------------------------- references
@@ -265,3 +266,19 @@ def test_experience_batch_equals_serial():
                        np.zeros(n_vocab, np.bool_), one)
         assert np.array_equal(one, out[i])
     assert out[0].sum() == 0 and out[3].sum() > 0
+
+
+def test_cosine_batch_is_bitwise_equal_to_single_query_kernel():
+    rng = np.random.default_rng(11)
+    for n, d, nq, blk in ((37, 384, 21, 16), (5, 7, 3, 1), (64, 128, 40, 64)):
+        m = rng.standard_normal((n + 3, d)).astype(np.float32)
+        q = rng.standard_normal((nq, d)).astype(np.float32)
+        has = rng.random(n + 3) < 0.9
+        out = np.full((nq, n), np.nan, np.float32)
+        cosine_batch(m, n, has, q, blk, out)
+        for i in range(nq):
+            one = np.empty(n, np.float32)
+            dot_scores(m, n, has, q[i], one)
+            assert np.array_equal(one, out[i])
+        np.testing.assert_allclose(out, np.where(has[:n], q @ m[:n].T, 0.0), rtol=1e-4,
+                                   atol=1e-4)

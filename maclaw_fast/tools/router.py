@@ -27,8 +27,8 @@ from maclaw_fast.tools.rerank import rerank_fill
 from maclaw_fast.tools.routelog import RouteLog
 from maclaw_fast.tools.types import (RouteBatch, RouteResult, RouteState, ToolScore,
                                      arrow_columns, results_columns)
-from maclaw_kernels.routing import fuse_scores, route_batch_kernel, route_one, topk_masked
-from maclaw_kernels.vectors import dot_scores_batch
+from maclaw_kernels.routing import (cosine_batch, fuse_scores, route_batch_kernel, route_one,
+                                    topk_masked)
 
 
 def _grow(arr: np.ndarray, n: int, fill=0) -> np.ndarray:
@@ -341,8 +341,8 @@ class ToolRouter:
             if single:
                 self.vectors.scores(qv[0], n, out=cos[0])
             else:  # not BLAS: its rounding differs from the serial kernel and could flip ties
-                dot_scores_batch(self.vectors.matrix, n, self.vectors.has_vec,
-                                 np.ascontiguousarray(qv), cos)
+                cosine_batch(self.vectors.matrix, n, self.vectors.has_vec,
+                             np.ascontiguousarray(qv), 16, cos)
         exp = np.zeros((nq, 0))
         if self.usage is not None and len(self.usage) > 0:
             exp = (self.usage.experience_all(tokens[0])[None] if single

@@ -144,11 +144,13 @@ def search_memory(store, query: str, *, workspace=None, max_results: int = 10,
 
 
 def pin_memory(store, entry_id: str, pinned: bool = True) -> dict:
+    """Pin (protect from eviction and compression) or unpin an entry."""
     e = store.pin(entry_id) if pinned else store.unpin(entry_id)
     return {"ok": True, "entry": entry_dict(e, full=False)}
 
 
 def forget_memory(store, entry_id: str) -> dict:
+    """Delete an entry; the result shows what was forgotten."""
     e = store.delete(entry_id)
     return {"ok": True, "forgotten": entry_dict(e, full=False)}
 

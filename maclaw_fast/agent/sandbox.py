@@ -73,6 +73,7 @@ class Sandbox:
         return real
 
     def rel(self, real: str) -> str:
+        """``real`` relative to the root, with forward slashes (how results name files)."""
         return Path(os.path.relpath(real, self.root)).as_posix()
 
     def read_file(self, args: dict) -> dict:

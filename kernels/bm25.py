@@ -16,8 +16,10 @@ def _accumulate(term_ids, idf, indptr, post_docs, post_tfs, doc_norm, doc_live, 
         for p in range(indptr[t], indptr[t + 1]):
             d = post_docs[p]
             if doc_live[d]:
-                tf = post_tfs[p]
-                out[doc_key[d]] += w * tf / (tf + k1 * (1.0 - b + b * doc_norm[d] / avgdl))
+                # widen explicitly: without the JIT, float32 scalars would keep float32 math
+                tf = np.float64(post_tfs[p])
+                norm = np.float64(doc_norm[d])
+                out[doc_key[d]] += w * tf / (tf + k1 * (1.0 - b + b * norm / avgdl))
 
 
 @njit(cache=True)
@@ -73,12 +75,12 @@ def bm25_scores_forward(term_weight, lo, hi, doc_start, doc_nterms, fwd_terms, f
     for d in range(lo, hi):
         if not doc_live[d]:
             continue
-        norm = k1 * (1.0 - b + b * doc_norm[d] / avgdl)
+        norm = k1 * (1.0 - b + b * np.float64(doc_norm[d]) / avgdl)
         acc = 0.0
         for p in range(doc_start[d], doc_start[d] + doc_nterms[d]):
             w = term_weight[fwd_terms[p]]
             if w != 0.0:
-                tf = fwd_tfs[p]
+                tf = np.float64(fwd_tfs[p])
                 acc += w * (k1 + 1.0) * tf / (tf + norm)
         if acc != 0.0:
             out[doc_key[d]] += acc

@@ -21,6 +21,8 @@ def top_k_desc(score, access, seq, mask, k):
     sorting the whole array.
     """
     out = np.empty(max(k, 0), dtype=np.int64)
+    if k <= 0:
+        return out
     m = 0
     for i in range(score.shape[0]):
         if not mask[i]:

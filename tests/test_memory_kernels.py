@@ -229,11 +229,6 @@ def test_bm25_scores_forward_matches_reference(seed):
     np.testing.assert_allclose(out, ref, rtol=BM25_RTOL, atol=1e-12)
 
 
-@pytest.mark.xfail(not JIT, strict=True, reason=(
-    "bug (pure-Python lane only): kernels/bm25.py _accumulate (and bm25_scores_forward) mix "
-    "float32 array scalars (post_tfs, doc_norm) with Python floats; under NUMBA_DISABLE_JIT "
-    "NumPy keeps float32 (NEP 50), so scores lose ~1e-7 relative. Widen first "
-    "(np.float64(post_tfs[p]), np.float64(doc_norm[d])) as kernels/routing.py does"))
 def test_bm25_kernel_is_float64():
     indptr, pd, pt = build_csr(1, np.array([0], np.int64), np.array([0], np.int32),
                                np.array([3.0], np.float32))
@@ -374,10 +369,6 @@ def test_incremental_bm25_rebuild_and_compaction_paths(monkeypatch):
     assert calls["_rebuild_main"] >= 2 and calls["_compact"] >= 1, calls
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: after delete/update, Bm25Index.tantivy_scores (the index of record) still scores with "
-    "the deleted documents in N, df and the average length (tantivy purges them only when "
-    "segments merge), so it no longer equals a fresh build (SPEC §2) nor the mirror"))
 def test_tantivy_after_edits_matches_reference():
     """tantivy (the index of record) after adds, updates and deletes: scored against the live
     set only."""
@@ -498,13 +489,6 @@ print("ok")
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: top_k_desc(k=0) with any masked row reads and writes out[-1] of an empty buffer "
-    "(kernels/topk.py: `m == k and not _before(i, out[m - 1], ...)`, then `out[j] = i` with "
-    "j = k - 1 = -1): memory corruption, a segfault here; reachable from the public API as "
-    "recall with RecallConfig(graph_seeds=0) (rank_scored → top_k_desc(..., n_seeds)). "
-    "Fix: return an empty array when k <= 0; then remove this mark (and allow graph_seeds=0 "
-    "in test_recall_oracle's configs)"))
 def test_top_k_desc_k_zero():
     """Run in a subprocess: the bug crashes the interpreter."""
     import subprocess

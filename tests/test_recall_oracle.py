@@ -54,10 +54,10 @@ NORMS = ("raw", "max", "minmax")
 TIE_TOL = {"none": 1e-9, "dyadic": 1e-9, "float": 1e-6}
 # Bug (see test_dynamic_norm_ignores_user_facts): recall_dynamic's max/minmax BM25 normaliser
 # counts user-fact entries it can never return. Set to False once that test passes.
-KNOWN_BUG_DYNAMIC_NORM_COUNTS_USER_FACTS = True
+KNOWN_BUG_DYNAMIC_NORM_COUNTS_USER_FACTS = False
 # Bug (see test_batch_empty_query_like_recall): recall_batch embeds an empty query, recall does
 # not. Set to False once that test passes.
-KNOWN_BUG_BATCH_EMBEDS_EMPTY_QUERY = True
+KNOWN_BUG_BATCH_EMBEDS_EMPTY_QUERY = False
 
 
 # ------------------------------------------------------------------ deterministic embedders
@@ -409,7 +409,7 @@ def recall_configs(draw):
         return with_recall(MemoryConfig(), bm25_norm=norm)
     rc = RecallConfig(
         bm25_norm=norm,
-        graph_hops=draw(st.sampled_from((0, 1, 2))), graph_seeds=draw(st.sampled_from((1, 3, 5))),
+        graph_hops=draw(st.sampled_from((0, 1, 2))), graph_seeds=draw(st.sampled_from((0, 1, 3, 5))),
         graph_hop_factor=draw(st.sampled_from((0.5, 0.9))),
         max_entries=draw(st.sampled_from((5, 20))), token_budget=draw(st.sampled_from((300, 2000))),
         dynamic_max_entries=draw(st.sampled_from((4, 15))),
@@ -497,11 +497,6 @@ def test_spec_worked_example_scores():
     assert [round(s, 3) for _, s, _ in exp] == [4.693, 3.693]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: recall_dynamic skips user facts but its max/minmax BM25 normaliser still counts them "
-    "(memory/recall.py _Plan: `active` keeps user_fact rows when dynamic, and recall_one "
-    "normalises over `eligible`); when fixed, remove this mark and set "
-    "KNOWN_BUG_DYNAMIC_NORM_COUNTS_USER_FACTS = False"))
 @pytest.mark.parametrize("norm", ["max", "minmax"])
 def test_dynamic_norm_ignores_user_facts(norm):
     """The user fact is no candidate of recall_dynamic, so the instruction is the query's only
@@ -524,14 +519,8 @@ class _ConstantEmbedder:
         return np.ones((len(texts), 4), np.float32)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: recall() skips embedding an empty/blank query (cos = 0) but recall_batch() embeds every "
-    "query (memory/recall.py recall_batch → _query_vectors → qcache.get_many(queries)), so "
-    "recall_batch(['']) != [recall('')] with any embedder that maps '' to a non-zero vector "
-    "(e.g. the ONNX model); when fixed, remove this mark and set "
-    "KNOWN_BUG_BATCH_EMBEDS_EMPTY_QUERY = False"))
 def test_batch_empty_query_like_recall():
-    store = MemoryStore.in_memory(embedder=_ConstantEmbedder())
+    store = MemoryStore.in_memory(embedder=_ConstantEmbedder(), clock=lambda: 1.8e9)
     store.save("alpha", category="preference", vector=[1.0, 0.0, 0.0, 0.0])
     single = store.recall("", reinforce=False)
     batch = store.recall_batch([""], reinforce=False)[0]

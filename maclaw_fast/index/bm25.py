@@ -141,7 +141,7 @@ class Bm25Index:
             self._total_len += len(tokens)
             self._delta = None
             if self._tantivy is not None:
-                self._tantivy.add(key, tokens)
+                self._tantivy.add(key, tokens, replace=False)  # _remove deleted any old copy
             if need - self._main_nnz > max(4096, self._main_nnz // 8):
                 self._rebuild_main()
 
@@ -309,11 +309,27 @@ class Bm25Index:
         return out
 
     def tantivy_scores(self, tokens: list[str]) -> dict[int, float]:
-        """Scores straight from the tantivy index of record (key → score, hits only)."""
+        """Scores straight from the tantivy index of record (key → score, hits only).
+
+        tantivy counts deleted documents in N, df and the average length until its segments
+        merge, which tantivy-py cannot force; so after deletes the tantivy index is rebuilt
+        from the live documents before it answers (only this path pays for it).
+        """
         if self._tantivy is None:
             raise RuntimeError("this Bm25Index was built without tantivy")
         with self._lock:
+            if self._tantivy.deletes:
+                self._tantivy = _TantivyMirror()
+                for key, d in self._key_doc.items():
+                    self._tantivy.add(key, self._doc_tokens(d), replace=False)
             return self._tantivy.scores(tokens)
+
+    def _doc_tokens(self, d: int) -> list[str]:
+        """A document's tokens back from the forward store (term order; length preserved)."""
+        lo = self._doc_start[d]
+        terms = self._fwd_terms[lo: lo + self._doc_nterms[d]].tolist()
+        tfs = self._fwd_tfs[lo: lo + self._doc_nterms[d]].tolist()
+        return [self.vocab.tokens[t] for t, n in zip(terms, tfs) for _ in range(int(n))]
 
 
 class _TantivyMirror:
@@ -329,9 +345,11 @@ class _TantivyMirror:
         self.index = tantivy.Index(self.schema)
         self.writer = self.index.writer(heap_size=15_000_000, num_threads=1)
         self.dirty = False
+        self.deletes = 0  # deletes since the build: tantivy's statistics still count them
 
-    def add(self, key: int, tokens: list[str]) -> None:
-        self.writer.delete_documents_by_term("key", str(key))
+    def add(self, key: int, tokens: list[str], replace: bool = True) -> None:
+        if replace:
+            self.writer.delete_documents_by_term("key", str(key))
         doc = tantivy.Document()
         doc.add_text("key", str(key))
         doc.add_text("body", " ".join(tokens))
@@ -340,6 +358,7 @@ class _TantivyMirror:
 
     def remove(self, key: int) -> None:
         self.writer.delete_documents_by_term("key", str(key))
+        self.deletes += 1
         self.dirty = True
 
     def scores(self, tokens: list[str]) -> dict[int, float]:

@@ -28,6 +28,8 @@ class _Static:
         cat = t.category[:n]
         if category is not None:
             active = active & (cat == CATEGORY_CODE[category])
+        if dynamic:  # the agent tool's view has no user facts at all, not even for normalising
+            active = active & (cat != USER_FACT)
         self.active = active
         self.is_global = t.scope[:n] == 0
         si = active & (cat == SELF_IDENTITY)
@@ -49,7 +51,7 @@ class _Plan:
     def __init__(self, store, *, dynamic: bool, category: str | None) -> None:
         t = store._table
         rc = store.config.recall
-        key = (t.version, dynamic, category)
+        key = (t.version, id(store.config), dynamic, category)
         static = store._plan_cache.get(key)
         if static is None:
             static = _Static(store, dynamic, category)
@@ -101,7 +103,15 @@ def _query_vectors(store, queries: list[str], given) -> np.ndarray | None:
         return vecs
     if store._qcache is None or not queries:
         return None
-    return store._qcache.get_many(queries)
+    # like recall(): a blank query has no meaning to embed, so it scores cos 0
+    blank = [i for i, q in enumerate(queries) if not q.strip()]
+    if not blank:
+        return store._qcache.get_many(queries)
+    out = np.zeros((len(queries), store.dim), np.float32)
+    keep = [i for i in range(len(queries)) if queries[i].strip()]
+    if keep:
+        out[keep] = store._qcache.get_many([queries[i] for i in keep])
+    return out
 
 
 def _kernel_args(store, plan):

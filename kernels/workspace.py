@@ -102,8 +102,7 @@ def apply_decay(scores, ts_days, now_days, half_life_days):
         if np.isnan(t):
             continue
         age = now_days - t
-        if age < 0.0:
-            age = 0.0
+        age = max(age, 0.0)
         scores[i] *= np.exp(-lam * age)
 
 
@@ -160,6 +159,5 @@ def mmr_order(scores, tok_indptr, tok_ids, lam):
             if not taken[i]:
                 sim = _jaccard(tok_ids, tok_indptr[i], tok_indptr[i + 1], tok_indptr[best],
                                tok_indptr[best + 1])
-                if sim > max_sim[i]:
-                    max_sim[i] = sim
+                max_sim[i] = max(max_sim[i], sim)
     return order

@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-
 from maclaw_kernels.workspace import apply_decay, merge_hybrid, mmr_order, top_k
 
 

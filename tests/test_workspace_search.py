@@ -15,9 +15,18 @@ import pytest
 from maclaw_fast.config import SearchConfig
 from maclaw_fast.embedding import HashEmbedder
 from maclaw_fast.errors import ValidationError
-from maclaw_fast.workspace import (MemoryTools, WorkspaceIndex, chunk_id, chunk_markdown,
-                                   discover, file_timestamp_days, memory_get, memory_search,
-                                   normalise_weights, text_score)
+from maclaw_fast.workspace import (
+    MemoryTools,
+    WorkspaceIndex,
+    chunk_id,
+    chunk_markdown,
+    discover,
+    file_timestamp_days,
+    memory_get,
+    memory_search,
+    normalise_weights,
+    text_score,
+)
 from maclaw_fast.workspace.chunking import sha256_text
 
 
@@ -128,7 +137,7 @@ def test_temporal_decay_in_search(tmp_path):
     write(root / "memory" / "2026-12-09.md", body + "b\n")  # in the future
     write(root / "memory" / "topics" / "kiwi.md", body + "c\n")
     write(root / "notes" / "kiwi.md", body + "d\n")
-    now = dt.datetime(2026, 11, 30, tzinfo=dt.timezone.utc).timestamp()
+    now = dt.datetime(2026, 11, 30, tzinfo=dt.UTC).timestamp()
     thirty_days_ago = int((now - 30 * 86_400) * 1e9)
     os.utime(root / "notes" / "kiwi.md", ns=(thirty_days_ago, thirty_days_ago))
     common = dict(extra_paths=("notes",), text_weight=1.0, vector_weight=0.0)

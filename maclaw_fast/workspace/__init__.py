@@ -41,7 +41,7 @@ _EXPORTS = {
     "demo_search": "maclaw_fast.workspace.commands",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str):

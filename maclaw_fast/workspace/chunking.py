@@ -79,8 +79,7 @@ def chunk_markdown(content: str, tokens: int = 400, overlap: int = 80,
     if len(lines) > 1 and lines[-1] == "":
         lines.pop()  # the final newline ends the last line; it does not start a new one
     for line_no, line in enumerate(lines, start=1):
-        if line.endswith("\r"):
-            line = line[:-1]
+        line = line.removesuffix("\r")
         segments = [line[i:i + max_chars] for i in range(0, len(line), max_chars)] or [""]
         for seg in segments:
             size = len(seg) + 1

@@ -133,6 +133,7 @@ class WorkspaceIndex:
         self.tokens: list[str | None] = []
         self.state = IndexState(index_dir, self._chunking())
         self._mmr_tokens: dict[str, np.ndarray] = {}
+        self.vec_out = np.empty(0, np.float32)  # search's score buffer (searches hold the lock)
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -381,9 +382,9 @@ class WorkspaceIndex:
     def _persist(self, entry: JournalEntry) -> None:
         """Journal small changes; snapshot (and save the embedding cache) when there is no
         snapshot yet, the change is large, or the journal has grown."""
-        if not (entry.files or entry.removed or entry.rechunked):
-            if self.state.chunks_path.exists():
-                return
+        if not (entry.files or entry.removed or entry.rechunked) \
+                and self.state.chunks_path.exists():
+            return
         big = len(entry.chunks) > max(1000, self.chunk_count // 4)
         if big or not self.state.chunks_path.exists():
             self.save()

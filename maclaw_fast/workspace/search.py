@@ -22,11 +22,12 @@ import unicodedata
 
 import msgspec
 import numpy as np
+from maclaw_kernels.vectors import dot_scores
+from maclaw_kernels.workspace import apply_decay, merge_hybrid, mmr_order, top_k
 
 from maclaw_fast.config import SearchConfig
 from maclaw_fast.errors import EmbeddingError, ValidationError
 from maclaw_fast.text import tokenize
-from maclaw_kernels.workspace import apply_decay, merge_hybrid, mmr_order, top_k
 
 _DEFAULT = SearchConfig()
 _WORD = re.compile(r"\w+")
@@ -228,7 +229,13 @@ def _search_locked(ix, query: str, n_max: int, floor: float) -> SearchResponse:
         t_sc = text_score(dense[t_idx])
     v_idx, v_sc = empty
     if qvec is not None and n:
-        dense_v = ix.vectors.scores(qvec, n)
+        # the shared serial kernel, not VectorColumn.scores' two-thread path: one query over 20k
+        # chunks takes ~1 ms either way when the machine is idle, but a woken thread pool cost
+        # 10 ms per search whenever other work held the cores (measured in bench_workspace)
+        if ix.vec_out.shape[0] < n:
+            ix.vec_out = np.empty(max(n, 2 * ix.vec_out.shape[0]), np.float32)
+        dense_v = ix.vec_out[:n]
+        dot_scores(ix.vectors.matrix, n, ix.vectors.has_vec, qvec, dense_v)
         v_idx = top_k(dense_v, cand, 0.0)
         v_sc = dense_v[v_idx].astype(np.float64)
     if mode == "hybrid":

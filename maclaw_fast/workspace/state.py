@@ -21,7 +21,7 @@ from pathlib import Path
 
 import msgspec
 import pyarrow as pa
-import pyarrow.ipc as ipc
+from pyarrow import ipc
 
 STATE_VERSION = 2
 CHUNKS_FILE = "workspace-chunks.arrow"

@@ -158,6 +158,18 @@ def test_lost_or_corrupt_state_is_rebuilt_from_the_embedding_cache(ws, tmp_path)
     assert ix3.status().chunks == n and emb.texts == []
 
 
+def test_incompatible_state_is_replaced_by_a_fresh_snapshot(ws, tmp_path):
+    open_ix(ws, tmp_path, chunk_tokens=50).close()  # another chunking: unusable state
+    ix = open_ix(ws, tmp_path)
+    assert ix.state.has_snapshot and ix.status().chunks > 0
+    ix.close()
+    ix2 = WorkspaceIndex.open(ws, embedder=CountingEmbedder(), index_dir=tmp_path / "ix",
+                              sync=False)
+    assert ix2.status().chunks == ix.status().chunks
+    rep = ix2.sync()
+    assert rep.added == rep.changed == rep.chunks_added == 0
+
+
 def test_model_change_reembeds_and_changes_ids(ws, tmp_path):
     ix = open_ix(ws, tmp_path)
     ids = set(filter(None, ix.ids))

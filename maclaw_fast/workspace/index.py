@@ -382,11 +382,10 @@ class WorkspaceIndex:
     def _persist(self, entry: JournalEntry) -> None:
         """Journal small changes; snapshot (and save the embedding cache) when there is no
         snapshot yet, the change is large, or the journal has grown."""
-        if not (entry.files or entry.removed or entry.rechunked) \
-                and self.state.chunks_path.exists():
+        if not (entry.files or entry.removed or entry.rechunked) and self.state.has_snapshot:
             return
         big = len(entry.chunks) > max(1000, self.chunk_count // 4)
-        if big or not self.state.chunks_path.exists():
+        if big or not self.state.has_snapshot:  # a journal must follow a snapshot we can read
             self.save()
             return
         self.state.append(entry)

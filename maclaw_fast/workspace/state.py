@@ -90,6 +90,7 @@ class IndexState:
         self.generation = 0
         self.snapshot_bytes = 0
         self.journal_bytes = 0
+        self.has_snapshot = False  # a usable one: loaded, or written by this process
 
     @property
     def chunks_path(self) -> Path:
@@ -117,6 +118,7 @@ class IndexState:
         if meta.version != STATE_VERSION or tuple(meta.chunking) != self.chunking:
             return None
         self.generation = meta.generation
+        self.has_snapshot = True
         self.snapshot_bytes = self.chunks_path.stat().st_size
         files = {f.path: f for f in meta.files}
         cols = [table.column(n).to_pylist() for n in ChunkRow.__struct_fields__]
@@ -179,6 +181,7 @@ class IndexState:
         with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
         os.replace(tmp, self.chunks_path)
+        self.has_snapshot = True
         self.snapshot_bytes = self.chunks_path.stat().st_size
         with open(self.journal_path, "wb"):
             pass  # lines of the previous generation are now in the snapshot

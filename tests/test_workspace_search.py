@@ -418,3 +418,17 @@ def test_real_onnx_embedder_semantic_match(tmp_path):
     resp = ix.search("kitten napping", min_score=0.0)
     assert resp.mode == "hybrid" and resp.results[0].path == "memory/pets.md"
     assert resp.results[0].text_score == 0.0 and resp.results[0].vector_score > 0.3
+
+
+def test_search_survives_a_failing_sync(ws, tmp_path, monkeypatch):
+    ix = WorkspaceIndex.open(ws, embedder="hash", index_dir=tmp_path / "ix")
+
+    def disk_full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ix.state, "append", disk_full)
+    monkeypatch.setattr(ix.state, "write_snapshot", disk_full)
+    (ws / "memory" / "2026-11-26.md").write_text("Booked flights to Lisbon.\n")
+    resp = ix.search("Lisbon flights")
+    assert resp.results[0].path == "memory/2026-11-26.md"
+    assert "No space left" in ix.status().last_error

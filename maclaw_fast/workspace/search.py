@@ -194,8 +194,11 @@ def search(ix, query, *, max_results: int | None = None,
         return SearchResponse(results=[], mode=ix.mode, model=ix.model, reason="empty query")
     synced = False
     if cfg.sync_on_search and ix.is_dirty():
-        ix.sync()
-        synced = True
+        try:
+            ix.sync()
+            synced = True
+        except OSError as exc:  # e.g. the index folder became read-only: answer from what we have
+            ix.last_error = f"sync before search failed: {exc}"
     with ix._lock:
         resp = _search_locked(ix, query, n_max, floor)
     resp.synced = synced

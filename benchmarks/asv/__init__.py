@@ -1,0 +1,1 @@
+"""asv benchmarks (``asv.conf.json`` at the repository root; see ``bench_recall.py``)."""

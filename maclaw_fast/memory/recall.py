@@ -51,12 +51,13 @@ class _Plan:
     def __init__(self, store, *, dynamic: bool, category: str | None) -> None:
         t = store._table
         rc = store.config.recall
-        key = (t.version, id(store.config), dynamic, category)
-        static = store._plan_cache.get(key)
+        cache = store._plan_cache
+        if cache.get("version") != (t.version, id(store.config)):
+            cache.clear()
+            cache["version"] = (t.version, id(store.config))
+        static = cache.get((dynamic, category))
         if static is None:
-            static = _Static(store, dynamic, category)
-            store._plan_cache.clear()
-            store._plan_cache[key] = static
+            static = cache[(dynamic, category)] = _Static(store, dynamic, category)
         self.__dict__.update(static.__dict__)
         self._projects = static.projects
         n = t.n_rows
@@ -195,7 +196,8 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         store._check_open()
         plan = _Plan(store, dynamic=False, category=None)
         n = plan.n
-        bm25 = store._bm25.scores_batch(token_lists, n)
+        with _threads(store.config.batch_threads):
+            bm25 = store._bm25.scores_batch(token_lists, n)
         cos = (store._vectors.scores_batch(qvecs, n) if qvecs is not None
                else np.zeros((nq, n), np.float32))
         uniq = {p: i for i, p in enumerate(dict.fromkeys(projects))}
@@ -208,8 +210,9 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         rows = np.full((nq, width), -1, np.int64)
         parts = [np.zeros((nq, width)) for _ in range(4)]
         counts = np.zeros(nq, np.int64)
-        recall_batch_kernel(plan.base, bm25, cos, affinity, eligible, scored,
-                            *_kernel_args(store, plan), rows, *parts, counts)
+        with _threads(store.config.batch_threads):
+            recall_batch_kernel(plan.base, bm25, cos, affinity, eligible, scored,
+                                *_kernel_args(store, plan), rows, *parts, counts)
         if as_arrow:
             result = _arrow(store, plan, rows, parts, counts, cos, affinity)
         else:
@@ -221,6 +224,36 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         return result
 
 
+class _threads:
+    """Run numba parallel kernels with ``n`` threads (0 = numba's default); thread-local."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __enter__(self):
+        import numba
+
+        self.before = numba.get_num_threads()
+        if self.n > 0:
+            numba.set_num_threads(min(self.n, numba.config.NUMBA_NUM_THREADS))
+
+    def __exit__(self, *exc):
+        import numba
+
+        numba.set_num_threads(self.before)
+
+
+def _ids_array(store):
+    """Every row's id as one Arrow array (cached per table version), so hits are a ``take``."""
+    import pyarrow as pa
+
+    t = store._table
+    cached = store._plan_cache.get("ids")  # the cache is emptied whenever the table changes
+    if cached is None or len(cached) != t.n_rows:
+        cached = store._plan_cache["ids"] = pa.array(t.ids[: t.n_rows], pa.string())
+    return cached
+
+
 def _arrow(store, plan, rows, parts, counts, cos, affinity):
     import pyarrow as pa
 
@@ -228,12 +261,11 @@ def _arrow(store, plan, rows, parts, counts, cos, affinity):
     valid = np.arange(width)[None, :] < counts[:, None]
     q_index, rank = np.nonzero(valid)
     sel = rows[q_index, rank]
-    ids = store._table.ids
     score, bm25n, _rel, graph = parts
     return pa.table({
         "query_index": pa.array(q_index.astype(np.int32)),
         "rank": pa.array(rank.astype(np.int32)),
-        "id": pa.array([ids[r] for r in sel.tolist()], pa.string()),
+        "id": _ids_array(store).take(pa.array(sel)),
         "score": pa.array(score[q_index, rank]),
         "recency": pa.array(plan.recency[sel]),
         "importance": pa.array(plan.importance[sel]),

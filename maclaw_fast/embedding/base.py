@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -41,6 +42,10 @@ def check_vectors(vectors, dim: int, *, what: str = "vector") -> np.ndarray:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[1] != dim:
         raise ValidationError(f"{what} has shape {tuple(np.shape(vectors))}, expected (…, {dim})")
+    if arr.shape[0] == 1:  # the per-query path: NaN/inf propagate into the dot product
+        sq = float(np.dot(arr[0], arr[0]))
+        if math.isfinite(sq):
+            return np.ascontiguousarray(arr / np.float32(max(math.sqrt(sq), 1e-12)))
     if not np.isfinite(arr).all():
         raise ValidationError(f"{what} contains NaN or infinity")
     return l2_normalise(arr)

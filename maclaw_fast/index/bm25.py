@@ -142,7 +142,7 @@ class Bm25Index:
             self._delta = None
             if self._tantivy is not None:
                 self._tantivy.add(key, tokens, replace=False)  # _remove deleted any old copy
-            if need - self._main_nnz > max(4096, self._main_nnz // 8):
+            if need - self._main_nnz > max(1024, self._main_nnz // 8):
                 self._rebuild_main()
 
     def remove(self, key: int) -> None:

@@ -145,10 +145,10 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         scored = eligible & plan.rankable
         width = plan.max_entries + plan.fixed.shape[0]
         rows = np.empty(width, np.int64)
-        parts = [np.empty(width) for _ in range(4)]
+        parts = np.empty((4, width))
         m = recall_one(plan.base, bm25, cos, affinity, eligible, scored,
                        *_kernel_args(store, plan), rows, *parts)
-        hits = _hits(store, plan, rows[:m], [p[:m] for p in parts], cos, affinity)
+        hits = _hits(store, plan, rows[:m], parts[:, :m], cos, affinity)
         if reinforce and m:
             _reinforce(store, rows[:m], plan.now)
         return hits

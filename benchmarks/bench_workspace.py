@@ -183,6 +183,12 @@ def search_times(ix: WorkspaceIndex, peer: SqlitePeer, qs: list[str], repeats: i
             theirs.append(time.perf_counter() - t)
             best_ours[i] = min(best_ours[i], ours[-1])
             best_theirs[i] = min(best_theirs[i], theirs[-1])
+    alone = []  # ours back to back: the chunk matrix stays in the (large, shared) L3 cache
+    for _ in range(repeats):
+        for q in qs:
+            t = time.perf_counter()
+            ix.search(q)
+            alone.append(time.perf_counter() - t)
     overlap, n_hits = [], []
     for q, v in zip(qs, qvecs):
         a = {(h.path, h.start_line, h.end_line) for h in ix.search(q, min_score=0.0).results}
@@ -191,6 +197,7 @@ def search_times(ix: WorkspaceIndex, peer: SqlitePeer, qs: list[str], repeats: i
         n_hits.append(len(ix.search(q).results))
     return {"ours_p50": pct(ours, 50), "ours_p95": pct(ours, 95),
             "ours_best_p50": pct(best_ours, 50), "peer_best_p50": pct(best_theirs, 50),
+            "ours_alone_p50": pct(alone, 50), "ours_alone_p95": pct(alone, 95),
             "peer_p50": pct(theirs, 50), "peer_p95": pct(theirs, 95),
             "overlap": float(np.mean(overlap)), "overlap_full": float(np.mean(
                 [o == 1.0 for o in overlap])), "hits_mean": float(np.mean(n_hits))}
@@ -320,8 +327,11 @@ def report(r: dict) -> str:
         "## Search (query embedding excluded: query vectors cached on both sides)",
         "| | p50 | p95 |",
         "|---|---|---|",
-        f"| maclaw_fast `search()` (target p50 ≤ 2 ms) | {r['ours_p50']:.2f} ms | "
+        f"| maclaw_fast `search()`, interleaved with the peer's (target p50 ≤ 2 ms) | "
+        f"{r['ours_p50']:.2f} ms | "
         f"{r['ours_p95']:.2f} ms |",
+        f"| maclaw_fast `search()`, back to back (no peer query in between) | "
+        f"{r['ours_alone_p50']:.2f} ms | {r['ours_alone_p95']:.2f} ms |",
         f"| SQLite FTS5 (OR query) + vec0 KNN + Python merge | {r['peer_p50']:.2f} ms | "
         f"{r['peer_p95']:.2f} ms |",
         f"| ratio (target ≥ 5×) | {r['peer_p50'] / r['ours_p50']:.1f}× | "
@@ -337,7 +347,10 @@ def report(r: dict) -> str:
         "our BM25 (jieba tokens, tantivy's one-byte length norm) disagree near the cut.",
         "",
         "Both sides: 24 candidates per side, weights 0.7/0.3, text score s/(1+s), the keyword "
-        "fallback; ours runs with the folder watcher on, so the search-time sync check is a flag.",
+        "fallback; ours runs with the folder watcher on, so the search-time sync check is a flag. "
+        "Ours is ~1 ms of exact vector scan over the 30 MB chunk matrix when it sits in cache "
+        "and ~2.5 ms when the peer's queries in between have evicted it; the ratio row compares "
+        "the interleaved runs.",
     ]
     return "\n".join(lines) + "\n"
 

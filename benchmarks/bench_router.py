@@ -144,6 +144,15 @@ def test_route_batch(benchmark, world):
     benchmark.extra_info["messages_per_s"] = len(messages) / benchmark.stats.stats.median
 
 
+@pytest.mark.benchmark(group="route_batch 1000 messages")
+def test_route_batch_arrow(benchmark, world):
+    router, usage, tools, messages, qvecs, _ = world
+    table = benchmark.pedantic(router.route_batch_arrow, args=(messages,),
+                               kwargs={"query_vectors": qvecs}, rounds=5, iterations=1)
+    assert table.num_rows == 28 * len(messages)
+    benchmark.extra_info["messages_per_s"] = len(messages) / benchmark.stats.stats.median
+
+
 @pytest.mark.benchmark(group="experience 2000-record window")
 def test_experience_numba(benchmark, world):
     router, usage, tools, messages, qvecs, _ = world

@@ -135,8 +135,10 @@ def evaluate(name, tools, queries, embedder, max_queries, cfg, cache_dir=None, s
 
 def table(results, embedder_name, weights) -> str:
     lines = [f"Embedder: `{embedder_name}`; hybrid = {weights[0]}·minmax(bm25) + "
-             f"{weights[1]}·cos. Retrieval stage only (no core tools, no experience, priority or "
-             "groups).", "",
+             f"{weights[1]}·cos, except that a mostly-Chinese query with this English-only "
+             "embedder fuses as 0.7/0.3 (RouterConfig.foreign_query_bm25_weight, [D]; so the "
+             "HammerBench rows of the sweep below do not move). Retrieval stage only (no core "
+             "tools, no experience, priority or groups).", "",
              "| set | tools | queries | metric | BM25 only | vector only | hybrid |",
              "|---|---|---|---|---|---|---|"]
     metrics = {"MetaTool": ("Hit@1", "Hit@5"), "Seal-Tools": ("Recall@5", "COMP@5"),

@@ -177,6 +177,12 @@ class RouterConfig(msgspec.Struct, frozen=True, kw_only=True):
     hint_tool_name: str = "skill_hint"
     deferred_search_k: int = 5
     embedding_disk_cache: bool = True
+    # [D] a query mostly in a language the embedder was not trained on (Chinese with the
+    # English MiniLM) fuses as bm25_weight / (1 - this): its cosines are near-noise. Measured on
+    # HammerBench-zh: SPEC weights 0.4/0.6 lose to BM25 alone (Hit@1 0.558 vs 0.570), 0.7/0.3
+    # beat it (0.577); English sets keep the SPEC weights. 0 disables the gate.
+    foreign_query_bm25_weight: float = 0.7
+    foreign_query_min_ratio: float = 0.3
 
 
 class SearchConfig(msgspec.Struct, frozen=True, kw_only=True):

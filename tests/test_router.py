@@ -433,3 +433,23 @@ def test_cli_route_json(capsys):
     assert "db_query" in names and len(names) <= 28
     assert main(["tools", "discover", "docker logs", "--embedder", "none"]) == 0
     assert "docker_logs" in capsys.readouterr().out
+
+
+def test_foreign_language_gate_reweights_only_chinese_queries():
+    """[D] With an English-only embedder a mostly-Chinese query fuses as 0.7/0.3: its cosines
+    are scaled by (0.4/0.7)·(0.3/0.6); English queries keep the SPEC weights."""
+    from maclaw_fast.embedding import HashEmbedder
+
+    class EnglishOnly(HashEmbedder):
+        languages = ("en",)
+
+    from maclaw_fast.tools.fusion import foreign_query_scale
+
+    cfg = RouterConfig()
+    scale = foreign_query_scale(["查询数据库的工具", "query the database", "db 查询"],
+                                EnglishOnly(dim=32), cfg)
+    assert scale[0] == pytest.approx((0.4 / 0.7) * 0.3 / 0.6)
+    assert scale[1] == 1.0
+    assert scale[2] == pytest.approx((0.4 / 0.7) * 0.3 / 0.6)  # 4 of 6 characters are CJK
+    # no language limits declared → no gate
+    assert foreign_query_scale(["查询数据库"], HashEmbedder(dim=32), cfg).tolist() == [1.0]

@@ -85,6 +85,7 @@ class OnnxEmbedder:
             digest.update(fh.read(1 << 20))
         self.fingerprint = f"onnx:{MODEL_NAME}:{digest.hexdigest()[:12]}:{self.dim}"
         self.batch_size = int(batch_size)
+        self.languages = ("en",)  # English-trained: Chinese texts all land close together
         self._lock = threading.Lock()  # tokenizers' padding state is shared
 
     def embed(self, texts: list[str]) -> np.ndarray:

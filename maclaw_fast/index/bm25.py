@@ -23,6 +23,7 @@ import numpy as np
 import tantivy
 
 from maclaw_fast.config import Bm25Config
+from maclaw_fast.index.arrays import grow
 from maclaw_fast.text.tokenizer import Vocabulary
 from maclaw_kernels.bm25 import (bm25_scores, bm25_scores_batch, bm25_scores_forward,
                                  build_csr)
@@ -49,14 +50,6 @@ def encode_length(n_tokens: np.ndarray | int) -> np.ndarray:
     """The length tantivy scores a document of ``n_tokens`` with (largest table value ≤ n)."""
     idx = np.searchsorted(FIELDNORM_TABLE, np.asarray(n_tokens), side="right") - 1
     return FIELDNORM_TABLE[idx].astype(np.float32)
-
-
-def _grow(arr: np.ndarray, need: int) -> np.ndarray:
-    if need <= arr.shape[0]:
-        return arr
-    new = np.zeros(max(need, 2 * arr.shape[0], 64), dtype=arr.dtype)
-    new[: arr.shape[0]] = arr
-    return new
 
 
 class Bm25Index:
@@ -123,8 +116,8 @@ class Bm25Index:
             self._ensure_docs(d + 1)
             start = self._fwd_used
             need = start + terms.size
-            self._fwd_terms = _grow(self._fwd_terms, need)
-            self._fwd_tfs = _grow(self._fwd_tfs, need)
+            self._fwd_terms = grow(self._fwd_terms, need)
+            self._fwd_tfs = grow(self._fwd_tfs, need)
             self._fwd_terms[start:need] = terms
             self._fwd_tfs[start:need] = tfs
             self._fwd_used = need
@@ -136,7 +129,7 @@ class Bm25Index:
             self._doc_live[d] = True
             self._n_docs = d + 1
             self._key_doc[key] = d
-            self._df = _grow(self._df, len(self.vocab))
+            self._df = grow(self._df, len(self.vocab))
             self._df[terms] += 1
             self._total_len += len(tokens)
             self._delta = None
@@ -174,7 +167,7 @@ class Bm25Index:
     def _ensure_docs(self, n: int) -> None:
         for name in ("_doc_start", "_doc_nterms", "_doc_len", "_doc_norm", "_doc_key",
                      "_doc_live"):
-            setattr(self, name, _grow(getattr(self, name), n))
+            setattr(self, name, grow(getattr(self, name), n))
 
     def _coo(self, lo: int, hi: int):
         """COO postings of docs ``lo..hi`` that are live."""

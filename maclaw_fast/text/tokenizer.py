@@ -44,6 +44,20 @@ def tokenize(text: str, *, search_mode: bool = True) -> list[str]:
     return out
 
 
+def cjk_ratio(text: str) -> float:
+    """Share of CJK ideographs among the non-space characters of ``text`` (0 for empty).
+
+    Examples
+    --------
+    >>> round(cjk_ratio("部署 deploy"), 2)
+    0.25
+    """
+    chars = [c for c in text if not c.isspace()]
+    if not chars:
+        return 0.0
+    return sum("\u3400" <= c <= "\u9fff" or "\uf900" <= c <= "\ufaff" for c in chars) / len(chars)
+
+
 def analysed_text(content: str, tags: list[str] | tuple[str, ...]) -> str:
     """The text an entry is indexed under: ``content + " " + " ".join(tags)`` (SPEC §2)."""
     return content + " " + " ".join(tags)

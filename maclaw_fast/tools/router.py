@@ -17,10 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from maclaw_fast.config import RouterConfig
-from maclaw_fast.embedding import DiskEmbeddingCache, QueryCache, embed_checked, resolve_embedder
+from maclaw_fast.embedding import (DiskEmbeddingCache, QueryCache, check_vectors, embed_checked,
+                                   resolve_embedder)
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.index import Bm25Index, VectorColumn
+from maclaw_fast.index.arrays import grow
 from maclaw_fast.text import tokenize
+from maclaw_fast.tools.fusion import foreign_query_scale
 from maclaw_fast.tools.groups import GroupActivator, match_skills
 from maclaw_fast.tools.registry import Platform, RegisteredTool, ToolRegistry, is_available
 from maclaw_fast.tools.rerank import rerank_fill
@@ -29,14 +32,6 @@ from maclaw_fast.tools.types import (RouteBatch, RouteResult, RouteState, ToolSc
                                      arrow_columns, results_columns)
 from maclaw_kernels.routing import (cosine_batch, fuse_scores, route_batch_kernel, route_one,
                                     topk_masked)
-
-
-def _grow(arr: np.ndarray, n: int, fill=0) -> np.ndarray:
-    if n <= arr.shape[0]:
-        return arr
-    new = np.full(max(n, 2 * arr.shape[0], 64), fill, dtype=arr.dtype)
-    new[: arr.shape[0]] = arr
-    return new
 
 
 class ToolRouter:
@@ -137,7 +132,7 @@ class ToolRouter:
                     row = self._free.pop() if self._free else self.n_rows
                     self.n_rows = max(self.n_rows, row + 1)
                     for k, v in self._cols.items():
-                        self._cols[k] = _grow(v, self.n_rows, -1 if k == "uid" else 0)
+                        self._cols[k] = grow(v, self.n_rows, -1 if k == "uid" else 0)
                     while len(self._names) < self.n_rows:
                         self._names.append(None)
                         self._tools.append(None)
@@ -260,9 +255,9 @@ class ToolRouter:
         if self.vectors is None:
             return None
         if query_vectors is not None:
-            q = np.asarray(query_vectors, np.float32).reshape(len(messages), -1)
-            if q.shape[1] != self.vectors.dim:
-                raise ValidationError(f"query vectors must have dim {self.vectors.dim}")
+            q = check_vectors(query_vectors, self.vectors.dim, what="query vector")
+            if q.shape[0] != len(messages):
+                raise ValidationError(f"{q.shape[0]} query vectors for {len(messages)} messages")
             return q
         out = np.zeros((len(messages), self.vectors.dim), np.float32)
         idx = [i for i, m in enumerate(messages) if m.strip()]
@@ -371,15 +366,17 @@ class ToolRouter:
         b.ret, b.exp, b.score = np.zeros((nq, n)), np.zeros((nq, n)), np.zeros((nq, n))
         c = self._cols
         args = (c["uid"][:n], c["prio"][:n], st.cand)
+        cos_fused = np.ascontiguousarray(b.cos * foreign_query_scale(messages, self.embedder, cfg)[:, None],
+                                         dtype=np.float32)
         knobs = (c["nonbuiltin"][:n], cfg.vector_candidates_factor * cfg.max_tools,
                  cfg.bm25_weight, cfg.cos_weight, w_ret, w_exp, w_prio, st.slots, st.nb_slots)
         if single:
-            n_sel, n_cand = route_one(b.bm[0], b.cos[0], exp[0], *args, b.group[0], *knobs,
+            n_sel, n_cand = route_one(b.bm[0], cos_fused[0], exp[0], *args, b.group[0], *knobs,
                                       b.out_idx[0], b.hit[0], b.ret[0], b.exp[0], b.score[0])
             b.out_n, b.out_cand = np.array([n_sel]), np.array([n_cand])
         else:
             b.out_n, b.out_cand = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
-            route_batch_kernel(b.bm, b.cos, exp, *args, b.group, *knobs, b.out_idx, b.out_n,
+            route_batch_kernel(b.bm, cos_fused, exp, *args, b.group, *knobs, b.out_idx, b.out_n,
                                b.out_cand, b.hit, b.ret, b.exp, b.score)
         return b
 
@@ -471,6 +468,8 @@ class ToolRouter:
                            "bm25": (1.0, 0.0), "vector": (0.0, 1.0)}[mode]
             hit, fused = np.zeros(n, np.bool_), np.zeros(n)
             n_vec = max(self.config.vector_candidates_factor * self.config.max_tools, k)
+            if mode == "hybrid":
+                w_cos *= foreign_query_scale([message], self.embedder, self.config)[0]
             fuse_scores(bm[0], cos[0], cand, n_vec, w_bm, w_cos, hit, fused,
                         np.empty(n_vec, np.int64))
             idx = np.empty(k, np.int64)

@@ -232,9 +232,9 @@ def _search_locked(ix, query: str, n_max: int, floor: float) -> SearchResponse:
         t_sc = text_score(dense[t_idx])
     v_idx, v_sc = empty
     if qvec is not None and n:
-        # the shared serial kernel, not VectorColumn.scores' two-thread path: one query over 20k
-        # chunks takes ~1 ms either way when the machine is idle, but a woken thread pool cost
-        # 10 ms per search whenever other work held the cores (measured in bench_workspace)
+        # the shared serial kernel, not VectorColumn.scores' two-thread path: over 20k chunks the
+        # pair is faster on an idle machine (0.6 vs 1.1 ms), but waking it cost ~10 ms per search
+        # whenever other work held the two cores; serial bounds the worst case
         if ix.vec_out.shape[0] < n:
             ix.vec_out = np.empty(max(n, 2 * ix.vec_out.shape[0]), np.float32)
         dense_v = ix.vec_out[:n]

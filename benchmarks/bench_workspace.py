@@ -351,6 +351,32 @@ def report(r: dict) -> str:
         "Ours is ~1 ms of exact vector scan over the 30 MB chunk matrix when it sits in cache "
         "and ~2.5 ms when the peer's queries in between have evicted it; the ratio row compares "
         "the interleaved runs.",
+        "",
+        "## Targets",
+        "| target | measured | |",
+        "|---|---|---|",
+    ]
+    checks = [
+        ("full index, hash embedder < 60 s", f"{r['full_s']:.1f} s", r["full_s"] < 60),
+        ("search p50 ≤ 2 ms, back to back", f"{r['ours_alone_p50']:.2f} ms",
+         r["ours_alone_p50"] <= 2),
+        ("search p50 ≤ 2 ms, interleaved", f"{r['ours_p50']:.2f} ms", r["ours_p50"] <= 2),
+        ("re-sync after touching one file < 100 ms", f"{r['touch_p50']:.1f} ms",
+         r["touch_p50"] < 100),
+        ("search ≥ 5× SQLite", f"{r['peer_p50'] / r['ours_p50']:.1f}×",
+         r["peer_p50"] / r["ours_p50"] >= 5),
+        ("indexing ≥ 3× SQLite", f"{r['peer_build_s'] / r['build_s']:.2f}×",
+         r["peer_build_s"] / r["build_s"] >= 3),
+    ]
+    lines += [f"| {name} | {value} | {'met' if ok else 'missed'} |" for name, value, ok in checks]
+    lines += [
+        "",
+        "Where our build time goes (profiled separately on this workspace): jieba segmentation "
+        "of 20 MB (~1.7 s, rjieba itself ~1.6 s) and the shared `Bm25Index.add` per chunk "
+        "(~3.6 s: a Python vocabulary lookup per token, `np.unique` per chunk, periodic CSR "
+        "rebuilds); chunking, hashing and the snapshot write take under 1 s together. FTS5 "
+        "tokenises in C. A reopen re-adds every chunk to BM25 (the shared index has no save/load "
+        "of its mirror), hence the reopen time.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -432,3 +432,22 @@ def test_search_survives_a_failing_sync(ws, tmp_path, monkeypatch):
     resp = ix.search("Lisbon flights")
     assert resp.results[0].path == "memory/2026-11-26.md"
     assert "No space left" in ix.status().last_error
+
+
+@pytest.mark.parametrize("load", [0.0, 99.0])
+def test_vector_scan_paths_agree(tmp_path, monkeypatch, load):
+    import maclaw_fast.index.vectors as vectors_mod
+
+    monkeypatch.setattr(vectors_mod, "PARALLEL_ELEMENTS", 0)  # the threaded kernel even here
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    root = tmp_path / "ws"
+    for i in range(30):
+        write(root / "memory" / f"n{i}.md", f"note {i} about sailing boat number {i * 7}\n")
+    ix = WorkspaceIndex.open(root, embedder="hash", index_dir=tmp_path / "ix")
+    hits = ix.search("sailing boat 21", min_score=0.0).results
+    expect = WorkspaceIndex.open(root, embedder="hash", index_dir=tmp_path / "ix2")
+    monkeypatch.setattr(os, "getloadavg", lambda: (99.0 - load,) * 3)
+    ref = expect.search("sailing boat 21", min_score=0.0).results
+    assert [(h.path, round(h.vector_score, 5)) for h in hits] == \
+        [(h.path, round(h.vector_score, 5)) for h in ref]
+    assert hits[0].path == "memory/n3.md"

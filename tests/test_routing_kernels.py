@@ -8,7 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from maclaw_kernels.experience import experience_all, experience_all_batch
+from maclaw_kernels.experience import (experience_all, experience_all_batch, experience_indexed,
+                                      experience_indexed_batch, experience_postings)
 from maclaw_kernels.vectors import dot_scores
 from maclaw_kernels.routing import (cosine_batch, fill_select, fuse_scores, minmax_masked, rank_keys,
                                     route_batch_kernel, route_one, topk_masked)
@@ -266,6 +267,36 @@ def test_experience_batch_equals_serial():
                        np.zeros(n_vocab, np.bool_), one)
         assert np.array_equal(one, out[i])
     assert out[0].sum() == 0 and out[3].sum() > 0
+
+
+
+def _postings(uid, tok, ntok, head, count, per_tool, n_uid, n_vocab):
+    idx = (np.zeros(max(count, 1), np.int64), np.zeros(n_uid, np.int64),
+           np.zeros(n_vocab + 1, np.int64), np.zeros(max(count * tok.shape[1], 1), np.int64))
+    experience_postings(uid, tok, ntok, head, count, per_tool, n_uid, *idx)
+    return idx
+
+
+@given(windows())
+@settings(max_examples=200, deadline=None)
+def test_experience_indexed_is_bitwise_equal_to_scan(win):
+    uid, tok, ntok, ts, ok, head, count, q, unknown, per_tool, n_uid, n_vocab = win
+    q_size = q.size + unknown
+    want = np.zeros(n_uid)
+    experience_all(uid, tok, ntok, ts, ok, head, count, q, q_size, 1000.0, 0.01, -0.3,
+                   per_tool, np.zeros(n_vocab, np.bool_), want)
+    idx = _postings(uid, tok, ntok, head, count, per_tool, n_uid, n_vocab)
+    inter = np.zeros(uid.shape[0], np.int32)
+    got = np.full(n_uid, np.nan)
+    for _ in range(2):  # the scratch is left zeroed: a second query gives the same
+        experience_indexed(*idx, uid, ntok, ts, ok, count, q, q_size, 1000.0, 0.01, -0.3, inter,
+                           got)
+        assert np.array_equal(got, want) and not inter.any()
+    batch = np.full((2, n_uid), np.nan)
+    experience_indexed_batch(*idx, uid, ntok, ts, ok, count, np.array([0, q.size, 2 * q.size]),
+                             np.concatenate([q, q]), np.array([q_size, q_size]), 1000.0, 0.01,
+                             -0.3, batch)
+    assert np.array_equal(batch[0], want) and np.array_equal(batch[1], want)
 
 
 def test_cosine_batch_is_bitwise_equal_to_single_query_kernel():

@@ -19,7 +19,8 @@ import numpy as np
 from maclaw_fast.config import RouterConfig
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.text import Vocabulary, tokenize
-from maclaw_kernels.experience import experience_all, experience_all_batch
+from maclaw_kernels.experience import (experience_indexed, experience_indexed_batch,
+                                       experience_postings)
 
 
 def _parse_time(value) -> float:
@@ -91,7 +92,8 @@ class UsageTracker:
         self.rec_tokens: list[list[str] | None] = [None] * w
         self.head = 0
         self.count = 0
-        self._qmask = np.zeros(64, np.bool_)
+        self._inter = np.zeros(w, np.int32)
+        self._post: tuple | None = None  # (version, index arrays), see _postings
         self.version = 0
         if self.path is not None and self.path.is_file():
             self.load()
@@ -166,6 +168,7 @@ class UsageTracker:
             raise ValidationError(f"usage file {source} must hold a JSON list")
         with self._lock:
             self.head = self.count = 0
+            self.version += 1
             for item in raw[-self.window:]:
                 if not isinstance(item, dict):
                     raise ValidationError(f"bad usage record {item!r}")
@@ -180,18 +183,28 @@ class UsageTracker:
         ids = [i for i in (get(t) for t in uniq) if i >= 0]
         return np.array(ids, np.int32), len(uniq)
 
+    def _postings(self) -> tuple:
+        """The token → records index of the window (``experience_postings``), rebuilt after the
+        window changes: ``(age_slot, seen, post_ptr, post_age)``."""
+        if self._post is None or self._post[0] != self.version:
+            n_uid = len(self.tools)
+            idx = (np.zeros(max(self.count, 1), np.int64), np.zeros(n_uid, np.int64),
+                   np.zeros(len(self.vocab) + 1, np.int64),
+                   np.zeros(max(self.count * self.keep_tokens, 1), np.int64))
+            experience_postings(self.rec_uid, self.rec_tok, self.rec_ntok, self.head, self.count,
+                                self.per_tool, n_uid, *idx)
+            self._post = (self.version, idx)
+        return self._post[1]
+
     def experience_all(self, query, now: float | None = None) -> np.ndarray:
         """Experience of every known tool (indexed by ``self.tools`` id) for one query."""
         now = float(self.clock() if now is None else now)
         with self._lock:
             q_ids, q_size = self._query(query)
-            n_vocab = len(self.vocab)
-            if self._qmask.shape[0] < n_vocab:
-                self._qmask = np.zeros(max(n_vocab, 2 * self._qmask.shape[0]), np.bool_)
-            out = np.zeros(len(self.tools), np.float64)
-            experience_all(self.rec_uid, self.rec_tok, self.rec_ntok, self.rec_ts, self.rec_ok,
-                           self.head, self.count, q_ids, q_size, now, self.decay, self.fail_w,
-                           self.per_tool, self._qmask, out)
+            out = np.empty(len(self.tools), np.float64)
+            experience_indexed(*self._postings(), self.rec_uid, self.rec_ntok, self.rec_ts,
+                               self.rec_ok, self.count, q_ids, q_size, now, self.decay,
+                               self.fail_w, self._inter, out)
         return out
 
     def experience_batch(self, queries: list, now: float | None = None) -> np.ndarray:
@@ -203,10 +216,10 @@ class UsageTracker:
             q_indptr[1:] = np.cumsum([p[0].size for p in parts])
             q_ids = (np.concatenate([p[0] for p in parts]) if parts else np.zeros(0)).astype(np.int32)
             q_sizes = np.array([p[1] for p in parts], np.int64)
-            out = np.zeros((len(parts), len(self.tools)), np.float64)
-            experience_all_batch(self.rec_uid, self.rec_tok, self.rec_ntok, self.rec_ts,
-                                 self.rec_ok, self.head, self.count, q_indptr, q_ids, q_sizes,
-                                 now, self.decay, self.fail_w, self.per_tool, len(self.vocab), out)
+            out = np.empty((len(parts), len(self.tools)), np.float64)
+            experience_indexed_batch(*self._postings(), self.rec_uid, self.rec_ntok, self.rec_ts,
+                                     self.rec_ok, self.count, q_indptr, q_ids, q_sizes, now,
+                                     self.decay, self.fail_w, out)
         return out
 
     def experience(self, tool_name: str, query, now: float | None = None) -> float:

@@ -23,6 +23,7 @@ from maclaw_fast.errors import ValidationError
 from maclaw_fast.index import Bm25Index, VectorColumn
 from maclaw_fast.index.arrays import grow
 from maclaw_fast.text import tokenize
+from maclaw_fast.tools.assemble import gather, selected, tool_scores
 from maclaw_fast.tools.fusion import foreign_query_scale
 from maclaw_fast.tools.groups import GroupActivator, match_skills
 from maclaw_fast.tools.registry import Platform, RegisteredTool, ToolRegistry, is_available
@@ -390,22 +391,19 @@ class ToolRouter:
                         for _ in messages]
             results = []
             prio, names = self._cols["prio"], self._names
+            sel_rows, cols, starts = selected(b, prio)
             for q in range(len(messages)):
-                rows = b.out_idx[q, : b.out_n[q]].tolist()
-                reranked: list[str] = []
+                lo, hi = starts[q], starts[q + 1]
+                tools = list(st.core_list)
                 if self.reranker is not None and b.out_cand[q] > st.slots:
                     rows, reranked = self._rerank(messages[q], st, b.group[q], b.hit[q],
-                                                  b.score[q], rows)
-                bq, cq, hq, rq, eq, sq, gq = (b.bm[q], b.cos[q], b.hit[q], b.ret[q], b.exp[q],
-                                              b.score[q], b.group[q])
-                tools = list(st.core_list)
-                for r in rows:
-                    name = names[r]
-                    tools.append(ToolScore(
-                        name=name, reason="rerank" if name in reranked else "group" if gq[r]
-                        else "ranked" if hq[r] else "fill", score=float(sq[r]),
-                        retrieval=float(rq[r]), experience=float(eq[r]), priority=float(prio[r]),
-                        bm25=float(bq[r]), cosine=float(cq[r]), group=bool(gq[r])))
+                                                  b.score[q], sel_rows[lo:hi])
+                    tools += tool_scores(names, rows, gather(b, prio, np.full(len(rows), q),
+                                                             np.array(rows, np.int64)),
+                                         0, len(rows), set(reranked))
+                else:
+                    reranked = []
+                    tools += tool_scores(names, sel_rows, cols, lo, hi)
                 skills = self._hint(b.tokens[q])
                 if skills:
                     tools.append(ToolScore(name=cfg.hint_tool_name, reason="hint"))

@@ -112,10 +112,11 @@ class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True):
     query_cache_size: int = 256
     auto_link: bool = True
     backfill_vectors: bool = True
-    # numba threads for the batch kernels (0 = all cores). On 2 cores, 2 threads win only on an
-    # idle machine: a parallel region waits for its slowest thread, so with other busy
-    # processes 1 thread is faster (measured: 8.8 vs 18 ms per 1,000 queries under load 2.5)
-    batch_threads: int = 0
+    # numba threads for the batch kernels (0 = all cores). Measured on 2 cores: 1 thread gives
+    # 44k q/s, 2 threads 21k — the kernels are a small share of a batch and OpenMP workers
+    # spinning after a parallel region take the second core from the serial Python work. Only
+    # streaming a large vector matrix for one query (100k × 384) gains from 2 threads.
+    batch_threads: int = 1
 
 
 class RouterConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -7,10 +7,17 @@ fed to tantivy pre-tokenised, so tantivy's BM25 and ours see identical terms.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import lru_cache
 
 import rjieba
+
+# Han runs go to jieba; everything else is split into word-character runs. jieba glues ASCII
+# words at "." "-" "%" ("cells.the", "il-6", "2.5-fold") and splits Greek from Latin ("nf-κb"
+# → "κ", "b"), so letting it see non-Han text cost SciFact nDCG@10 0.654 vs 0.661 (measured).
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_RUNS = re.compile(f"([{_HAN}]+)|([^\\W{_HAN}_]+)")
 
 _DROP_CATEGORIES = frozenset({"Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So",
                               "Zs", "Zl", "Zp", "Cc", "Cf"})
@@ -32,15 +39,21 @@ def tokenize(text: str, *, search_mode: bool = True) -> list[str]:
     --------
     >>> tokenize("Deploy script 部署脚本, v2!")
     ['deploy', 'script', '部署', '脚本', 'v2']
+    >>> tokenize("deploy.sh needs IL-6")
+    ['deploy', 'sh', 'needs', 'il', '6']
     """
     if not text:
         return []
     cut = rjieba.cut_for_search if search_mode else rjieba.cut
-    out = []
-    for raw in cut(text.lower()):
-        tok = raw.strip()
-        if tok and _keep(tok):
-            out.append(tok)
+    out: list[str] = []
+    for han, word in _RUNS.findall(text.lower()):
+        if word:
+            out.append(word)
+            continue
+        for raw in cut(han):
+            tok = raw.strip()
+            if tok and _keep(tok):
+                out.append(tok)
     return out
 
 

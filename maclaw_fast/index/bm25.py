@@ -18,6 +18,7 @@ CSR once it holds an eighth of the postings; dead docs are dropped when they rea
 from __future__ import annotations
 
 import threading
+from bisect import bisect_right
 
 import numpy as np
 import tantivy
@@ -44,6 +45,7 @@ def _fieldnorm_table() -> np.ndarray:
 
 
 FIELDNORM_TABLE = _fieldnorm_table()
+_FIELDNORMS = FIELDNORM_TABLE.tolist()  # for one document at a time, bisect beats NumPy
 
 
 def encode_length(n_tokens: np.ndarray | int) -> np.ndarray:
@@ -110,10 +112,16 @@ class Bm25Index:
         with self._lock:
             if key in self._key_doc:
                 self._remove(key)
-            ids = self.vocab.ids(tokens, add=True)
-            terms, tfs = np.unique(ids, return_counts=True) if ids.size else (ids, ids)
+            counts: dict[int, int] = {}  # a dict beats np.unique on a few dozen tokens
+            vocab_add = self.vocab.add
+            for tok in tokens:
+                tid = vocab_add(tok)
+                counts[tid] = counts.get(tid, 0) + 1
+            terms = np.fromiter(counts.keys(), np.int32, len(counts))
+            tfs = np.fromiter(counts.values(), np.float32, len(counts))
             d = self._n_docs
-            self._ensure_docs(d + 1)
+            if d + 1 > self._doc_live.shape[0]:
+                self._ensure_docs(d + 1)
             start = self._fwd_used
             need = start + terms.size
             self._fwd_terms = grow(self._fwd_terms, need)
@@ -124,7 +132,7 @@ class Bm25Index:
             self._doc_start[d] = start
             self._doc_nterms[d] = terms.size
             self._doc_len[d] = len(tokens)
-            self._doc_norm[d] = encode_length(len(tokens))
+            self._doc_norm[d] = _FIELDNORMS[bisect_right(_FIELDNORMS, len(tokens)) - 1]
             self._doc_key[d] = key
             self._doc_live[d] = True
             self._n_docs = d + 1

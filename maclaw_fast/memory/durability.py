@@ -15,8 +15,8 @@ import numpy as np
 from maclaw_fast.config import PersistConfig
 from maclaw_fast.embedding import embed_checked
 from maclaw_fast.errors import ValidationError
-from maclaw_fast.persist.journal import (DeleteOp, EdgesOp, Journal, JournalRecord, MetaOp, PutOp,
-                                         TouchOp)
+from maclaw_fast.persist.journal import (DeleteOp, EdgesOp, Journal, JournalRecord, LinkOp,
+                                         MetaOp, PutOp, TouchOp)
 from maclaw_fast.persist.lock import StoreLock
 from maclaw_fast.persist.snapshot import (SnapshotMeta, entries_table, read_snapshot,
                                           snapshot_meta, table_entries, write_snapshot)
@@ -118,6 +118,13 @@ class Durability:
                 if op.vector_set and store.dim:
                     store._vectors.set(row, vec)
             self._set_edges(op.entry.id, op.entry.related_ids, op.entry.related_strengths)
+        elif isinstance(op, LinkOp):
+            row = t.row_of.get(op.id)
+            links = [(t.row_of[o], w) for o, w in zip(op.others, op.strengths) if o in t.row_of]
+            if row is not None:
+                for other, w in links:
+                    store._graph.link(row, other, w)
+                t.touched([row] + [o for o, _ in links])
         elif isinstance(op, EdgesOp):
             self._set_edges(op.id, op.related_ids, op.related_strengths)
         elif isinstance(op, DeleteOp):

@@ -18,7 +18,7 @@ from maclaw_fast.embedding import embed_checked
 from maclaw_fast.errors import DuplicateError, NotFoundError, ValidationError
 from maclaw_fast.memory import validate
 from maclaw_fast.memory.columns import SELF_IDENTITY
-from maclaw_fast.persist.journal import DeleteOp, EdgesOp, PutOp, TouchOp
+from maclaw_fast.persist.journal import DeleteOp, PutOp, TouchOp
 from maclaw_fast.records import Entry, GcReport
 from maclaw_fast.text.tokenizer import analysed_text
 from maclaw_kernels.decay import decay_pass, decay_pass_batch
@@ -196,9 +196,7 @@ def _restore_locked(store, entry_id: str, now: float, vec) -> tuple[Entry, list[
                      related_ids=(), related_strengths=())
     row = store._insert(entry, vec)
     changed = store._auto_link(row) if store.config.auto_link else []
-    ops = [PutOp(store._entry(row), _vec_bytes(vec))]
-    ops += [EdgesOp(*store._edges_of(r)) for r in changed]
-    store._log(*ops)
+    store._log(PutOp(store._entry(row), _vec_bytes(vec)), *store._link_ops(row, changed))
     # Store first, archive second: a crash in between leaves a copy in both (finished above),
     # never the entry in neither.
     archive.remove(entry_id)

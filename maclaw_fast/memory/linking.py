@@ -7,6 +7,7 @@ import numpy as np
 
 from maclaw_fast.persist.journal import DeleteOp
 from maclaw_fast.records import Entry
+from maclaw_kernels.graph import link_candidates
 
 
 def auto_link(store, row: int) -> list[int]:
@@ -16,25 +17,15 @@ def auto_link(store, row: int) -> list[int]:
     if len(t) <= 1:
         return []
     bm25 = store._bm25.scores(store._last_tokens, n)  # the tokens _insert just indexed
-    bm25[row] = 0.0
-    bm25[~t.alive[:n]] = 0.0
-    has_vec = store.dim and store._vectors.has_vec[row]
-    if has_vec:
-        cos = store._vectors.scores(store._vectors.matrix[row], n).astype(np.float64)
-        cos[row] = 0.0
-        cos[~t.alive[:n]] = 0.0
-        cand = np.flatnonzero(cos >= g.link_min_cos)
-        rank = g.link_bm25_weight * bm25[cand] + g.link_cos_weight * cos[cand]
-        strength = cos[cand]
-    else:
-        cand = np.flatnonzero(bm25 > 0)
-        best = bm25[cand].max() if cand.size else 1.0
-        rank = bm25[cand]
-        strength = np.minimum(1.0, bm25[cand] / best)
-    order = np.lexsort((t.seq[cand], -rank))[: g.link_top]
-    for i in order:
-        store._graph.link(row, int(cand[i]), float(strength[i]))
-    touched = [int(cand[i]) for i in order]
+    use_cos = bool(store.dim and store._vectors.has_vec[row])
+    cos = (store._vectors.scores(store._vectors.matrix[row], n) if use_cos
+           else np.zeros(n, np.float32))
+    rows, strengths = link_candidates(bm25, cos, t.alive[:n], t.seq[:n], row, use_cos,
+                                      g.link_min_cos, g.link_bm25_weight, g.link_cos_weight,
+                                      g.link_top)
+    touched = rows.tolist()
+    for other, s in zip(touched, strengths.tolist()):
+        store._graph.link(row, other, s)
     t.touched(touched + [row])
     return touched
 

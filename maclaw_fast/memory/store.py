@@ -21,7 +21,7 @@ from maclaw_fast.memory import validate
 from maclaw_fast.memory.archive import Archive
 from maclaw_fast.memory.columns import EntryTable
 from maclaw_fast.memory.durability import Durability
-from maclaw_fast.persist.journal import DeleteOp, EdgesOp, MetaOp, PutOp, TouchOp
+from maclaw_fast.persist.journal import DeleteOp, LinkOp, MetaOp, PutOp, TouchOp
 from maclaw_fast.records import Entry, RecallHit
 from maclaw_fast.text.tokenizer import analysed_text, tokenize
 
@@ -226,9 +226,7 @@ class MemoryStore:
                           pinned=pinned)
             row = self._insert(entry, vec)
             changed = self._auto_link(row) if self.config.auto_link else []
-            ops = [PutOp(self._entry(row), _vec_bytes(vec))]
-            ops += [EdgesOp(*self._edges_of(r)) for r in changed]
-            self._log(*ops)
+            self._log(PutOp(self._entry(row), _vec_bytes(vec)), *self._link_ops(row, changed))
             result = self._entry(row)
             self._enforce_capacity()
             return result
@@ -260,6 +258,14 @@ class MemoryStore:
         from maclaw_fast.memory.linking import auto_link
 
         return auto_link(self, row)
+
+    def _link_ops(self, row: int, linked: list[int]) -> list:
+        """The journal record of the links auto-link just made from ``row``."""
+        if not linked:
+            return []
+        weight = dict(self._graph.neighbours(row))
+        ids = self._table.ids
+        return [LinkOp(ids[row], [ids[r] for r in linked], [weight.get(r, 0.0) for r in linked])]
 
     def _edges_of(self, row: int) -> tuple[str, list[str], list[float]]:
         ids, strengths = self._related(row)

@@ -38,6 +38,15 @@ class EdgesOp(msgspec.Struct, tag="edges", array_like=True):
     related_strengths: list[float]
 
 
+class LinkOp(msgspec.Struct, tag="link", array_like=True):
+    """``graph.link(id, other, strength)`` for each other: replayed in order on the same state it
+    reproduces both directions' edges (the link rule is deterministic)."""
+
+    id: str
+    others: list[str]
+    strengths: list[float]
+
+
 class DeleteOp(msgspec.Struct, tag="del", array_like=True):
     id: str
 
@@ -56,7 +65,7 @@ class MetaOp(msgspec.Struct, tag="meta", array_like=True):
     value: str
 
 
-Op = PutOp | EdgesOp | DeleteOp | TouchOp | MetaOp
+Op = PutOp | EdgesOp | LinkOp | DeleteOp | TouchOp | MetaOp
 
 
 class JournalRecord(msgspec.Struct, array_like=True):

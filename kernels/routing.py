@@ -62,25 +62,47 @@ def fuse_scores(bm25, cos, cand, n_vec, w_bm25, w_cos, hit, fused, scratch):
 
     ``hit`` = candidates with BM25 > 0, plus the ``n_vec`` best candidates with cos > 0 ([D]:
     vector-only matches count). ``fused`` = ``minmax(w_bm25·minmax(bm25) + w_cos·max(cos, 0))``
-    over the hits, 0 elsewhere. ``scratch`` is an int64 buffer of at least ``n_vec`` rows.
+    over the hits, 0 elsewhere (the same arithmetic as :func:`minmax_masked`, in fewer passes
+    and without a copy). ``scratch`` is an int64 buffer of at least ``n_vec`` rows.
     Returns the number of hits.
     """
     n = bm25.shape[0]
     for i in range(n):
         hit[i] = cand[i] and cos[i] > 0.0
     m = topk_masked(cos, hit, n_vec, scratch)
+    lo = np.inf
+    hi = -np.inf
     for i in range(n):
-        hit[i] = cand[i] and bm25[i] > 0.0
+        h = cand[i] and bm25[i] > 0.0
+        hit[i] = h
+        if h:
+            lo = min(lo, bm25[i])
+            hi = max(hi, bm25[i])
     for j in range(m):
         hit[scratch[j]] = True
-    minmax_masked(bm25, hit, fused)
+        lo = min(lo, bm25[scratch[j]])
+        hi = max(hi, bm25[scratch[j]])
+    span = hi - lo
+    flo = np.inf
+    fhi = -np.inf
     n_hit = 0
     for i in range(n):
+        if not hit[i]:
+            fused[i] = 0.0
+            continue
+        n_hit += 1
+        x = bm25[i]
+        nb = (x - lo) / span if span > 0.0 else (1.0 if x > 0.0 else 0.0)
+        # widen first: without the JIT, NumPy would multiply in float32
+        f = w_bm25 * nb + w_cos * max(np.float64(cos[i]), 0.0)
+        fused[i] = f
+        flo = min(flo, f)
+        fhi = max(fhi, f)
+    fspan = fhi - flo
+    for i in range(n):
         if hit[i]:
-            n_hit += 1
-            # widen first: without the JIT, NumPy would multiply in float32
-            fused[i] = w_bm25 * fused[i] + w_cos * max(np.float64(cos[i]), 0.0)
-    minmax_masked(fused.copy(), hit, fused)
+            f = fused[i]
+            fused[i] = (f - flo) / fspan if fspan > 0.0 else (1.0 if f > 0.0 else 0.0)
     return n_hit
 
 
@@ -110,18 +132,35 @@ def rank_keys(retrieval, exp_by_uid, row_uid, prio, cand, hit, group, w_ret, w_e
 
 
 @njit(cache=True)
+def topk_push(x, i, buf, n, k):
+    """Insert row ``i`` into ``buf[:n]`` (rows by ``x`` descending, ties by lower row, rows
+    pushed in ascending order) keeping at most ``k``; returns the new length."""
+    v = x[i]
+    if k <= 0 or (n == k and not v > x[buf[n - 1]]):
+        return n
+    j = n if n < k else k - 1
+    while j > 0 and v > x[buf[j - 1]]:
+        buf[j] = buf[j - 1]
+        j -= 1
+    buf[j] = i
+    return n + 1 if n < k else n
+
+
+@njit(cache=True)
 def fill_select(key, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf_n):
     """The budgeted fill (SPEC §12 step 7): walk candidates by ``key`` descending, taking builtin
     rows freely and at most ``nb_slots`` non-builtin ones, until ``slots`` are taken. Equals the
-    merge of the top builtin and the top non-builtin rows, which needs no full sort."""
-    n = key.shape[0]
-    mb = np.empty(n, np.bool_)
-    mn = np.empty(n, np.bool_)
-    for i in range(n):
-        mb[i] = cand[i] and not nonbuiltin[i]
-        mn[i] = cand[i] and nonbuiltin[i]
-    nb = topk_masked(key, mb, slots, buf_b)
-    nn = topk_masked(key, mn, min(nb_slots, slots), buf_n)
+    merge of the top builtin and the top non-builtin rows (one pass, :func:`topk_push` into
+    each), which needs no full sort."""
+    nb = 0
+    nn = 0
+    k_n = min(nb_slots, slots)
+    for i in range(key.shape[0]):
+        if cand[i]:
+            if nonbuiltin[i]:
+                nn = topk_push(key, i, buf_n, nn, k_n)
+            else:
+                nb = topk_push(key, i, buf_b, nb, slots)
     a = 0
     c = 0
     t = 0

@@ -363,12 +363,14 @@ class ToolRouter:
             self._group_mask(b.tags[q], st.cand, b.group[q])
         w_ret, w_exp, w_prio = self._weights()
         b.out_idx = np.zeros((nq, max(st.slots, 1)), np.int64)
-        b.hit = np.zeros((nq, n), np.bool_)
-        b.ret, b.exp, b.score = np.zeros((nq, n)), np.zeros((nq, n)), np.zeros((nq, n))
+        # the kernels write every row of these: no zeroing (memset of nq × n) needed
+        b.hit = np.empty((nq, n), np.bool_)
+        b.ret, b.exp, b.score = np.empty((nq, n)), np.empty((nq, n)), np.empty((nq, n))
         c = self._cols
         args = (c["uid"][:n], c["prio"][:n], st.cand)
-        cos_fused = np.ascontiguousarray(b.cos * foreign_query_scale(messages, self.embedder, cfg)[:, None],
-                                         dtype=np.float32)
+        scale = foreign_query_scale(messages, self.embedder, cfg)
+        cos_fused = b.cos if (scale == 1.0).all() else np.ascontiguousarray(  # ×1.0 is exact
+            b.cos * scale[:, None], dtype=np.float32)
         knobs = (c["nonbuiltin"][:n], cfg.vector_candidates_factor * cfg.max_tools,
                  cfg.bm25_weight, cfg.cos_weight, w_ret, w_exp, w_prio, st.slots, st.nb_slots)
         if single:

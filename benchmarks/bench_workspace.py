@@ -371,12 +371,12 @@ def report(r: dict) -> str:
     lines += [f"| {name} | {value} | {'met' if ok else 'missed'} |" for name, value, ok in checks]
     lines += [
         "",
-        "Where our build time goes (profiled separately on this workspace): jieba segmentation "
-        "of 20 MB (~1.7 s, rjieba itself ~1.6 s) and the shared `Bm25Index.add` per chunk "
-        "(~3.6 s: a Python vocabulary lookup per token, `np.unique` per chunk, periodic CSR "
-        "rebuilds); chunking, hashing and the snapshot write take under 1 s together. FTS5 "
-        "tokenises in C. A reopen re-adds every chunk to BM25 (the shared index has no save/load "
-        "of its mirror), hence the reopen time.",
+        "Where our build time goes (profiled separately on this workspace with the shared "
+        "tokenizer and BM25 of the same commit): segmentation of the 20 MB (~1.4 s, rjieba ~1.1 s "
+        "of it) and the shared `Bm25Index.add`, one call per chunk (~1.8 s); discovery, reading, "
+        "chunking, hashing and the snapshot write take under 1 s together. FTS5 tokenises in C. "
+        "A reopen re-adds every chunk to BM25 (the shared index has no save/load of its mirror), "
+        "hence the reopen time.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -184,6 +184,8 @@ class RouterConfig(msgspec.Struct, frozen=True, kw_only=True):
     # beat it (0.577); English sets keep the SPEC weights. 0 disables the gate.
     foreign_query_bm25_weight: float = 0.7
     foreign_query_min_ratio: float = 0.3
+    # numba threads for route_batch (0 = all cores); see maclaw_fast/threads.py for why 1
+    batch_threads: int = 1
 
 
 class SearchConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -11,6 +11,7 @@ from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, USER_FACT
 from maclaw_fast.persist.journal import TouchOp
 from maclaw_fast.records import RecallHit, ScoreBreakdown
 from maclaw_fast.text.tokenizer import tokenize
+from maclaw_fast.threads import numba_threads
 from maclaw_kernels.recall import base_scores, recall_batch as recall_batch_kernel, recall_one
 
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
@@ -196,7 +197,7 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         store._check_open()
         plan = _Plan(store, dynamic=False, category=None)
         n = plan.n
-        with _threads(store.config.batch_threads):
+        with numba_threads(store.config.batch_threads):
             bm25 = store._bm25.scores_batch(token_lists, n)
         cos = (store._vectors.scores_batch(qvecs, n) if qvecs is not None
                else np.zeros((nq, n), np.float32))
@@ -210,7 +211,7 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         rows = np.full((nq, width), -1, np.int64)
         parts = [np.zeros((nq, width)) for _ in range(4)]
         counts = np.zeros(nq, np.int64)
-        with _threads(store.config.batch_threads):
+        with numba_threads(store.config.batch_threads):
             recall_batch_kernel(plan.base, bm25, cos, affinity, eligible, scored,
                                 *_kernel_args(store, plan), rows, *parts, counts)
         if as_arrow:
@@ -222,25 +223,6 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
             sel = np.concatenate([rows[q, :counts[q]] for q in range(nq)])
             _reinforce(store, sel, plan.now)
         return result
-
-
-class _threads:
-    """Run numba parallel kernels with ``n`` threads (0 = numba's default); thread-local."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def __enter__(self):
-        import numba
-
-        self.before = numba.get_num_threads()
-        if self.n > 0:
-            numba.set_num_threads(min(self.n, numba.config.NUMBA_NUM_THREADS))
-
-    def __exit__(self, *exc):
-        import numba
-
-        numba.set_num_threads(self.before)
 
 
 def _ids_array(store):

@@ -5,8 +5,7 @@ Layout: every registered tool owns a *row*; per-row NumPy columns (priority, bui
 deferred, core, group bits, usage id) sit beside a :class:`Bm25Index` and a
 :class:`VectorColumn` keyed by the same rows. The registry's change callbacks keep them in step
 incrementally; tool vectors are embedded lazily, in one batch, before the next route. Scoring,
-fusion and the budgeted fill are numba kernels (``maclaw_kernels.routing``) shared by ``route`` and
-``route_batch``, so both give the same answer.
+fusion and the fill are numba kernels shared by ``route`` and ``route_batch`` (same answers).
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from maclaw_fast.errors import ValidationError
 from maclaw_fast.index import Bm25Index, VectorColumn
 from maclaw_fast.index.arrays import grow
 from maclaw_fast.text import tokenize
+from maclaw_fast.threads import numba_threads
 from maclaw_fast.tools.assemble import gather, selected, tool_scores
 from maclaw_fast.tools.fusion import foreign_query_scale
 from maclaw_fast.tools.groups import GroupActivator, match_skills
@@ -311,7 +311,8 @@ class ToolRouter:
             raise ValidationError("messages must be a list of strings")
         if not messages:
             return []
-        return self._route(list(messages), session, query_vectors, single=False)
+        with numba_threads(self.config.batch_threads):
+            return self._route(list(messages), session, query_vectors, single=False)
 
     def route_batch_arrow(self, messages: list[str], *, session: str | None = None,
                           query_vectors: np.ndarray | None = None):
@@ -321,7 +322,7 @@ class ToolRouter:
         import pyarrow as pa
 
         if self.reranker is None and self.recommender is None and self.route_log is None:
-            with self._lock:
+            with self._lock, numba_threads(self.config.batch_threads):
                 b = self._compute(list(messages), session, query_vectors, single=False)
                 if b.st.total > self.config.max_tools:
                     return pa.table(arrow_columns(b, np.array(self._names, dtype=object),

@@ -28,6 +28,7 @@ import msgspec
 import numpy as np
 
 from maclaw_fast.config import SearchConfig
+from maclaw_fast.index.arrays import grow
 from maclaw_fast.embedding import DiskEmbeddingCache, QueryCache, resolve_embedder
 from maclaw_fast.errors import EmbeddingError, ValidationError
 from maclaw_fast.index import Bm25Index, VectorColumn
@@ -69,14 +70,6 @@ class WorkspaceStatus(msgspec.Struct, kw_only=True):
     chunks_without_vectors: int
     watching: bool
     last_error: str | None
-
-
-def _grow(arr: np.ndarray, n: int, fill) -> np.ndarray:
-    if n <= arr.shape[0]:
-        return arr
-    new = np.full(max(n, 2 * arr.shape[0], 64), fill, dtype=arr.dtype)
-    new[: arr.shape[0]] = arr
-    return new
 
 
 class WorkspaceIndex:
@@ -208,7 +201,7 @@ class WorkspaceIndex:
         if self.n_rows > self.live.shape[0]:
             for name, fill in (("live", False), ("start_line", 0), ("end_line", 0),
                                ("ts_days", np.nan)):
-                setattr(self, name, _grow(getattr(self, name), self.n_rows, fill))
+                setattr(self, name, grow(getattr(self, name), self.n_rows, fill))
             if self.vectors is not None:
                 self.vectors.reserve(self.live.shape[0])
         for col in (self.paths, self.texts, self.hashes, self.ids, self.tokens):

@@ -53,6 +53,8 @@ def test_demo_runs_on_bundled_data():
     res = run("demo", "--embedder", "hash", "--queries", "3")
     assert "demo store: 200 memories" in res.stdout
     assert res.stdout.count("\nrecall ") == 3
+    assert "route '我要查询数据库里上个月的订单'" in res.stdout and "db_query" in res.stdout
+    assert "workspace search" in res.stdout
 
 
 def test_warmup_compiles_kernels():

@@ -69,7 +69,7 @@ def cmd_demo(args) -> int:
             continue
         if hasattr(mod, func):
             print()
-            getattr(mod, func)(print)
+            getattr(mod, func)(print, embedder=emb)
     store.close()
     return 0
 

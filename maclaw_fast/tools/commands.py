@@ -111,3 +111,36 @@ def _discover(args) -> int:
         for n in names:
             print(n)
     return 0
+
+
+DEMO_MESSAGES = (
+    "我要查询数据库里上个月的订单",
+    "commit my changes and open a pull request",
+    "帮我登录网站然后下单",
+    "what's the weather in Hangzhou tomorrow",
+    "translate this PDF into English",
+)
+
+
+def demo_route(out=print, *, embedder="default", top: int = 5) -> None:
+    """Route a few English and Chinese messages over the bundled catalog (``maclaw-fast demo``)."""
+    import time
+
+    from maclaw_fast.tools import EnrichmentStore, ToolRegistry, ToolRouter, load_catalog
+
+    t0 = time.perf_counter()
+    router = ToolRouter(ToolRegistry(load_catalog(DEFAULT_CATALOG)), embedder=embedder,
+                        enrichment=EnrichmentStore())
+    router.route("warm up")  # embeds the catalog once
+    out(f"tool routing over data/tools.json: {len(router.registry.list())} tools, "
+        f"ready in {time.perf_counter() - t0:.2f} s")
+    for message in DEMO_MESSAGES:
+        t = time.perf_counter()
+        res = router.route(message)
+        ms = (time.perf_counter() - t) * 1e3
+        picked = [s for s in res.tools if s.reason not in ("core", "fill")][:top]
+        out(f"\nroute {message!r}: {len(res.tools)} of {res.total} tools ({res.n_core} core) in"
+            f" {ms:.2f} ms; groups: {', '.join(res.groups) or '-'}")
+        for s in picked:
+            out(f"   {s.name:<26} {s.reason:<6} score {s.score:.3f} (retrieval {s.retrieval:.3f},"
+                f" bm25 {s.bm25:.2f}, cos {s.cosine:.2f}, priority {s.priority:.2f})")

@@ -43,7 +43,14 @@ class _Static:
         if rc.bm25_norm not in NORM_MODES:
             raise ValidationError(f"bm25_norm must be one of {sorted(NORM_MODES)}")
         self.norm = NORM_MODES[rc.bm25_norm]
-        self.projects: dict[str | None, tuple[np.ndarray, np.ndarray]] = {}
+        self.projects: dict[str | None, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        g = store._graph
+        # views into the columns: touch/link change them in place, anything that reallocates
+        # them also bumps the table version and so rebuilds this object
+        self.kernel_args = (t.access[:n], t.seq[:n], t.tokens[:n], self.fixed, self.lead,
+                            self.norm, rc.bm25_weight, rc.cos_weight, rc.weight_relevance,
+                            rc.graph_seeds, g.nbr[:n], g.weight[:n], rc.graph_hops,
+                            rc.graph_hop_factor, self.max_entries, self.budget)
 
 
 class _Plan:
@@ -72,11 +79,13 @@ class _Plan:
                     self.base)
         self.now = now
 
-    def scope_masks(self, store, project: str | None) -> tuple[np.ndarray, np.ndarray]:
-        """(eligible, affinity) for one project: project-scoped entries need the project's tag."""
+    def scope_masks(self, store, project: str | None):
+        """(eligible, affinity, scored) for one project: project-scoped entries need the
+        project's tag; ``scored`` = eligible and neither self identity nor user fact."""
         cached = self._projects.get(project)
         if cached is None:
-            cached = self._projects[project] = self._scope_masks(store, project)
+            eligible, affinity = self._scope_masks(store, project)
+            cached = self._projects[project] = (eligible, affinity, eligible & self.rankable)
         return cached
 
     def _scope_masks(self, store, project: str | None) -> tuple[np.ndarray, np.ndarray]:
@@ -117,12 +126,7 @@ def _query_vectors(store, queries: list[str], given) -> np.ndarray | None:
 
 
 def _kernel_args(store, plan):
-    rc = store.config.recall
-    t, g = store._table, store._graph
-    n = plan.n
-    return (t.access[:n], t.seq[:n], t.tokens[:n], plan.fixed, plan.lead, plan.norm,
-            rc.bm25_weight, rc.cos_weight, rc.weight_relevance, rc.graph_seeds, g.nbr[:n],
-            g.weight[:n], rc.graph_hops, rc.graph_hop_factor, plan.max_entries, plan.budget)
+    return plan.kernel_args
 
 
 def recall(store, query, *, project=None, reinforce=True, query_vector=None, dynamic=False,
@@ -142,8 +146,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         bm25 = store._bm25.scores(tokens, n)
         cos = (store._vectors.scores(qvec[0], n) if qvec is not None
                else np.zeros(n, np.float32))
-        eligible, affinity = plan.scope_masks(store, project)
-        scored = eligible & plan.rankable
+        eligible, affinity, scored = plan.scope_masks(store, project)
         width = plan.max_entries + plan.fixed.shape[0]
         rows = np.empty(width, np.int64)
         parts = np.empty((4, width))
@@ -202,7 +205,7 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         cos = (store._vectors.scores_batch(qvecs, n) if qvecs is not None
                else np.zeros((nq, n), np.float32))
         uniq = {p: i for i, p in enumerate(dict.fromkeys(projects))}
-        masks = [plan.scope_masks(store, p) for p in uniq]
+        masks = [plan.scope_masks(store, p)[:2] for p in uniq]
         pidx = np.array([uniq[p] for p in projects], dtype=np.int64)
         eligible = np.stack([m[0] for m in masks])[pidx] if nq else np.zeros((0, n), bool)
         affinity = np.stack([m[1] for m in masks])[pidx] if nq else np.zeros((0, n))

@@ -195,8 +195,7 @@ def _restore_locked(store, entry_id: str, now: float, vec) -> tuple[Entry, list[
     entry = _replace(old, updated_at=now, access_count=1, status=status, strength=1.0,
                      related_ids=(), related_strengths=())
     row = store._insert(entry, vec)
-    changed = store._auto_link(row) if store.config.auto_link else []
-    store._log(PutOp(store._entry(row), _vec_bytes(vec)), *store._link_ops(row, changed))
+    store._log(PutOp(store._entry(row), _vec_bytes(vec)), *store._auto_link(row))
     # Store first, archive second: a crash in between leaves a copy in both (finished above),
     # never the entry in neither.
     archive.remove(entry_id)

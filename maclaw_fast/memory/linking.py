@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from maclaw_fast.persist.journal import DeleteOp
+from maclaw_fast.persist.journal import DeleteOp, LinkOp
 from maclaw_fast.records import Entry
 from maclaw_kernels.graph import link_candidates
 
 
-def auto_link(store, row: int) -> list[int]:
-    """Link a new entry to its top-3 related ones (SPEC §4); returns rows whose edges changed."""
+def auto_link(store, row: int) -> list[LinkOp]:
+    """Link a new entry to its top-3 related ones (SPEC §4); returns the journal op that replays
+    it (the link rule is deterministic, so one op restores both directions)."""
     t, g = store._table, store.config.graph
     n = t.n_rows
     if len(t) <= 1:
@@ -23,11 +24,13 @@ def auto_link(store, row: int) -> list[int]:
     rows, strengths = link_candidates(bm25, cos, t.alive[:n], t.seq[:n], row, use_cos,
                                       g.link_min_cos, g.link_bm25_weight, g.link_cos_weight,
                                       g.link_top)
-    touched = rows.tolist()
-    for other, s in zip(touched, strengths.tolist()):
+    touched, weights = rows.tolist(), strengths.tolist()
+    for other, s in zip(touched, weights):
         store._graph.link(row, other, s)
     t.touched(touched + [row])
-    return touched
+    if not touched:
+        return []
+    return [LinkOp(t.ids[row], [t.ids[r] for r in touched], weights)]
 
 
 def enforce_capacity(store) -> list[Entry]:

@@ -21,7 +21,7 @@ from maclaw_fast.memory import validate
 from maclaw_fast.memory.archive import Archive
 from maclaw_fast.memory.columns import EntryTable
 from maclaw_fast.memory.durability import Durability
-from maclaw_fast.persist.journal import DeleteOp, LinkOp, MetaOp, PutOp, TouchOp
+from maclaw_fast.persist.journal import DeleteOp, MetaOp, PutOp, TouchOp
 from maclaw_fast.records import Entry, RecallHit
 from maclaw_fast.text.tokenizer import analysed_text, tokenize
 
@@ -182,7 +182,6 @@ class MemoryStore:
         """Every entry in store order."""
         return self.list()
 
-    # ------------------------------------------------------------------ writing
     def _embed(self, text: str, vector) -> np.ndarray | None:
         if vector is not None:
             if not self.dim:
@@ -225,8 +224,8 @@ class MemoryStore:
                           strength=1.0, status="active", scope=CATEGORY_TABLE[category][1],
                           pinned=pinned)
             row = self._insert(entry, vec)
-            changed = self._auto_link(row) if self.config.auto_link else []
-            self._log(PutOp(self._entry(row), _vec_bytes(vec)), *self._link_ops(row, changed))
+            links = self._auto_link(row)
+            self._log(PutOp(self._entry(row), _vec_bytes(vec)), *links)
             result = self._entry(row)
             self._enforce_capacity()
             return result
@@ -254,22 +253,13 @@ class MemoryStore:
             self._vectors.set(row, vec)
         return row
 
-    def _auto_link(self, row: int) -> list[int]:
+    def _auto_link(self, row: int) -> list:
+        """Link a new row (SPEC §4) when enabled; returns the journal ops recording it."""
+        if not self.config.auto_link:
+            return []
         from maclaw_fast.memory.linking import auto_link
 
         return auto_link(self, row)
-
-    def _link_ops(self, row: int, linked: list[int]) -> list:
-        """The journal record of the links auto-link just made from ``row``."""
-        if not linked:
-            return []
-        weight = dict(self._graph.neighbours(row))
-        ids = self._table.ids
-        return [LinkOp(ids[row], [ids[r] for r in linked], [weight.get(r, 0.0) for r in linked])]
-
-    def _edges_of(self, row: int) -> tuple[str, list[str], list[float]]:
-        ids, strengths = self._related(row)
-        return self._table.ids[row], list(ids), list(strengths)
 
     def update(self, entry_id: str, *, content: str | None = None, tags=None,
                category: str | None = None) -> Entry:

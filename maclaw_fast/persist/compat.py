@@ -136,7 +136,8 @@ def import_records(store, records: list[dict]) -> int:
         for row, _ in added:
             touched.update(t for t, _ in store._graph.neighbours(row))
         store._table.touched(touched)
-        ops += [EdgesOp(*store._edges_of(r)) for r in sorted(touched)]
+        ops += [EdgesOp(store._table.ids[r], *map(list, store._related(r)))
+                for r in sorted(touched)]
         if ops:
             store._log(*ops)
         store._enforce_capacity()

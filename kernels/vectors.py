@@ -33,3 +33,15 @@ def dot_scores_batch(matrix, n_rows, has_vec, queries, out):
         else:
             for q in range(nq):
                 out[q, i] = 0.0
+
+
+@njit(cache=True, fastmath=True, parallel=True)
+def dot_scores_parallel(matrix, n_rows, has_vec, query, out):
+    """:func:`dot_scores` with rows split across threads: one query over a matrix too large for
+    the cache is bound by memory bandwidth, which one core cannot saturate."""
+    d = query.shape[0]
+    for i in prange(n_rows):
+        acc = np.float32(0.0)
+        for j in range(d):
+            acc += matrix[i, j] * query[j]
+        out[i] = acc if has_vec[i] else np.float32(0.0)

@@ -29,6 +29,7 @@ def _memory_kernels():
     m = np.ones((n, d), np.float32)
     for mat in (m, _ro(m)):
         vectors.dot_scores(mat, n, bools, np.ones(d, np.float32), np.zeros(n, np.float32))
+        vectors.dot_scores_parallel(mat, n, bools, np.ones(d, np.float32), np.zeros(n, np.float32))
         vectors.dot_scores_batch(mat, n, bools, np.ones((2, d), np.float32),
                                  np.zeros((2, n), np.float32))
     for kern in (decay.decay_pass, decay.decay_pass_batch):

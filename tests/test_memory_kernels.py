@@ -37,7 +37,7 @@ from maclaw_kernels.recall import (
     select_within_budget,
 )
 from maclaw_kernels.topk import top_k_desc
-from maclaw_kernels.vectors import dot_scores, dot_scores_batch
+from maclaw_kernels.vectors import dot_scores, dot_scores_batch, dot_scores_parallel
 
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.vectors import VectorColumn
@@ -429,6 +429,9 @@ def test_dot_scores_match_faiss_and_numpy(seed):
     for q in range(queries.shape[0]):
         out = np.full(n_rows, np.nan, np.float32)
         dot_scores(m_in, n_rows, h_in, ro(queries[q]) if seed % 4 == 0 else queries[q], out)
+        np.testing.assert_allclose(out, fa[q], atol=2e-6)
+        out = np.full(n_rows, np.nan, np.float32)
+        dot_scores_parallel(m_in, n_rows, h_in, queries[q], out)
         np.testing.assert_allclose(out, fa[q], atol=2e-6)
     out = np.full((queries.shape[0], n_rows), np.nan, np.float32)
     dot_scores_batch(m_in, n_rows, h_in, ro(queries) if seed % 4 == 0 else queries, out)

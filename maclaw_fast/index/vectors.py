@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from maclaw_kernels.vectors import dot_scores, dot_scores_batch
+from maclaw_kernels.vectors import dot_scores, dot_scores_parallel
 
 # above this many matrix elements one query streams the matrix from both cores: at 100k × 384
 # a serial pass is bound by one core's bandwidth (~2× the two-core floor)
@@ -75,7 +75,7 @@ class VectorColumn:
         if out is None:
             out = np.empty(n_rows, dtype=np.float32)
         if n_rows * self.dim >= PARALLEL_ELEMENTS:
-            dot_scores_batch(self.matrix, n_rows, self.has_vec, query[None, :], out[None, :])
+            dot_scores_parallel(self.matrix, n_rows, self.has_vec, query, out)
         else:
             dot_scores(self.matrix, n_rows, self.has_vec, query, out)
         return out

@@ -84,3 +84,25 @@ def bm25_scores_forward(term_weight, lo, hi, doc_start, doc_nterms, fwd_terms, f
                 acc += w * (k1 + 1.0) * tf / (tf + norm)
         if acc != 0.0:
             out[doc_key[d]] += acc
+
+
+@njit(cache=True)
+def count_terms(flat_ids, offsets, n_vocab, out_terms, out_tfs, out_nterms):
+    """Per document ``d`` (tokens ``flat_ids[offsets[d]:offsets[d+1]]``), its distinct terms in
+    first-seen order with their counts, packed one document after another. Returns how many
+    (term, tf) pairs were written. O(tokens), one scratch array over the vocabulary."""
+    first = np.full(n_vocab, -1, np.int64)
+    pos = 0
+    for d in range(offsets.shape[0] - 1):
+        start = pos
+        for i in range(offsets[d], offsets[d + 1]):
+            t = flat_ids[i]
+            if first[t] < start:
+                first[t] = pos
+                out_terms[pos] = t
+                out_tfs[pos] = 1.0
+                pos += 1
+            else:
+                out_tfs[first[t]] += 1.0
+        out_nterms[d] = pos - start
+    return pos

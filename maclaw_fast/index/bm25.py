@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_right
+from itertools import chain
 
 import numpy as np
 import tantivy
@@ -27,7 +28,7 @@ from maclaw_fast.config import Bm25Config
 from maclaw_fast.index.arrays import grow
 from maclaw_fast.text.tokenizer import Vocabulary
 from maclaw_kernels.bm25 import (bm25_scores, bm25_scores_batch, bm25_scores_forward,
-                                 build_csr)
+                                 build_csr, count_terms)
 
 
 def _fieldnorm_table() -> np.ndarray:
@@ -144,6 +145,54 @@ class Bm25Index:
             if self._tantivy is not None:
                 self._tantivy.add(key, tokens, replace=False)  # _remove deleted any old copy
             if need - self._main_nnz > max(1024, self._main_nnz // 8):
+                self._rebuild_main()
+
+    def add_many(self, keys, token_lists: list[list[str]]) -> None:
+        """:meth:`add` for many documents at once (bulk indexing: one pass over all tokens, one
+        forward-array append); the result is the same as adding them one by one."""
+        keys = [int(k) for k in keys]
+        if len(keys) != len(token_lists) or len(set(keys)) != len(keys):
+            raise ValueError("add_many needs one token list per distinct key")
+        if not keys:
+            return
+        with self._lock:
+            for key in keys:
+                if key in self._key_doc:
+                    self._remove(key)
+            lengths = np.fromiter((len(t) for t in token_lists), np.int64, len(keys))
+            flat_tokens = list(chain.from_iterable(token_lists))
+            ids = self.vocab.ids_dict
+            for tok in dict.fromkeys(flat_tokens):  # new terms in first-seen order, as add() does
+                if tok not in ids:
+                    self.vocab.add(tok)
+            flat = np.fromiter(map(ids.__getitem__, flat_tokens), np.int64, len(flat_tokens))
+            offsets = np.zeros(len(keys) + 1, np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            start = self._fwd_used
+            self._fwd_terms = grow(self._fwd_terms, start + flat.size)
+            self._fwd_tfs = grow(self._fwd_tfs, start + flat.size)
+            nterms = np.zeros(len(keys), np.int32)
+            used = count_terms(flat, offsets, len(self.vocab), self._fwd_terms[start:],
+                               self._fwd_tfs[start:], nterms)
+            d0, d1 = self._n_docs, self._n_docs + len(keys)
+            self._ensure_docs(d1)
+            self._doc_start[d0:d1] = start + np.cumsum(nterms) - nterms
+            self._doc_nterms[d0:d1] = nterms
+            self._doc_len[d0:d1] = lengths
+            self._doc_norm[d0:d1] = encode_length(lengths)
+            self._doc_key[d0:d1] = keys
+            self._doc_live[d0:d1] = True
+            self._n_docs, self._fwd_used = d1, start + used
+            self._key_doc.update(zip(keys, range(d0, d1)))
+            self._df = grow(self._df, len(self.vocab))
+            new_terms = self._fwd_terms[start:start + used]
+            self._df[: len(self.vocab)] += np.bincount(new_terms, minlength=len(self.vocab))
+            self._total_len += int(lengths.sum())
+            self._delta = None
+            if self._tantivy is not None:
+                for key, toks in zip(keys, token_lists):
+                    self._tantivy.add(key, toks, replace=False)
+            if self._fwd_used - self._main_nnz > max(1024, self._main_nnz // 8):
                 self._rebuild_main()
 
     def remove(self, key: int) -> None:

@@ -209,7 +209,9 @@ class WorkspaceIndex:
         return r
 
     def _add_row(self, path: str, start: int, end: int, text: str, text_hash: str,
-                 tokens: str | None, ts: float) -> int:
+                 tokens: str | None, ts: float, pending: list | None = None) -> int:
+        """Add one chunk row; with ``pending`` its BM25 postings are queued for one
+        ``Bm25Index.add_many`` by the caller (bulk indexing is ~4× cheaper per chunk)."""
         r = self._alloc_row()
         self.live[r] = True
         self.start_line[r], self.end_line[r], self.ts_days[r] = start, end, ts
@@ -222,9 +224,16 @@ class WorkspaceIndex:
             toks = tokens.split(_TOKEN_SEP) if tokens else []
         self.tokens[r] = tokens
         if self.bm25 is not None:
-            self.bm25.add(r, toks)
+            if pending is None:
+                self.bm25.add(r, toks)
+            else:
+                pending.append((r, toks))
         self._file_rows.setdefault(path, []).append(r)
         return r
+
+    def _index_pending(self, pending: list) -> None:
+        if self.bm25 is not None and pending:
+            self.bm25.add_many([r for r, _ in pending], [t for _, t in pending])
 
     def _remove_file_rows(self, path: str, reuse: dict[str, str]) -> int:
         rows = self._file_rows.pop(path, [])
@@ -344,12 +353,14 @@ class WorkspaceIndex:
             rep.removed = len(entry.removed)
             cfg = self.config
             new_rows: list[int] = []
+            pending: list = []
             for f, text in todo:
                 ts = file_timestamp_days(f.rel, f.mtime_ns)
                 for c in chunk_markdown(text, cfg.chunk_tokens, cfg.chunk_overlap,
                                         cfg.chars_per_token):
                     new_rows.append(self._add_row(f.rel, c.start_line, c.end_line, c.text, c.hash,
-                                                  reuse.get(c.hash), ts))
+                                                  reuse.get(c.hash), ts, pending))
+            self._index_pending(pending)
             rep.chunks_added = len(new_rows)
             if self.vectors is not None:
                 n = self.n_rows
@@ -401,8 +412,10 @@ class WorkspaceIndex:
         files, rows = loaded
         self._files = files
         nan = math.nan
+        pending: list = []
         for c in rows:
-            self._add_row(c.path, c.start_line, c.end_line, c.text, c.hash, c.tokens, nan)
+            self._add_row(c.path, c.start_line, c.end_line, c.text, c.hash, c.tokens, nan, pending)
+        self._index_pending(pending)
         for rel, idx in self._file_rows.items():
             self.ts_days[idx] = file_timestamp_days(rel, files[rel].mtime_ns)
         self._embed_rows(list(range(self.n_rows)))

@@ -11,29 +11,24 @@ def _strength_now(strength, updated_at, now, rate):
     return strength * np.exp(-rate * max(now - updated_at, 0.0) / 3600.0)
 
 
-@njit(cache=True, inline="always")
-def _decay_row(i, strength, updated_at, exempt, active, now, rate, threshold, out_strength,
-               out_dormant):
-    out_strength[i] = strength[i]
-    out_dormant[i] = False
-    if exempt[i] or not active[i]:
-        return
-    s = _strength_now(strength[i], updated_at[i], now, rate)
-    if s < threshold:
-        out_strength[i] = s
-        out_dormant[i] = True
-
-
 @njit(cache=True)
 def decay_pass(strength, updated_at, exempt, active, now, rate, threshold, out_strength,
                out_dormant):
     """``S = strength·exp(-rate·hours)``; rows that are ``active`` and not ``exempt`` (self
     identity) with ``S < threshold`` become dormant (``out_dormant``) and keep ``S`` as strength;
     every other row keeps its stored strength. Returns how many became dormant."""
+    count = 0
     for i in range(strength.shape[0]):
-        _decay_row(i, strength, updated_at, exempt, active, now, rate, threshold, out_strength,
-                   out_dormant)
-    return int(out_dormant.sum())
+        out_strength[i] = strength[i]
+        out_dormant[i] = False
+        if exempt[i] or not active[i]:
+            continue
+        s = _strength_now(strength[i], updated_at[i], now, rate)
+        if s < threshold:
+            out_strength[i] = s
+            out_dormant[i] = True
+            count += 1
+    return count
 
 
 @njit(cache=True, parallel=True)
@@ -41,6 +36,12 @@ def decay_pass_batch(strength, updated_at, exempt, active, now, rate, threshold,
                      out_dormant):
     """:func:`decay_pass` with rows split across threads (for 10⁵+ entries)."""
     for i in prange(strength.shape[0]):
-        _decay_row(i, strength, updated_at, exempt, active, now, rate, threshold, out_strength,
-                   out_dormant)
+        out_strength[i] = strength[i]
+        out_dormant[i] = False
+        if exempt[i] or not active[i]:
+            continue
+        s = _strength_now(strength[i], updated_at[i], now, rate)
+        if s < threshold:
+            out_strength[i] = s
+            out_dormant[i] = True
     return int(out_dormant.sum())

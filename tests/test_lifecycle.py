@@ -15,16 +15,7 @@ from maclaw_fast.memory.lifecycle import (decay, reinforce, replace_entries, res
                                           strength_now)
 from maclaw_kernels.decay import decay_pass, decay_pass_batch
 
-H = 3600.0
-T0 = 1_700_000_000.0
-
-
-class Clock:
-    def __init__(self, t: float = T0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
+from tests.maint_helpers import H, T0, Clock
 
 
 @pytest.fixture

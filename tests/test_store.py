@@ -12,16 +12,9 @@ from maclaw_fast import MemoryConfig, MemoryStore, NotFoundError, ValidationErro
 from maclaw_fast.config import CapacityConfig, RecallConfig
 from maclaw_fast.errors import DuplicateError, StoreClosedError
 from maclaw_fast.index.graph import MemoryGraph
+from tests.maint_helpers import Clock
 
 T0 = 1_780_000_000.0
-
-
-class Clock:
-    def __init__(self, t: float = T0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def unit(v) -> np.ndarray:
@@ -44,7 +37,7 @@ class FixedEmbedder:
 
 @pytest.fixture()
 def clock():
-    return Clock()
+    return Clock(T0)
 
 
 @pytest.fixture()

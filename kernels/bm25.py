@@ -106,3 +106,36 @@ def count_terms(flat_ids, offsets, n_vocab, out_terms, out_tfs, out_nterms):
                 out_tfs[first[t]] += 1.0
         out_nterms[d] = pos - start
     return pos
+
+
+@njit(cache=True)
+def bm25_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,
+               doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl,
+               term_weight, out):
+    """One query end to end: unique known terms of ``term_ids`` (first seen first, ``-1`` or
+    ``df == 0`` skipped) get ``idf = ln((N − df + ½)/(df + ½) + 1)``; docs below ``main_upto``
+    are scored from the CSR postings, the tail up to ``n_docs`` by its forward lists.
+    ``term_weight`` is a zeroed scratch over the vocabulary, zeroed again on return.
+    Returns how many distinct terms were scored."""
+    uniq = np.empty(term_ids.shape[0], np.int64)
+    idf = np.empty(term_ids.shape[0])
+    m = 0
+    for t in term_ids:
+        if t < 0 or t >= df.shape[0] or df[t] <= 0 or term_weight[t] != 0.0:
+            continue
+        d = np.float64(df[t])
+        w = np.log((n_live - d + 0.5) / (d + 0.5) + 1.0)
+        term_weight[t] = w
+        uniq[m] = t
+        idf[m] = w
+        m += 1
+    if m == 0:
+        return 0
+    _accumulate(uniq[:m], idf[:m], indptr, post_docs, post_tfs, doc_norm, doc_live, doc_key,
+                k1, b, avgdl, out)
+    if main_upto < n_docs:
+        bm25_scores_forward(term_weight, main_upto, n_docs, doc_start, doc_nterms, fwd_terms,
+                            fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl, out)
+    for j in range(m):
+        term_weight[uniq[j]] = 0.0
+    return m

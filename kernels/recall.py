@@ -126,6 +126,35 @@ def recall_one(base, bm25, cos, affinity, eligible, scored, access, seq, tokens,
     return m
 
 
+@njit(cache=True)
+def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, bm25, cos, affinity,
+                  eligible, scored, access, seq, tokens, fixed_rows, lead_rows, norm_mode, bm25_w,
+                  cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor, max_entries, budget,
+                  out_rows, out_parts):
+    """:func:`base_scores` then :func:`recall_one`, in one call for the single-query path.
+
+    ``out_parts`` rows, per selected row: score, bm25, rel, graph (as :func:`recall_one`), then
+    recency, importance, max(cos, 0) and affinity.
+    """
+    n = updated_at.shape[0]
+    recency = np.empty(n)
+    importance = np.empty(n)
+    base = np.empty(n)
+    base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, recency,
+                importance, base)
+    m = recall_one(base, bm25, cos, affinity, eligible, scored, access, seq, tokens, fixed_rows,
+                   lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops,
+                   hop_factor, max_entries, budget, out_rows, out_parts[0], out_parts[1],
+                   out_parts[2], out_parts[3])
+    for j in range(m):
+        r = out_rows[j]
+        out_parts[4, j] = recency[r]
+        out_parts[5, j] = importance[r]
+        out_parts[6, j] = max(np.float64(cos[r]), 0.0)
+        out_parts[7, j] = affinity[r]
+    return m
+
+
 @njit(cache=True, parallel=True)
 def recall_batch(base, bm25, cos, affinity, eligible, scored, access, seq, tokens, fixed_rows,
                  lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops,

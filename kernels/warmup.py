@@ -25,6 +25,9 @@ def _memory_kernels():
     args = (np.array([0], np.int32), np.ones(1), ip, pd, pt, np.ones(n, np.float32), bools, i64,
             1.2, 0.75, 1.0)
     bm25.bm25_scores(*args, np.zeros(n))
+    bm25.bm25_query(np.array([0, -1], np.int64), np.ones(2, np.int64), n, ip, pd, pt, 1, 2,
+                    np.zeros(2, np.int64), np.ones(2, np.int32), np.zeros(2, np.int32),
+                    np.ones(2, np.float32), *args[5:], np.zeros(4), np.zeros(n))
     bm25.bm25_scores_batch(np.array([0, 1], np.int64), *args, np.zeros((1, n)))
     m = np.ones((n, d), np.float32)
     for mat in (m, _ro(m)):
@@ -41,6 +44,8 @@ def _memory_kernels():
     recall.base_scores(f64, f64, i64, 0.0, 0.005, 1.0, 1.0, rec, imp, base)
     outs = [np.zeros(8, np.int64)] + [np.zeros(8) for _ in range(4)]
     recall.recall_one(base, f64, np.zeros(n, np.float32), f64, bools, bools, *common, *outs)
+    recall.recall_single(f64, f64, 0.0, 0.005, 1.0, 1.0, f64, np.zeros(n, np.float32), f64, bools,
+                         bools, *common, np.zeros(8, np.int64), np.zeros((8, 8)))
     outs_b = [np.zeros((1, 8), np.int64)] + [np.zeros((1, 8)) for _ in range(4)]
     recall.recall_batch(base, f64[None], np.zeros((1, n), np.float32), f64[None], bools[None],
                         bools[None], *common, *outs_b, np.zeros(1, np.int64))

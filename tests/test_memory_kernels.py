@@ -25,7 +25,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from maclaw_kernels.bm25 import bm25_scores, bm25_scores_batch, bm25_scores_forward, build_csr
+from maclaw_kernels.bm25 import (bm25_query, bm25_scores, bm25_scores_batch, bm25_scores_forward,
+                                 build_csr)
 from maclaw_kernels.decay import decay_pass, decay_pass_batch
 from maclaw_kernels.graph import propagate_relevance
 from maclaw_kernels.recall import (
@@ -34,6 +35,7 @@ from maclaw_kernels.recall import (
     rank_scored,
     recall_batch,
     recall_one,
+    recall_single,
     select_within_budget,
 )
 from maclaw_kernels.topk import top_k_desc
@@ -227,6 +229,38 @@ def test_bm25_scores_forward_matches_reference(seed):
     out = out0.copy()
     bm25_scores_forward(*args, K1, B, avgdl, out)
     np.testing.assert_allclose(out, ref, rtol=BM25_RTOL, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_bm25_query_matches_reference(seed):
+    """One query end to end: duplicates, unknown ids and df = 0 terms skipped, idf from df, docs
+    below ``main_upto`` from the CSR and the rest from the forward lists; the scratch comes back
+    zeroed."""
+    rng, n_terms, terms, docs, tfs, doc_norm, doc_live, doc_key, n_keys, avgdl = bm25_case(seed)
+    n_docs = doc_norm.size
+    main_upto = int(rng.integers(0, n_docs + 1))
+    in_main = docs < main_upto
+    indptr, pd, pt = build_csr(n_terms, terms[in_main], docs[in_main], tfs[in_main])
+    order = np.lexsort((terms, docs))
+    fwd_terms, fwd_tfs = terms[order].astype(np.int32), tfs[order]
+    doc_nterms = np.bincount(docs, minlength=n_docs).astype(np.int32)
+    doc_start = (np.cumsum(doc_nterms) - doc_nterms).astype(np.int64)
+    df = np.bincount(terms, minlength=n_terms + 2).astype(np.int64)
+    n_live = int(rng.integers(1, 80))
+    raw = rng.integers(-1, n_terms + 2, int(rng.integers(0, 9)))  # repeats and unknowns
+    uniq = [t for t in dict.fromkeys(raw.tolist()) if 0 <= t < df.size and df[t] > 0]
+    idf = np.array([np.log((n_live - df[t] + 0.5) / (df[t] + 0.5) + 1.0) for t in uniq])
+    out0 = rng.uniform(0, 1, n_keys)
+    ref = ref_bm25_scores(np.array(uniq, np.int64), idf, terms, docs, tfs, doc_norm, doc_live,
+                          doc_key, avgdl, out0)
+    scratch = np.zeros(n_terms + 8)
+    out = out0.copy()
+    got = bm25_query(raw.astype(np.int64), df, n_live, indptr, pd, pt, main_upto, n_docs,
+                     doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key,
+                     K1, B, avgdl, scratch, out)
+    assert got == len(uniq)
+    np.testing.assert_allclose(out, ref, rtol=BM25_RTOL, atol=1e-12)
+    assert not scratch.any()
 
 
 def test_bm25_kernel_is_float64():
@@ -854,3 +888,39 @@ def test_decay_spec_examples():
     assert out_d.tolist() == [False, True, False]
     assert out_s[0] == 1.0 and round(1.0 * math.exp(-0.003 * 336), 4) == 0.3649
     assert out_s[1] == pytest.approx(math.exp(-0.003 * 768))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_recall_single_is_base_scores_then_recall_one(seed):
+    """The single-query entry point computes recency/importance itself and returns the same rows
+    and parts as base_scores followed by recall_one, plus recency, importance, cos⁺, affinity."""
+    c = recall_inputs(seed)
+    rng = c["rng"]
+    n = c["n"]
+    q = query_case(c, rng)
+    q["eligible"][c["fixed"]] = True
+    q["eligible"][c["lead"]] = True
+    q["cos"] = q["cos"].astype(np.float32)
+    now = 1.8e9
+    updated = now - rng.uniform(-3600, 90 * 86400, n)  # a few in the future: recency 1
+    weight = rng.uniform(0.5, 3, n)
+    rec, imp, base = np.empty(n), np.empty(n), np.empty(n)
+    base_scores(updated, weight, c["access"], now, 0.005, 1.0, 0.7, rec, imp, base)
+    common = (q["bm25"], q["cos"], q["affinity"], q["eligible"], q["scored"], c["access"],
+              c["seq"], c["tokens"], c["fixed"], c["lead"], 1, 0.4, 0.6, 1.0, 5, c["nbr"],
+              c["w"], 1, 0.5, 20, 2000)
+    width = 20 + c["fixed"].size
+    rows_ref = np.full(width, -1, np.int64)
+    parts_ref = [np.zeros(width) for _ in range(4)]
+    m_ref = recall_one(base, *common, rows_ref, *parts_ref)
+    rows = np.full(width, -1, np.int64)
+    parts = np.zeros((8, width))
+    m = recall_single(updated, weight, now, 0.005, 1.0, 0.7, *common, rows, parts)
+    assert m == m_ref and rows[:m].tolist() == rows_ref[:m].tolist()
+    for j in range(4):
+        assert parts[j, :m].tolist() == parts_ref[j][:m].tolist()
+    sel = rows[:m]
+    assert parts[4, :m].tolist() == rec[sel].tolist()
+    assert parts[5, :m].tolist() == imp[sel].tolist()
+    assert parts[6, :m].tolist() == np.maximum(q["cos"][sel].astype(np.float64), 0).tolist()
+    assert parts[7, :m].tolist() == q["affinity"][sel].tolist()

@@ -27,8 +27,7 @@ import tantivy
 from maclaw_fast.config import Bm25Config
 from maclaw_fast.index.arrays import grow
 from maclaw_fast.text.tokenizer import Vocabulary
-from maclaw_kernels.bm25 import (bm25_scores, bm25_scores_batch, bm25_scores_forward,
-                                 build_csr, count_terms)
+from maclaw_kernels.bm25 import bm25_query, bm25_scores_batch, build_csr, count_terms
 
 
 def _fieldnorm_table() -> np.ndarray:
@@ -274,18 +273,6 @@ class Bm25Index:
             self._delta = build_csr(len(self.vocab), terms, docs, tfs)
         return self._delta
 
-    def _query_terms(self, tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        n = len(self._key_doc)
-        seen: dict[int, None] = {}
-        for tok in tokens:
-            tid = self.vocab.get(tok)
-            if tid >= 0 and self._df[tid] > 0:
-                seen[tid] = None
-        ids = np.fromiter(seen, dtype=np.int32, count=len(seen))
-        df = self._df[ids].astype(np.float64)
-        idf = np.log((n - df + 0.5) / (df + 0.5) + 1.0)
-        return ids, idf
-
     def _query_terms_batch(self, token_lists: list[list[str]]):
         """Unique known terms of many queries at once, as CSR (q_indptr, term ids, idf)."""
         get = self.vocab.get
@@ -318,21 +305,14 @@ class Bm25Index:
         """BM25 of every key for one query, as a dense float64 array of ``n_keys`` (0 = no hit)."""
         if out is None:
             out = np.zeros(n_keys, dtype=np.float64)
+        get = self.vocab.ids_dict.get
+        term_ids = np.array([get(tok, -1) for tok in tokens], dtype=np.int64)
         with self._lock:
-            ids, idf = self._query_terms(tokens)
-            if ids.size == 0:
-                return out
-            avgdl = max(self.avgdl, 1e-9)
-            args = (self._doc_norm, self._doc_live, self._doc_key, self.k1, self.b, avgdl, out)
             ip, pd, pt = self._main
-            bm25_scores(ids, idf, ip, pd, pt, *args)
-            if self._main_upto < self._n_docs:
-                # the recent tail is scanned doc by doc: no postings to rebuild after each add
-                weight = self._term_weight_scratch()
-                weight[ids] = idf
-                bm25_scores_forward(weight, self._main_upto, self._n_docs, self._doc_start,
-                                    self._doc_nterms, self._fwd_terms, self._fwd_tfs, *args)
-                weight[ids] = 0.0
+            bm25_query(term_ids, self._df, len(self._key_doc), ip, pd, pt, self._main_upto,
+                       self._n_docs, self._doc_start, self._doc_nterms, self._fwd_terms,
+                       self._fwd_tfs, self._doc_norm, self._doc_live, self._doc_key, self.k1,
+                       self.b, max(self.avgdl, 1e-9), self._term_weight_scratch(), out)
         return out
 
     def _term_weight_scratch(self) -> np.ndarray:

@@ -12,10 +12,9 @@ from maclaw_fast.persist.journal import TouchOp
 from maclaw_fast.records import RecallHit, ScoreBreakdown
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_fast.threads import numba_threads
-from maclaw_kernels.recall import base_scores, recall_batch as recall_batch_kernel, recall_one
+from maclaw_kernels.recall import base_scores, recall_batch as recall_batch_kernel, recall_single
 
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
-_NO_PROJECT = -1
 
 
 class _Static:
@@ -51,53 +50,59 @@ class _Static:
                             self.norm, rc.bm25_weight, rc.cos_weight, rc.weight_relevance,
                             rc.graph_seeds, g.nbr[:n], g.weight[:n], rc.graph_hops,
                             rc.graph_hop_factor, self.max_entries, self.budget)
-
-
-class _Plan:
-    """Query-independent arrays of one snapshot of the store."""
-
-    def __init__(self, store, *, dynamic: bool, category: str | None) -> None:
-        t = store._table
-        rc = store.config.recall
-        cache = store._plan_cache
-        if cache.get("version") != (t.version, id(store.config)):
-            cache.clear()
-            cache["version"] = (t.version, id(store.config))
-        static = cache.get((dynamic, category))
-        if static is None:
-            static = cache[(dynamic, category)] = _Static(store, dynamic, category)
-        self.__dict__.update(static.__dict__)
-        self._projects = static.projects
-        n = t.n_rows
         self.n = n
-        now = float(store.clock())
-        self.recency = np.empty(n)
-        self.importance = np.empty(n)
-        self.base = np.empty(n)
-        base_scores(t.updated_at[:n], t.weight[:n], t.access[:n], now, rc.recency_decay_per_hour,
-                    rc.weight_recency, rc.weight_importance, self.recency, self.importance,
-                    self.base)
-        self.now = now
+        self.width = self.max_entries + self.fixed.shape[0]
+        self.recency_args = (t.updated_at[:n], t.weight[:n])
+        self.recency_knobs = (rc.recency_decay_per_hour, rc.weight_recency, rc.weight_importance)
+        self.no_cos = np.zeros(n, np.float32)  # read only: the query has no vector
 
     def scope_masks(self, store, project: str | None):
         """(eligible, affinity, scored) for one project: project-scoped entries need the
         project's tag; ``scored`` = eligible and neither self identity nor user fact."""
-        cached = self._projects.get(project)
+        cached = self.projects.get(project)
         if cached is None:
-            eligible, affinity = self._scope_masks(store, project)
-            cached = self._projects[project] = (eligible, affinity, eligible & self.rankable)
+            eligible, affinity = _scope_masks(self, store, project)
+            cached = self.projects[project] = (eligible, affinity, eligible & self.rankable)
         return cached
 
-    def _scope_masks(self, store, project: str | None) -> tuple[np.ndarray, np.ndarray]:
-        n = self.n
-        affinity = np.zeros(n)
-        if project is None or project == "":
-            return self.active, affinity
-        tagged = np.zeros(n, dtype=np.bool_)
-        rows = [r for r in store._table.rows_with_tag(project) if r < n]
-        tagged[rows] = True
-        affinity[tagged] = store.config.recall.project_affinity
-        return self.active & (self.is_global | tagged), affinity
+
+def _scope_masks(static, store, project: str | None) -> tuple[np.ndarray, np.ndarray]:
+    n = static.n
+    affinity = np.zeros(n)
+    if project is None or project == "":
+        return static.active, affinity
+    tagged = np.zeros(n, dtype=np.bool_)
+    rows = [r for r in store._table.rows_with_tag(project) if r < n]
+    tagged[rows] = True
+    affinity[tagged] = store.config.recall.project_affinity
+    return static.active & (static.is_global | tagged), affinity
+
+
+def _static(store, dynamic: bool, category: str | None) -> _Static:
+    cache = store._plan_cache
+    key = (store._table.version, id(store.config))
+    if cache.get("version") != key:
+        cache.clear()
+        cache["version"] = key
+    static = cache.get((dynamic, category))
+    if static is None:
+        static = cache[(dynamic, category)] = _Static(store, dynamic, category)
+    return static
+
+
+class _Plan:
+    """A snapshot's cached :class:`_Static` part plus every row's recency and importance now
+    (the batch path)."""
+
+    def __init__(self, store, *, dynamic: bool, category: str | None) -> None:
+        static = self.static = _static(store, dynamic, category)
+        n = static.n
+        self.now = float(store.clock())
+        self.recency = np.empty(n)
+        self.importance = np.empty(n)
+        self.base = np.empty(n)
+        base_scores(*static.recency_args, static.kernel_args[0], self.now, *static.recency_knobs,
+                    self.recency, self.importance, self.base)
 
 
 def _store_order(t, rows: np.ndarray) -> np.ndarray:
@@ -125,10 +130,6 @@ def _query_vectors(store, queries: list[str], given) -> np.ndarray | None:
     return out
 
 
-def _kernel_args(store, plan):
-    return plan.kernel_args
-
-
 def recall(store, query, *, project=None, reinforce=True, query_vector=None, dynamic=False,
            category=None) -> list[RecallHit]:
     query = validate.query(query)
@@ -141,39 +142,42 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
     tokens = tokenize(query)
     with store._lock:
         store._check_open()
-        plan = _Plan(store, dynamic=dynamic, category=category)
-        n = plan.n
+        static = _static(store, dynamic, category)
+        n = static.n
+        now = float(store.clock())
         bm25 = store._bm25.scores(tokens, n)
-        cos = (store._vectors.scores(qvec[0], n) if qvec is not None
-               else np.zeros(n, np.float32))
-        eligible, affinity, scored = plan.scope_masks(store, project)
-        width = plan.max_entries + plan.fixed.shape[0]
-        rows = np.empty(width, np.int64)
-        parts = np.empty((4, width))
-        m = recall_one(plan.base, bm25, cos, affinity, eligible, scored,
-                       *_kernel_args(store, plan), rows, *parts)
-        hits = _hits(store, plan, rows[:m], parts[:, :m], cos, affinity)
+        cos = store._vectors.scores(qvec[0], n) if qvec is not None else static.no_cos
+        eligible, affinity, scored = static.scope_masks(store, project)
+        rows = np.empty(static.width, np.int64)
+        parts = np.empty((8, static.width))
+        m = recall_single(*static.recency_args, now, *static.recency_knobs, bm25, cos, affinity,
+                          eligible, scored, *static.kernel_args, rows, parts)
+        hits = _hits(store, rows[:m], parts[:, :m])
         if reinforce and m:
-            _reinforce(store, rows[:m], plan.now)
+            _reinforce(store, rows[:m], now)
         return hits
 
 
-def _hits(store, plan, rows, parts, cos, affinity) -> list[RecallHit]:
-    score, bm25n, _rel, graph = parts
+def _hits(store, rows, parts) -> list[RecallHit]:
+    """Typed hits from the kernel's rows and their part rows (score, bm25, rel, graph, recency,
+    importance, cos, affinity)."""
     t = store._table
-    # gather once and leave NumPy: per-element NumPy scalars cost ~100 ns each
-    cats = t.category[rows].tolist()
-    cols = zip(rows.tolist(), cats, plan.recency[rows].tolist(), plan.importance[rows].tolist(),
-               bm25n.tolist(), np.maximum(cos[rows], 0.0).tolist(), affinity[rows].tolist(),
-               graph.tolist(), score.tolist())
+    entry = store._entry
+    # leave NumPy once: per-element NumPy scalars cost ~100 ns each
+    cols = zip(rows.tolist(), t.category[rows].tolist(), *parts.tolist())
     out = []
-    for r, cat, rec, imp, b, c, a, g, total in cols:
+    for r, cat, total, b, _rel, g, rec, imp, c, a in cols:
         reason = ("self_identity" if cat == SELF_IDENTITY else "user_fact" if cat == USER_FACT
                   else "graph" if g > 0 else "scored")
         bd = ScoreBreakdown(recency=rec, importance=imp, bm25=b, cos=c, affinity=a, graph=g,
                             total=total)
-        out.append(RecallHit(entry=store._entry(r), score=total, breakdown=bd, reason=reason))
+        out.append(RecallHit(entry=entry(r), score=total, breakdown=bd, reason=reason))
     return out
+
+
+def _batch_parts(plan, rows, parts, cos, affinity) -> np.ndarray:
+    return np.vstack([*parts, plan.recency[rows], plan.importance[rows],
+                      np.maximum(cos[rows], 0.0), affinity[rows]])
 
 
 def _reinforce(store, rows, now: float) -> None:
@@ -199,29 +203,31 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
     with store._lock:
         store._check_open()
         plan = _Plan(store, dynamic=False, category=None)
-        n = plan.n
+        static = plan.static
+        n = static.n
         with numba_threads(store.config.batch_threads):
             bm25 = store._bm25.scores_batch(token_lists, n)
         cos = (store._vectors.scores_batch(qvecs, n) if qvecs is not None
                else np.zeros((nq, n), np.float32))
         uniq = {p: i for i, p in enumerate(dict.fromkeys(projects))}
-        masks = [plan.scope_masks(store, p)[:2] for p in uniq]
+        masks = [static.scope_masks(store, p)[:2] for p in uniq]
         pidx = np.array([uniq[p] for p in projects], dtype=np.int64)
         eligible = np.stack([m[0] for m in masks])[pidx] if nq else np.zeros((0, n), bool)
         affinity = np.stack([m[1] for m in masks])[pidx] if nq else np.zeros((0, n))
-        scored = eligible & plan.rankable[None, :]
-        width = plan.max_entries + plan.fixed.shape[0]
+        scored = eligible & static.rankable[None, :]
+        width = static.width
         rows = np.full((nq, width), -1, np.int64)
         parts = [np.zeros((nq, width)) for _ in range(4)]
         counts = np.zeros(nq, np.int64)
         with numba_threads(store.config.batch_threads):
             recall_batch_kernel(plan.base, bm25, cos, affinity, eligible, scored,
-                                *_kernel_args(store, plan), rows, *parts, counts)
+                                *static.kernel_args, rows, *parts, counts)
         if as_arrow:
             result = _arrow(store, plan, rows, parts, counts, cos, affinity)
         else:
-            result = [_hits(store, plan, rows[q, :counts[q]], [p[q, :counts[q]] for p in parts],
-                            cos[q], affinity[q]) for q in range(nq)]
+            result = [_hits(store, rows[q, :counts[q]], _batch_parts(plan, rows[q, :counts[q]],
+                            [p[q, :counts[q]] for p in parts], cos[q], affinity[q]))
+                      for q in range(nq)]
         if reinforce and counts.sum():
             sel = np.concatenate([rows[q, :counts[q]] for q in range(nq)])
             _reinforce(store, sel, plan.now)

@@ -17,7 +17,7 @@ def fuse_relevance(bm25, cos, affinity, scored, norm_mode, bm25_w, cos_w, bm25_o
     n = scored.shape[0]
     lo = np.inf
     hi = 0.0
-    for i in range(n):
+    for i in range(n if norm_mode != 0 else 0):
         if scored[i] and bm25[i] > 0.0:
             lo = min(lo, bm25[i])
             hi = max(hi, bm25[i])
@@ -39,10 +39,18 @@ def fuse_relevance(bm25, cos, affinity, scored, norm_mode, bm25_w, cos_w, bm25_o
 def base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp,
                 recency_out, importance_out, base_out):
     """Recency and importance of every row, and their weighted sum."""
+    # access counts are small integers: one log per distinct count, not one per row
+    log_table = np.full(64, -1.0)
     for i in range(updated_at.shape[0]):
         hours = max(now - updated_at[i], 0.0) / 3600.0
         recency_out[i] = np.exp(-decay_per_hour * hours)
-        importance_out[i] = weight[i] + np.log(1.0 + access[i])
+        a = access[i]
+        if 0 <= a < 64:
+            if log_table[a] < 0.0:
+                log_table[a] = np.log(1.0 + a)
+            importance_out[i] = weight[i] + log_table[a]
+        else:
+            importance_out[i] = weight[i] + np.log(1.0 + a)
         base_out[i] = w_rec * recency_out[i] + w_imp * importance_out[i]
 
 
@@ -50,18 +58,28 @@ def base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp,
 def rank_scored(base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
                 k, score_out, graph_out):
     """Score, propagate relevance from the top ``n_seeds`` through the graph, re-score, and return
-    the top ``k`` scored rows (score desc, access desc, seq asc)."""
-    for i in range(base.shape[0]):
+    the top ``k`` scored rows (score desc, access desc, seq asc).
+
+    Propagation only raises the scores of the rows it reaches, so the final top ``k`` lies within
+    the first ranking's top ``k`` plus those rows: one full pass, then a pass over a mask.
+    """
+    n = base.shape[0]
+    for i in range(n):
         score_out[i] = base[i] + w_rel * rel[i] if scored[i] else -np.inf
         graph_out[i] = 0.0
-    seeds = top_k_desc(score_out, access, seq, scored, n_seeds)
-    if hops > 0 and seeds.shape[0] > 0:
-        gained = propagate_relevance(seeds, rel[seeds], nbr, edge_w, hops, hop_factor, scored)
-        for i in range(base.shape[0]):
-            if gained[i] > rel[i]:
-                graph_out[i] = gained[i] - rel[i]
-                score_out[i] = base[i] + w_rel * gained[i]
-    return top_k_desc(score_out, access, seq, scored, k)
+    top = top_k_desc(score_out, access, seq, scored, max(k, n_seeds))
+    seeds = top[:min(n_seeds, top.shape[0])]
+    if hops <= 0 or seeds.shape[0] == 0:
+        return top[:k]
+    gained = propagate_relevance(seeds, rel[seeds], nbr, edge_w, hops, hop_factor, scored)
+    candidate = np.zeros(n, np.bool_)
+    candidate[top] = True
+    for i in range(n):
+        if gained[i] > rel[i]:
+            graph_out[i] = gained[i] - rel[i]
+            score_out[i] = base[i] + w_rel * gained[i]
+            candidate[i] = True
+    return top_k_desc(score_out, access, seq, candidate, k)
 
 
 @njit(cache=True)

@@ -669,7 +669,7 @@ def test_base_scores_matches_reference(seed):
     now = 1.7e9
     updated = now - rng.uniform(-3600, 1e7, n)  # some in the future: age 0
     weight = rng.choice([4.0, 3.0, 2.0, 1.5, 1.0], n)
-    access = rng.integers(0, 50, n).astype(np.int64)
+    access = rng.integers(0, 100, n).astype(np.int64)  # ≥ 64: past the kernel's log table
     rec, imp, base = np.empty(n), np.empty(n), np.empty(n)
     args = (updated, weight, access) if seed % 3 else ro(updated, weight, access)
     base_scores(*args, now, 0.005, 1.0, 0.7, rec, imp, base)

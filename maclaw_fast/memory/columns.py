@@ -161,6 +161,10 @@ class EntryTable:
     def cached_entry(self, row: int) -> Entry | None:
         return self._cache.get(row)
 
+    def cached_entries(self, rows: list[int]) -> list[Entry | None]:
+        get = self._cache.get
+        return [get(r) for r in rows]
+
     def entry(self, row: int, related: tuple[tuple[str, ...], tuple[float, ...]] = ((), ())
               ) -> Entry:
         """The row as an immutable :class:`Entry`, cached until the row (or its edges) change:

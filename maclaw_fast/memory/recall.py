@@ -162,16 +162,18 @@ def _hits(store, rows, parts) -> list[RecallHit]:
     """Typed hits from the kernel's rows and their part rows (score, bm25, rel, graph, recency,
     importance, cos, affinity)."""
     t = store._table
-    entry = store._entry
     # leave NumPy once: per-element NumPy scalars cost ~100 ns each
-    cols = zip(rows.tolist(), t.category[rows].tolist(), *parts.tolist())
+    row_list = rows.tolist()
+    entries = t.cached_entries(row_list)
+    cols = zip(row_list, entries, t.category[rows].tolist(), *parts.tolist())
     out = []
-    for r, cat, total, b, _rel, g, rec, imp, c, a in cols:
+    for r, e, cat, total, b, _rel, g, rec, imp, c, a in cols:
         reason = ("self_identity" if cat == SELF_IDENTITY else "user_fact" if cat == USER_FACT
                   else "graph" if g > 0 else "scored")
         bd = ScoreBreakdown(recency=rec, importance=imp, bm25=b, cos=c, affinity=a, graph=g,
                             total=total)
-        out.append(RecallHit(entry=entry(r), score=total, breakdown=bd, reason=reason))
+        out.append(RecallHit(entry=e or store._entry(r), score=total, breakdown=bd,
+                             reason=reason))
     return out
 
 

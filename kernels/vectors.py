@@ -6,16 +6,30 @@ from numba import njit, prange
 
 @njit(cache=True, fastmath=True)
 def dot_scores(matrix, n_rows, has_vec, query, out):
-    """``out[i] = matrix[i] · query`` for rows ``i < n_rows`` with ``has_vec[i]`` (else 0)."""
+    """``out[i] = matrix[i] · query`` for rows ``i < n_rows`` with ``has_vec[i]`` (else 0).
+
+    Four rows per step share each load of ``query`` and give the core four independent sums.
+    """
     d = query.shape[0]
-    for i in range(n_rows):
-        if has_vec[i]:
-            acc = np.float32(0.0)
-            for j in range(d):
-                acc += matrix[i, j] * query[j]
-            out[i] = acc
-        else:
-            out[i] = 0.0
+    i = 0
+    while i + 4 <= n_rows:
+        a0 = a1 = a2 = a3 = np.float32(0.0)
+        for j in range(d):
+            x = query[j]
+            a0 += matrix[i, j] * x
+            a1 += matrix[i + 1, j] * x
+            a2 += matrix[i + 2, j] * x
+            a3 += matrix[i + 3, j] * x
+        out[i] = a0 if has_vec[i] else np.float32(0.0)
+        out[i + 1] = a1 if has_vec[i + 1] else np.float32(0.0)
+        out[i + 2] = a2 if has_vec[i + 2] else np.float32(0.0)
+        out[i + 3] = a3 if has_vec[i + 3] else np.float32(0.0)
+        i += 4
+    for r in range(i, n_rows):
+        acc = np.float32(0.0)
+        for j in range(d):
+            acc += matrix[r, j] * query[j]
+        out[r] = acc if has_vec[r] else np.float32(0.0)
 
 
 @njit(cache=True, fastmath=True, parallel=True)

@@ -33,7 +33,16 @@ def l2_normalise(matrix: np.ndarray) -> np.ndarray:
 
 
 def check_vectors(vectors, dim: int, *, what: str = "vector") -> np.ndarray:
-    """Validate user-given vectors: shape ``(n, dim)`` or ``(dim,)``, finite; returns normalised rows."""
+    """Validate user-given vectors: shape ``(n, dim)`` or ``(dim,)``, finite; returns normalised rows.
+
+    A float32 unit vector of shape ``(dim,)`` comes back as a view of itself (read it, do not
+    keep it).
+    """
+    if (type(vectors) is np.ndarray and vectors.dtype == np.float32 and vectors.ndim == 1
+            and vectors.shape[0] == dim and vectors.flags.c_contiguous):
+        sq = float(np.dot(vectors, vectors))
+        if abs(sq - 1.0) < 1e-6:  # finite and already unit length: use it as given (read only)
+            return vectors[None, :]
     try:
         arr = np.asarray(vectors, dtype=np.float32)
     except (TypeError, ValueError) as exc:

@@ -186,7 +186,7 @@ class MemoryStore:
         if vector is not None:
             if not self.dim:
                 raise ValidationError("this store has no embedder (BM25-only): vectors are unused")
-            return check_vectors(vector, self.dim)[0]
+            return check_vectors(vector, self.dim)[0].copy()  # ours, whatever the caller does
         if self.embedder is None:
             return None
         return embed_checked(self.embedder, [text])[0]

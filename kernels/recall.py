@@ -8,49 +8,75 @@ from maclaw_kernels.topk import top_k_desc
 
 
 @njit(cache=True)
+def bm25_hit_range(bm25, scored):
+    """(lowest, highest) BM25 above 0 among ``scored`` rows ((inf, 0) when none): the min-max
+    and max normalisations need them before any row is fused."""
+    lo = np.inf
+    hi = 0.0
+    for i in range(scored.shape[0]):
+        if scored[i] and bm25[i] > 0.0:
+            lo = min(lo, bm25[i])
+            hi = max(hi, bm25[i])
+    return lo, hi
+
+
+@njit(cache=True)
+def row_relevance(x, cos_i, affinity_i, norm_mode, lo, hi, bm25_w, cos_w):
+    """(normalised BM25, fused relevance) of one eligible row with raw BM25 ``x``."""
+    if x > 0.0 and norm_mode == 1:
+        x = x / hi
+    elif x > 0.0 and norm_mode == 2:
+        x = 1.0 if hi == lo else (x - lo) / (hi - lo)
+    return x, bm25_w * x + cos_w * max(cos_i, 0.0) + affinity_i
+
+
+@njit(cache=True)
+def fuse_rows(bm25, cos, affinity, scored, norm_mode, lo, hi, bm25_w, cos_w, bm25_out, rel_out):
+    """The per-row half of :func:`fuse_relevance`, given the hit range ``lo``/``hi``."""
+    for i in range(scored.shape[0]):
+        if not scored[i]:
+            bm25_out[i] = 0.0
+            rel_out[i] = 0.0
+            continue
+        bm25_out[i], rel_out[i] = row_relevance(bm25[i], cos[i], affinity[i], norm_mode, lo, hi,
+                                                bm25_w, cos_w)
+
+
+@njit(cache=True)
 def fuse_relevance(bm25, cos, affinity, scored, norm_mode, bm25_w, cos_w, bm25_out, rel_out):
     """``rel = bm25_w·norm(bm25) + cos_w·max(cos, 0) + affinity`` over ``scored`` rows.
 
     ``norm_mode``: 0 raw, 1 divide by the best BM25, 2 min-max over the hits (a lone or all-equal
     hit maps to 1).
     """
-    n = scored.shape[0]
-    lo = np.inf
-    hi = 0.0
-    for i in range(n if norm_mode != 0 else 0):
-        if scored[i] and bm25[i] > 0.0:
-            lo = min(lo, bm25[i])
-            hi = max(hi, bm25[i])
-    for i in range(n):
-        if not scored[i]:
-            bm25_out[i] = 0.0
-            rel_out[i] = 0.0
-            continue
-        x = bm25[i]
-        if x > 0.0 and norm_mode == 1:
-            x = x / hi
-        elif x > 0.0 and norm_mode == 2:
-            x = 1.0 if hi == lo else (x - lo) / (hi - lo)
-        bm25_out[i] = x
-        rel_out[i] = bm25_w * x + cos_w * max(cos[i], 0.0) + affinity[i]
+    lo, hi = bm25_hit_range(bm25, scored) if norm_mode != 0 else (np.inf, 0.0)
+    fuse_rows(bm25, cos, affinity, scored, norm_mode, lo, hi, bm25_w, cos_w, bm25_out, rel_out)
+
+
+@njit(cache=True)
+def row_recency(updated_at_i, now, decay_per_hour):
+    hours = max(now - updated_at_i, 0.0) / 3600.0
+    return np.exp(-decay_per_hour * hours)
+
+
+@njit(cache=True)
+def log_access_table(size):
+    """``ln(1 + a)`` for access counts ``a < size``: counts are small and repeat across rows."""
+    table = np.empty(size)
+    for a in range(size):
+        table[a] = np.log(1.0 + a)
+    return table
 
 
 @njit(cache=True)
 def base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp,
                 recency_out, importance_out, base_out):
     """Recency and importance of every row, and their weighted sum."""
-    # access counts are small integers: one log per distinct count, not one per row
-    log_table = np.full(64, -1.0)
+    log_table = log_access_table(64)
     for i in range(updated_at.shape[0]):
-        hours = max(now - updated_at[i], 0.0) / 3600.0
-        recency_out[i] = np.exp(-decay_per_hour * hours)
-        a = access[i]
-        if 0 <= a < 64:
-            if log_table[a] < 0.0:
-                log_table[a] = np.log(1.0 + a)
-            importance_out[i] = weight[i] + log_table[a]
-        else:
-            importance_out[i] = weight[i] + np.log(1.0 + a)
+        recency_out[i] = row_recency(updated_at[i], now, decay_per_hour)
+        a = access[i]  # importance inline: a helper taking the table costs 2× (array refcounts)
+        importance_out[i] = weight[i] + (log_table[a] if 0 <= a < 64 else np.log(1.0 + a))
         base_out[i] = w_rec * recency_out[i] + w_imp * importance_out[i]
 
 
@@ -58,19 +84,28 @@ def base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp,
 def rank_scored(base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
                 k, score_out, graph_out):
     """Score, propagate relevance from the top ``n_seeds`` through the graph, re-score, and return
-    the top ``k`` scored rows (score desc, access desc, seq asc).
-
-    Propagation only raises the scores of the rows it reaches, so the final top ``k`` lies within
-    the first ranking's top ``k`` plus those rows: one full pass, then a pass over a mask.
-    """
-    n = base.shape[0]
-    for i in range(n):
+    the top ``k`` scored rows (score desc, access desc, seq asc)."""
+    for i in range(base.shape[0]):
         score_out[i] = base[i] + w_rel * rel[i] if scored[i] else -np.inf
         graph_out[i] = 0.0
     top = top_k_desc(score_out, access, seq, scored, max(k, n_seeds))
+    return rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w,
+                             hops, hop_factor, k, score_out, graph_out)
+
+
+@njit(cache=True)
+def rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hops,
+                      hop_factor, k, score_out, graph_out):
+    """Given ``top`` = the first ``max(k, n_seeds)`` rows by ``score_out`` (``graph_out`` zero):
+    propagate from the first ``n_seeds``, update the rows reached, return the new top ``k``.
+
+    Propagation only raises the scores of the rows it reaches, so the new top ``k`` lies within
+    ``top`` plus those rows.
+    """
     seeds = top[:min(n_seeds, top.shape[0])]
     if hops <= 0 or seeds.shape[0] == 0:
         return top[:k]
+    n = base.shape[0]
     gained = propagate_relevance(seeds, rel[seeds], nbr, edge_w, hops, hop_factor, scored)
     candidate = np.zeros(n, np.bool_)
     candidate[top] = True
@@ -127,14 +162,28 @@ def recall_one(base, bm25, cos, affinity, eligible, scored, access, seq, tokens,
         if scored[i]:
             n_scored += 1
     k = min(max_entries + 8, n_scored)
+    ranked = rank_scored(base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hops,
+                         hop_factor, k, score, graph)
+    return select_ranked(ranked, k, n_scored, base, rel, bm25n, score, graph, scored, access,
+                         seq, tokens, fixed_rows, lead_rows, w_rel, n_seeds, nbr, edge_w, hops,
+                         hop_factor, max_entries, budget, out_rows, out_score, out_bm25, out_rel,
+                         out_graph)
+
+
+@njit(cache=True)
+def select_ranked(ranked, k, n_scored, base, rel, bm25n, score, graph, scored, access, seq,
+                  tokens, fixed_rows, lead_rows, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
+                  max_entries, budget, out_rows, out_score, out_bm25, out_rel, out_graph):
+    """Assemble from the first ``k`` ranked rows; when entries over the budget leave the result
+    short, rank again with twice the candidates. Writes rows and score parts, returns the count."""
     while True:
-        ranked = rank_scored(base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hops,
-                             hop_factor, k, score, graph)
         cand = np.concatenate((lead_rows, ranked))
         m = select_within_budget(fixed_rows, cand, tokens, max_entries, budget, out_rows)
         if m >= max_entries or k >= n_scored:
             break
         k = min(2 * k, n_scored)
+        ranked = rank_scored(base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hops,
+                             hop_factor, k, score, graph)
     for j in range(m):
         r = out_rows[j]
         out_score[j] = base[r] + w_rel * (rel[r] + graph[r])

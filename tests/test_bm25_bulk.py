@@ -62,3 +62,26 @@ def test_add_many_rejects_mismatched_input():
         Bm25Index().add_many([1, 1], [["a"], ["b"]])
     with pytest.raises(ValueError):
         Bm25Index().add_many([1], [])
+
+
+def test_queries_fold_a_long_tail_into_the_postings():
+    """Docs added after the last postings build are scanned doc by doc; once queries have
+    scanned as many tail postings as a rebuild would touch, the index rebuilds, and the scores
+    do not change (to rounding: the tail sums a doc's terms in another order)."""
+    rng = random.Random(3)
+    vocab = [f"t{i}" for i in range(50)]
+    idx = Bm25Index(tantivy_index=False)
+    idx.add_many(list(range(400)), [rng.choices(vocab, k=12) for _ in range(400)])
+    for key in range(400, 440):  # below the insert-time rebuild threshold
+        idx.add(key, rng.choices(vocab, k=12))
+    assert idx._main_upto < idx._n_docs
+    queries = [rng.choices(vocab, k=3) for _ in range(40)]
+    before = [idx.scores(q, 440) for q in queries[:1]]
+    rebuilt_after = None
+    for i, q in enumerate(queries):
+        idx.scores(q, 440)
+        if idx._main_upto == idx._n_docs:
+            rebuilt_after = i + 1
+            break
+    assert rebuilt_after is not None and rebuilt_after > 1
+    np.testing.assert_allclose(idx.scores(queries[0], 440), before[0], rtol=1e-12)

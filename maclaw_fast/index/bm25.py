@@ -95,6 +95,7 @@ class Bm25Index:
         self._main = (np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
         self._main_upto = 0
         self._main_nnz = 0
+        self._tail_work = 0  # tail postings scanned by queries since the last rebuild
         self._delta = None  # rebuilt lazily
         self._dead_in_main = 0
         self._tantivy = _TantivyMirror() if tantivy_index else None
@@ -242,6 +243,7 @@ class Bm25Index:
         self._main = build_csr(len(self.vocab), terms, docs, tfs)
         self._main_upto = self._n_docs
         self._main_nnz = self._fwd_used
+        self._tail_work = 0
         self._dead_in_main = 0
         self._delta = None
 
@@ -308,6 +310,13 @@ class Bm25Index:
         get = self.vocab.ids_dict.get
         term_ids = np.array([get(tok, -1) for tok in tokens], dtype=np.int64)
         with self._lock:
+            tail = self._fwd_used - self._main_nnz
+            if tail:
+                # rent or buy: once queries have scanned as many tail postings as a rebuild
+                # touches, rebuild, so scanning never costs more than twice the best policy
+                self._tail_work += tail
+                if self._tail_work >= self._fwd_used:
+                    self._rebuild_main()
             ip, pd, pt = self._main
             bm25_query(term_ids, self._df, len(self._key_doc), ip, pd, pt, self._main_upto,
                        self._n_docs, self._doc_start, self._doc_nterms, self._fwd_terms,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from maclaw_fast.embedding import check_vectors
+from maclaw_fast.index.vectors import PARALLEL_ELEMENTS
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory import validate
 from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, USER_FACT
@@ -13,8 +14,12 @@ from maclaw_fast.records import RecallHit, ScoreBreakdown
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_fast.threads import numba_threads
 from maclaw_kernels.recall import base_scores, recall_batch as recall_batch_kernel, recall_single
+from maclaw_kernels.recall_large import recall_large
 
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
+# rows per block of the large-store pass: a multiple of 4 (the dot kernel's step) whose score
+# arrays stay in the core's cache while the next block streams in
+LARGE_BLOCK = 2048
 
 
 class _Static:
@@ -55,6 +60,13 @@ class _Static:
         self.recency_args = (t.updated_at[:n], t.weight[:n])
         self.recency_knobs = (rc.recency_decay_per_hour, rc.weight_recency, rc.weight_importance)
         self.no_cos = np.zeros(n, np.float32)  # read only: the query has no vector
+        self._scratch = None
+
+    def scratch(self) -> np.ndarray:
+        """Per-row cosines for the large-store kernel, reused while the store lock is held."""
+        if self._scratch is None:
+            self._scratch = np.empty(self.n, np.float32)
+        return self._scratch
 
     def scope_masks(self, store, project: str | None):
         """(eligible, affinity, scored) for one project: project-scoped entries need the
@@ -146,12 +158,18 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         n = static.n
         now = float(store.clock())
         bm25 = store._bm25.scores(tokens, n)
-        cos = store._vectors.scores(qvec[0], n) if qvec is not None else static.no_cos
         eligible, affinity, scored = static.scope_masks(store, project)
         rows = np.empty(static.width, np.int64)
         parts = np.empty((8, static.width))
-        m = recall_single(*static.recency_args, now, *static.recency_knobs, bm25, cos, affinity,
-                          eligible, scored, *static.kernel_args, rows, parts)
+        if qvec is not None and n * store.dim >= PARALLEL_ELEMENTS:
+            vec = store._vectors
+            m = recall_large(vec.matrix[:n], vec.has_vec[:n], qvec[0], *static.recency_args, now,
+                             *static.recency_knobs, bm25, affinity, eligible, scored,
+                             *static.kernel_args, LARGE_BLOCK, static.scratch(), rows, parts)
+        else:
+            cos = store._vectors.scores(qvec[0], n) if qvec is not None else static.no_cos
+            m = recall_single(*static.recency_args, now, *static.recency_knobs, bm25, cos,
+                              affinity, eligible, scored, *static.kernel_args, rows, parts)
         hits = _hits(store, rows[:m], parts[:, :m])
         if reinforce and m:
             _reinforce(store, rows[:m], now)

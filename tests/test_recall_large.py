@@ -1,0 +1,157 @@
+"""The large-store recall kernel against the dense single-query kernel it must equal: the same rows
+and the same score parts, bit for bit, on random stores (many small blocks, graph walks, every
+normalisation, budgets that force the deeper ranking) — and against the store's own oracle test
+through the public API with the size switch lowered."""
+
+import numpy as np
+import pytest
+
+from maclaw_kernels.recall import recall_single
+from maclaw_kernels.recall_large import merge_candidates, offer, recall_large, within_hops
+from maclaw_kernels.vectors import dot_scores
+from tests.test_memory_kernels import random_graph, ro
+
+
+def large_case(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    d = int(rng.choice([3, 8, 16]))
+    matrix = rng.normal(size=(n, d)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    has_vec = rng.random(n) < 0.9
+    query = rng.normal(size=d).astype(np.float32)
+    query /= np.linalg.norm(query)
+    now = 1.8e9
+    # coarse values make ties in score, then access, common: the tie-breaks are exercised
+    updated = now - rng.choice([0.0, 3600.0, 86400.0, 9e5], n) - (seed % 2) * rng.uniform(0, 9e5, n)
+    weight = rng.choice([1.0, 2.0, 3.5], n)
+    access = rng.integers(0, 80, n).astype(np.int64)  # ≥ 64: past the kernels' log table
+    seq = rng.permutation(n).astype(np.int64)
+    tokens = rng.choice([0, 10, 50, 200, 800, 2500], n).astype(np.int64)
+    bm25 = np.where(rng.random(n) < 0.4, rng.choice([0.5, 1.0, 2.0], n) * (1 + rng.random(n)), 0.0)
+    affinity = np.where(rng.random(n) < 0.2, 3.0, 0.0)
+    eligible = rng.random(n) < 0.9
+    cat = rng.choice(3, n, p=[0.04, 0.06, 0.9])
+    scored = eligible & (cat == 2)
+    fixed = np.flatnonzero(eligible & (cat == 0)).astype(np.int64)
+    lead = np.flatnonzero(eligible & (cat == 1)).astype(np.int64)
+    nbr, w = random_graph(rng, n)
+    return dict(rng=rng, n=n, matrix=matrix, has_vec=has_vec, query=query, now=now,
+                updated=updated, weight=weight, access=access, seq=seq, tokens=tokens, bm25=bm25,
+                affinity=affinity, eligible=eligible, scored=scored, fixed=fixed, lead=lead,
+                nbr=nbr, w=w)
+
+
+def run_both(c, mode, n_seeds, hops, max_entries, budget, block, readonly=False):
+    width = max_entries + c["fixed"].size
+    cols = [c[k] for k in ("bm25", "affinity", "eligible", "scored", "access", "seq", "tokens",
+                           "fixed", "lead")]
+    if readonly:
+        cols = ro(*cols)
+    knobs = (mode, 0.4, 0.6, 1.0, n_seeds, c["nbr"], c["w"], hops, 0.5, max_entries, budget)
+    cos = np.empty(c["n"], np.float32)
+    dot_scores(c["matrix"], c["n"], c["has_vec"], c["query"], cos)
+    ref_rows, ref_parts = np.full(width, -1, np.int64), np.zeros((8, width))
+    m_ref = recall_single(c["updated"], c["weight"], c["now"], 0.005, 1.0, 0.8, cols[0], cos,
+                          *cols[1:], *knobs, ref_rows, ref_parts)
+    rows, parts = np.full(width, -1, np.int64), np.zeros((8, width))
+    m = recall_large(c["matrix"], c["has_vec"], c["query"], c["updated"], c["weight"], c["now"],
+                     0.005, 1.0, 0.8, *cols, *knobs, block, np.empty(c["n"], np.float32), rows,
+                     parts)
+    return (m_ref, ref_rows[:m_ref], ref_parts[:, :m_ref]), (m, rows[:m], parts[:, :m])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_recall_large_equals_recall_single(seed):
+    c = large_case(seed)
+    block = int(c["rng"].choice([4, 8, 12, 64, 2048]))
+    settings = ((0, 5, 1, 20, 2000), (1, 3, 2, 5, 300), (2, 5, 1, 15, 1500), (0, 1, 0, 1, 50),
+                (0, 5, 3, 20, 400), (0, 0, 1, 20, 2000))
+    for mode, n_seeds, hops, max_entries, budget in settings:
+        ref, got = run_both(c, mode, n_seeds, hops, max_entries, budget, block,
+                            readonly=(seed % 7 == 0))
+        ctx = f"seed {seed} block {block} mode {mode} seeds {n_seeds} hops {hops}"
+        assert got[0] == ref[0], ctx
+        assert got[1].tolist() == ref[1].tolist(), ctx
+        np.testing.assert_array_equal(got[2], ref[2], err_msg=ctx)
+
+
+def test_budget_starved_result_ranks_deeper():
+    """Every top candidate over the budget: the kernel must look past its first k rows, as the
+    dense kernel does."""
+    c = large_case(3)
+    n = c["n"]
+    c["scored"] = c["eligible"].copy()
+    c["fixed"] = c["lead"] = np.zeros(0, np.int64)
+    c["tokens"] = np.where(np.arange(n) % 3 == 0, 1, 5000).astype(np.int64)
+    ref, got = run_both(c, 0, 5, 1, 20, 100, 8)
+    assert got[0] == ref[0] > 0
+    assert got[1].tolist() == ref[1].tolist()
+    np.testing.assert_array_equal(got[2], ref[2])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_offer_and_merge_keep_the_ranked_top(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 200))
+    score = rng.choice([0.5, 1.0, 1.5, 2.0], n)
+    access = rng.integers(0, 3, n).astype(np.int64)
+    seq = rng.permutation(n).astype(np.int64)
+    k = int(rng.integers(1, 30))
+    want = sorted(range(n), key=lambda i: (-score[i], -access[i], seq[i]))[:k]
+    rows, scores, m = np.full(k, -1, np.int64), np.empty(k), 0
+    for i in rng.permutation(n):
+        m = offer(rows, scores, m, i, score[i], access, seq)
+    assert rows[:m].tolist() == want
+    blocks = np.array_split(rng.permutation(n), 4)
+    cand = np.full((4, k), -1, np.int64)
+    cand_s = np.zeros((4, k))
+    for b, part in enumerate(blocks):
+        top = sorted(part, key=lambda i: (-score[i], -access[i], seq[i]))[:k]
+        cand[b, :len(top)] = top
+        cand_s[b, :len(top)] = score[top]
+    got, got_s = merge_candidates(cand, cand_s, k, access, seq)
+    assert got.tolist() == want and got_s.tolist() == score[want].tolist()
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_within_hops_matches_breadth_first_reference(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    nbr, _ = random_graph(rng, n)
+    seeds = rng.choice(n, size=min(n, int(rng.integers(1, 5))), replace=False).astype(np.int64)
+    hops = int(rng.integers(1, 4))
+    seen, frontier = set(), set(seeds.tolist())
+    for _ in range(hops):
+        frontier = {int(t) for f in frontier for t in nbr[f] if t >= 0}
+        seen |= frontier
+    want = sorted(seen - set(seeds.tolist()))
+    assert within_hops(seeds, nbr, hops).tolist() == want
+
+
+def test_store_recall_through_the_large_path_is_identical(monkeypatch):
+    """The public API with the size switch lowered (every store takes the large-store kernel)
+    returns exactly what the single-query kernel returns: ids, order and every score part."""
+    import maclaw_fast.memory.recall as recall_module
+    from maclaw_fast.memory.store import MemoryStore
+
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(60)] + ["部署", "脚本", "数据库", "deploy", "script"]
+    cats = ["instruction", "preference", "project_knowledge", "user_fact", "self_identity",
+            "session_checkpoint"]
+    now = [1.7e9]
+    with MemoryStore.in_memory(embedder="hash", clock=lambda: now[0]) as store:
+        for i in range(260):
+            now[0] += float(rng.choice([60.0, 3600.0, 86400.0]))
+            text = " ".join(rng.choice(words, int(rng.integers(3, 12))))
+            store.save(f"{text} {i}", category=str(rng.choice(cats)),
+                       tags=tuple(rng.choice(["atlas", "zeus", "ops"], int(rng.integers(0, 2)))))
+        queries = [" ".join(rng.choice(words, int(rng.integers(1, 5)))) for _ in range(25)]
+        for project in (None, "atlas"):
+            for q in queries:
+                want = store.recall(q, project=project, reinforce=False)
+                monkeypatch.setattr(recall_module, "PARALLEL_ELEMENTS", 0)
+                got = store.recall(q, project=project, reinforce=False)
+                monkeypatch.undo()
+                assert [h.entry.id for h in got] == [h.entry.id for h in want], q
+                assert [h.breakdown for h in got] == [h.breakdown for h in want], q

@@ -14,91 +14,59 @@ from numba import njit, prange
 from maclaw_kernels.graph import propagate_relevance
 from maclaw_kernels.recall import (bm25_hit_range, log_access_table, recall_single, row_recency,
                                    row_relevance, select_within_budget)
+from maclaw_kernels.topk import top_k_desc
 from maclaw_kernels.vectors import dot_scores
 
 
 @njit(cache=True)
-def ahead(score_a, access_a, seq_a, score_b, access_b, seq_b):
-    """Row a ranks before row b: score desc, then access desc, then seq asc."""
-    if score_a != score_b:
-        return score_a > score_b
-    if access_a != access_b:
-        return access_a > access_b
-    return seq_a < seq_b
-
-
-@njit(cache=True)
-def offer(rows, scores, m, row, score, access, seq):
-    """Insert ``row`` into the ranked buffer ``rows``/``scores`` holding ``m`` entries (capacity
-    ``rows.shape[0]``) if it ranks high enough; returns the new count."""
-    k = rows.shape[0]
-    if k == 0:
-        return 0
-    if m == k:
-        last = rows[k - 1]
-        if not ahead(score, access[row], seq[row], scores[k - 1], access[last], seq[last]):
-            return m
-        p = k - 1
-    else:
-        p = m
-        m += 1
-    while p > 0 and ahead(score, access[row], seq[row], scores[p - 1], access[rows[p - 1]],
-                          seq[rows[p - 1]]):
-        rows[p] = rows[p - 1]
-        scores[p] = scores[p - 1]
-        p -= 1
-    rows[p] = row
-    scores[p] = score
-    return m
+def score_block(matrix, has_vec, query, updated_at, weight, access, seq, now, decay_per_hour,
+                w_rec, w_imp, bm25, affinity, scored, norm_mode, lo, hi, bm25_w, cos_w, w_rel,
+                log_table, start, end, cos, score, cand_rows):
+    """Rows ``start..end`` (``start`` a multiple of 4): cosines into ``cos``, scores into
+    ``score`` (−inf when not ``scored``), the block's best rows into ``cand_rows`` (−1 pads).
+    Returns how many rows were scored."""
+    dot_scores(matrix[start:end], end - start, has_vec[start:end], query, cos[start:end])
+    count = 0
+    for i in range(start, end):
+        if not scored[i]:
+            score[i] = -np.inf
+            continue
+        count += 1
+        a = access[i]
+        imp = weight[i] + (log_table[a] if 0 <= a < 64 else np.log(1.0 + a))
+        base = w_rec * row_recency(updated_at[i], now, decay_per_hour) + w_imp * imp
+        rel = row_relevance(bm25[i], cos[i], affinity[i], norm_mode, lo, hi, bm25_w, cos_w)[1]
+        score[i] = base + w_rel * rel
+    top = top_k_desc(score[start:end], access[start:end], seq[start:end], scored[start:end],
+                     cand_rows.shape[0])
+    cand_rows[:] = -1
+    cand_rows[:top.shape[0]] = top + start
+    return count
 
 
 @njit(cache=True, parallel=True)
 def score_blocks(matrix, has_vec, query, updated_at, weight, access, seq, now, decay_per_hour,
                  w_rec, w_imp, bm25, affinity, scored, norm_mode, lo, hi, bm25_w, cos_w, w_rel,
-                 block, cos, cand_rows, cand_scores, n_scored):
-    """Cosines of every row into ``cos``; block ``b`` (rows ``b·block`` on, ``block`` a multiple
-    of 4) ranks its ``scored`` rows into ``cand_rows[b]``/``cand_scores[b]`` (−1 pads) and
-    counts them into ``n_scored[b]``."""
+                 block, cos, score, cand_rows, n_scored):
+    """:func:`score_block` for blocks of ``block`` rows (a multiple of 4) across numba's
+    threads; block ``b`` writes ``cand_rows[b]`` and ``n_scored[b]``."""
     n = updated_at.shape[0]
     log_table = log_access_table(64)
     for b in prange(cand_rows.shape[0]):
         s = b * block
-        e = min(n, s + block)
-        dot_scores(matrix[s:e], e - s, has_vec[s:e], query, cos[s:e])
-        rows = cand_rows[b]
-        scores = cand_scores[b]
-        rows[:] = -1
-        m = 0
-        count = 0
-        for i in range(s, e):
-            if not scored[i]:
-                continue
-            count += 1
-            a = access[i]
-            imp = weight[i] + (log_table[a] if 0 <= a < 64 else np.log(1.0 + a))
-            base = w_rec * row_recency(updated_at[i], now, decay_per_hour) + w_imp * imp
-            rel = row_relevance(bm25[i], cos[i], affinity[i], norm_mode, lo, hi, bm25_w,
-                                cos_w)[1]
-            score = base + w_rel * rel
-            if m == rows.shape[0] and m > 0:
-                last = rows[m - 1]
-                if not ahead(score, a, seq[i], scores[m - 1], access[last], seq[last]):
-                    continue
-            m = offer(rows, scores, m, i, score, access, seq)
-        n_scored[b] = count
+        n_scored[b] = score_block(matrix, has_vec, query, updated_at, weight, access, seq, now,
+                                  decay_per_hour, w_rec, w_imp, bm25, affinity, scored,
+                                  norm_mode, lo, hi, bm25_w, cos_w, w_rel, log_table, s,
+                                  min(n, s + block), cos, score, cand_rows[b])
 
 
 @njit(cache=True)
-def merge_candidates(cand_rows, cand_scores, k, access, seq):
-    """The top ``k`` of every block's candidates: ``(rows, scores)`` ranked."""
-    rows = np.full(k, -1, np.int64)
-    scores = np.empty(k)
-    m = 0
-    for b in range(cand_rows.shape[0]):
-        for j in range(cand_rows.shape[1]):
-            if cand_rows[b, j] >= 0:
-                m = offer(rows, scores, m, cand_rows[b, j], cand_scores[b, j], access, seq)
-    return rows[:m], scores[:m]
+def top_of(rows, score, access, seq, k):
+    """The best ``k`` of the distinct ``rows`` (any order, −1 ignored) by ``score[row]``, as
+    :func:`top_k_desc` ranks them over the whole array."""
+    rows = np.unique(rows[rows >= 0])  # row order, so full ties break as they do densely
+    top = top_k_desc(score[rows], access[rows], seq[rows], np.ones(rows.shape[0], np.bool_), k)
+    return rows[top]
 
 
 @njit(cache=True)
@@ -135,66 +103,52 @@ def row_parts(r, updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, 
 
 
 @njit(cache=True)
-def rank_sparse(top, top_scores, k, n_seeds, hops, hop_factor, nbr, edge_w, scored, access, seq,
-                w_rel, parts_args):
-    """:func:`maclaw_kernels.recall.rerank_with_graph` on the candidate rows only: returns the
-    top ``k`` rows and the dense relevance each row gained (zeros when no walk ran)."""
+def rank_sparse(top, k, n_seeds, hops, hop_factor, nbr, edge_w, scored, access, seq, w_rel,
+                score, parts_args):
+    """:func:`maclaw_kernels.recall.rerank_with_graph` over ``top`` and the rows the walk can
+    reach (``score`` is updated for the rows that gain): returns the top ``k`` rows and the
+    dense relevance each row gained (empty when no walk ran)."""
     seeds = top[:min(n_seeds, top.shape[0])]
-    gained = np.zeros(0)
     if hops <= 0 or seeds.shape[0] == 0:
-        return top[:k], gained
+        return top[:k], np.zeros(0)
     seed_rel = np.empty(seeds.shape[0])
     for j in range(seeds.shape[0]):
         seed_rel[j] = row_parts(seeds[j], *parts_args)[4]
     gained = propagate_relevance(seeds, seed_rel, nbr, edge_w, hops, hop_factor, scored)
-    ranked = np.full(k, -1, np.int64)
-    scores = np.empty(k)
-    m = 0
-    for j in range(top.shape[0]):
-        r = top[j]
-        score = top_scores[j]
+    reach = within_hops(seeds, nbr, hops)
+    reach = reach[scored[reach]]
+    for r in reach:
         if gained[r] > 0.0:
             _rec, _imp, base, _bn, rel = row_parts(r, *parts_args)
             if gained[r] > rel:
-                score = base + w_rel * gained[r]
-        m = offer(ranked, scores, m, r, score, access, seq)
-    reach = within_hops(seeds, nbr, hops)
-    for r in reach:
-        if not scored[r] or gained[r] <= 0.0:
-            continue
-        is_top = False
-        for t in top:
-            is_top = is_top or t == r
-        _rec, _imp, base, _bn, rel = row_parts(r, *parts_args)
-        if not is_top and gained[r] > rel:
-            m = offer(ranked, scores, m, r, base + w_rel * gained[r], access, seq)
-    return ranked[:m], gained
+                score[r] = base + w_rel * gained[r]
+    return top_of(np.concatenate((top, reach)), score, access, seq, k), gained
 
 
 @njit(cache=True)
 def recall_large(matrix, has_vec, query, updated_at, weight, now, decay_per_hour, w_rec, w_imp,
                  bm25, affinity, eligible, scored, access, seq, tokens, fixed_rows, lead_rows,
                  norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
-                 max_entries, budget, block, cos, out_rows, out_parts):
+                 max_entries, budget, block, cos, score, out_rows, out_parts):
     """:func:`maclaw_kernels.recall.recall_single` from the query vector (same ``out_parts``
-    rows); ``cos`` (float32, one per row) is scratch a caller may reuse."""
+    rows); ``cos`` (float32) and ``score`` (float64), one per row, are scratch a caller may
+    reuse."""
     n = updated_at.shape[0]
     lo, hi = bm25_hit_range(bm25, eligible) if norm_mode != 0 else (np.inf, 0.0)
     k_top = max(max_entries + 8, n_seeds)
     n_blocks = (n + block - 1) // block
     cand_rows = np.empty((n_blocks, k_top), np.int64)
-    cand_scores = np.empty((n_blocks, k_top))
     counts = np.zeros(n_blocks, np.int64)
     score_blocks(matrix, has_vec, query, updated_at, weight, access, seq, now, decay_per_hour,
                  w_rec, w_imp, bm25, affinity, scored, norm_mode, lo, hi, bm25_w, cos_w, w_rel,
-                 block, cos, cand_rows, cand_scores, counts)
+                 block, cos, score, cand_rows, counts)
     n_scored = counts.sum()
     k = min(max_entries + 8, n_scored)
-    top, top_scores = merge_candidates(cand_rows, cand_scores, max(k, n_seeds), access, seq)
+    top = top_of(cand_rows.ravel(), score, access, seq, max(k, n_seeds))
     parts_args = (updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, bm25, cos,
                   affinity, eligible, norm_mode, lo, hi, bm25_w, cos_w)
-    ranked, gained = rank_sparse(top, top_scores, k, n_seeds, hops, hop_factor, nbr, edge_w,
-                                 scored, access, seq, w_rel, parts_args)
+    ranked, gained = rank_sparse(top, k, n_seeds, hops, hop_factor, nbr, edge_w, scored, access,
+                                 seq, w_rel, score, parts_args)
     m = select_within_budget(fixed_rows, np.concatenate((lead_rows, ranked)), tokens,
                              max_entries, budget, out_rows)
     if m < max_entries and k < n_scored:  # entries over budget left it short: rank deeper

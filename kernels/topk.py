@@ -1,39 +1,76 @@
-"""Top-k selection with the store's tie-breaks."""
+"""Top-k selection with the store's tie-breaks: score desc, then access desc, then seq asc, then
+row asc.
+
+A bounded heap whose root is the worst row kept: O(n log k) even when rows arrive in rising score
+order (a store's rows are in insertion order and recency rises with it), where a sorted insertion
+buffer degrades to O(n·k). The heap is written out inside the loop on purpose: a helper function
+taking the arrays costs ~35 ns a call in reference counting, more than the sift itself.
+"""
 
 import numpy as np
 from numba import njit
 
 
-@njit(cache=True, inline="always")
-def _before(a, b, score, access, seq):
-    if score[a] != score[b]:
-        return score[a] > score[b]
-    if access[a] != access[b]:
-        return access[a] > access[b]
-    return seq[a] < seq[b]
+@njit(cache=True)
+def ahead(score_a, access_a, seq_a, row_a, score_b, access_b, seq_b, row_b):
+    """Row a ranks before row b."""
+    if score_a != score_b:
+        return score_a > score_b
+    if access_a != access_b:
+        return access_a > access_b
+    if seq_a != seq_b:
+        return seq_a < seq_b
+    return row_a < row_b
 
 
 @njit(cache=True)
 def top_k_desc(score, access, seq, mask, k):
-    """Rows of ``mask`` ordered by (score desc, access desc, seq asc), first ``k`` of them.
-
-    A bounded insertion buffer: O(n·k) worst case but O(n) in practice for k ≤ ~64, without
-    sorting the whole array.
-    """
-    out = np.empty(max(k, 0), dtype=np.int64)
+    """Rows of ``mask`` ordered best first, the first ``k`` of them."""
+    rows = np.empty(max(k, 0), dtype=np.int64)
+    kept = np.empty(max(k, 0))
     if k <= 0:
-        return out
+        return rows
     m = 0
     for i in range(score.shape[0]):
         if not mask[i]:
             continue
-        if m == k and not _before(i, out[m - 1], score, access, seq):
-            continue
-        j = m if m < k else k - 1
-        while j > 0 and _before(i, out[j - 1], score, access, seq):
-            out[j] = out[j - 1]
-            j -= 1
-        out[j] = i
-        if m < k:
+        s, a, q = score[i], access[i], seq[i]
+        if m == k:  # full: replace the root if ahead of it, then sift it down
+            r = rows[0]
+            if s < kept[0] or not ahead(s, a, q, i, kept[0], access[r], seq[r], r):
+                continue
+            p = 0
+            while 2 * p + 1 < k:
+                c = 2 * p + 1
+                if c + 1 < k and ahead(kept[c], access[rows[c]], seq[rows[c]], rows[c],
+                                       kept[c + 1], access[rows[c + 1]], seq[rows[c + 1]],
+                                       rows[c + 1]):
+                    c += 1  # the worse child
+                if not ahead(s, a, q, i, kept[c], access[rows[c]], seq[rows[c]], rows[c]):
+                    break
+                rows[p] = rows[c]
+                kept[p] = kept[c]
+                p = c
+        else:  # growing: add at the end and sift up past better parents
+            p = m
             m += 1
-    return out[:m]
+            while p > 0:
+                up = (p - 1) // 2
+                if not ahead(kept[up], access[rows[up]], seq[rows[up]], rows[up], s, a, q, i):
+                    break
+                rows[p] = rows[up]
+                kept[p] = kept[up]
+                p = up
+        rows[p] = i
+        kept[p] = s
+    for i in range(1, m):  # best first: insertion sort of the k kept
+        r, s = rows[i], kept[i]
+        j = i
+        while j > 0 and ahead(s, access[r], seq[r], r, kept[j - 1], access[rows[j - 1]],
+                              seq[rows[j - 1]], rows[j - 1]):
+            rows[j] = rows[j - 1]
+            kept[j] = kept[j - 1]
+            j -= 1
+        rows[j] = r
+        kept[j] = s
+    return rows[:m]

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from maclaw_kernels.recall import recall_single
-from maclaw_kernels.recall_large import merge_candidates, offer, recall_large, within_hops
+from maclaw_kernels.recall_large import recall_large, top_of, within_hops
+from maclaw_kernels.topk import top_k_desc
 from maclaw_kernels.vectors import dot_scores
 from tests.test_memory_kernels import random_graph, ro
 
@@ -42,7 +43,7 @@ def large_case(seed):
                 nbr=nbr, w=w)
 
 
-def run_both(c, mode, n_seeds, hops, max_entries, budget, block, readonly=False):
+def run_both(c, mode, n_seeds, hops, max_entries, budget, block, readonly=False, w_rec=1.0):
     width = max_entries + c["fixed"].size
     cols = [c[k] for k in ("bm25", "affinity", "eligible", "scored", "access", "seq", "tokens",
                            "fixed", "lead")]
@@ -52,12 +53,12 @@ def run_both(c, mode, n_seeds, hops, max_entries, budget, block, readonly=False)
     cos = np.empty(c["n"], np.float32)
     dot_scores(c["matrix"], c["n"], c["has_vec"], c["query"], cos)
     ref_rows, ref_parts = np.full(width, -1, np.int64), np.zeros((8, width))
-    m_ref = recall_single(c["updated"], c["weight"], c["now"], 0.005, 1.0, 0.8, cols[0], cos,
+    m_ref = recall_single(c["updated"], c["weight"], c["now"], 0.005, w_rec, 0.8, cols[0], cos,
                           *cols[1:], *knobs, ref_rows, ref_parts)
     rows, parts = np.full(width, -1, np.int64), np.zeros((8, width))
     m = recall_large(c["matrix"], c["has_vec"], c["query"], c["updated"], c["weight"], c["now"],
-                     0.005, 1.0, 0.8, *cols, *knobs, block, np.empty(c["n"], np.float32), rows,
-                     parts)
+                     0.005, w_rec, 0.8, *cols, *knobs, block, np.empty(c["n"], np.float32),
+                     np.empty(c["n"]), rows, parts)
     return (m_ref, ref_rows[:m_ref], ref_parts[:, :m_ref]), (m, rows[:m], parts[:, :m])
 
 
@@ -91,27 +92,23 @@ def test_budget_starved_result_ranks_deeper():
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_offer_and_merge_keep_the_ranked_top(seed):
+def test_top_k_and_top_of_keep_the_ranked_top(seed):
+    """The heap top-k, on random and on rising scores (a store in insertion order), and its use
+    over a candidate list with repeats and −1 pads."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 200))
-    score = rng.choice([0.5, 1.0, 1.5, 2.0], n)
+    score = rng.choice([0.5, 1.0, 1.5, 2.0], n) + (seed % 3 == 0) * rng.random(n)
+    if seed % 2:
+        score = np.sort(score)
     access = rng.integers(0, 3, n).astype(np.int64)
     seq = rng.permutation(n).astype(np.int64)
     k = int(rng.integers(1, 30))
     want = sorted(range(n), key=lambda i: (-score[i], -access[i], seq[i]))[:k]
-    rows, scores, m = np.full(k, -1, np.int64), np.empty(k), 0
-    for i in rng.permutation(n):
-        m = offer(rows, scores, m, i, score[i], access, seq)
-    assert rows[:m].tolist() == want
-    blocks = np.array_split(rng.permutation(n), 4)
-    cand = np.full((4, k), -1, np.int64)
-    cand_s = np.zeros((4, k))
-    for b, part in enumerate(blocks):
-        top = sorted(part, key=lambda i: (-score[i], -access[i], seq[i]))[:k]
-        cand[b, :len(top)] = top
-        cand_s[b, :len(top)] = score[top]
-    got, got_s = merge_candidates(cand, cand_s, k, access, seq)
-    assert got.tolist() == want and got_s.tolist() == score[want].tolist()
+    assert top_k_desc(score, access, seq, np.ones(n, np.bool_), k).tolist() == want
+    parts = np.array_split(rng.permutation(n), 4)
+    cand = np.concatenate([sorted(p, key=lambda i: (-score[i], -access[i], seq[i]))[:k]
+                           for p in parts] + [np.full(3, -1), parts[0][:2]]).astype(np.int64)
+    assert top_of(rng.permutation(cand), score, access, seq, k).tolist() == want
 
 
 @pytest.mark.parametrize("seed", range(15))
@@ -155,3 +152,32 @@ def test_store_recall_through_the_large_path_is_identical(monkeypatch):
                 monkeypatch.undo()
                 assert [h.entry.id for h in got] == [h.entry.id for h in want], q
                 assert [h.breakdown for h in got] == [h.breakdown for h in want], q
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_recall_large_skipping_rows_by_bound_changes_nothing(seed):
+    """Bigger stores, so block buffers fill and rows are skipped by their best-case score;
+    also a negative recency weight (the bound uses recency 0 then)."""
+    c = large_case(seed)
+    rng = c["rng"]
+    n = 3000
+    big = large_case(100 + seed)
+    while big["n"] < n:  # stack cases into one store of ≥ n rows
+        more = large_case(int(rng.integers(1000, 9999)))
+        if more["matrix"].shape[1] != big["matrix"].shape[1]:
+            continue
+        off = big["n"]
+        for key in ("matrix", "has_vec", "updated", "weight", "access", "tokens", "bm25",
+                    "affinity", "eligible", "scored"):
+            big[key] = np.concatenate((big[key], more[key]))
+        big["seq"] = np.concatenate((big["seq"], more["seq"] + off))
+        nbr = np.where(more["nbr"] >= 0, more["nbr"] + off, -1)
+        big["nbr"] = np.concatenate((big["nbr"], nbr))
+        big["w"] = np.concatenate((big["w"], more["w"]))
+        big["fixed"] = np.concatenate((big["fixed"], more["fixed"] + off))
+        big["lead"] = np.concatenate((big["lead"], more["lead"] + off))
+        big["n"] = off + more["n"]
+    for mode, w_block, w_rec in ((0, 256, 1.0), (2, 64, 1.0), (1, 2048, 1.0), (0, 256, -0.5)):
+        ref, got = run_both(big, mode, 5, 1, 20, 2000, w_block, w_rec=w_rec)
+        assert got[1].tolist() == ref[1].tolist()
+        np.testing.assert_array_equal(got[2], ref[2])

@@ -62,10 +62,10 @@ class _Static:
         self.no_cos = np.zeros(n, np.float32)  # read only: the query has no vector
         self._scratch = None
 
-    def scratch(self) -> np.ndarray:
-        """Per-row cosines for the large-store kernel, reused while the store lock is held."""
+    def scratch(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per-row cosines and scores for the large-store kernel, reused under the store lock."""
         if self._scratch is None:
-            self._scratch = np.empty(self.n, np.float32)
+            self._scratch = (np.empty(self.n, np.float32), np.empty(self.n))
         return self._scratch
 
     def scope_masks(self, store, project: str | None):
@@ -165,7 +165,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
             vec = store._vectors
             m = recall_large(vec.matrix[:n], vec.has_vec[:n], qvec[0], *static.recency_args, now,
                              *static.recency_knobs, bm25, affinity, eligible, scored,
-                             *static.kernel_args, LARGE_BLOCK, static.scratch(), rows, parts)
+                             *static.kernel_args, LARGE_BLOCK, *static.scratch(), rows, parts)
         else:
             cos = store._vectors.scores(qvec[0], n) if qvec is not None else static.no_cos
             m = recall_single(*static.recency_args, now, *static.recency_knobs, bm25, cos,

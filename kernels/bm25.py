@@ -6,14 +6,18 @@ from numba import njit, prange
 
 @njit(cache=True, inline="always")
 def _accumulate(term_ids, idf, indptr, post_docs, post_tfs, doc_norm, doc_live, doc_key,
-                k1, b, avgdl, out):
+                k1, b, avgdl, out, d_lo, d_hi):
+    """Add the postings of docs ``d_lo..d_hi`` (a term's postings are sorted by doc)."""
     n_terms = indptr.shape[0] - 1
     for i in range(term_ids.shape[0]):
         t = term_ids[i]
         if t < 0 or t >= n_terms:
             continue
         w = idf[i] * (k1 + 1.0)
-        for p in range(indptr[t], indptr[t + 1]):
+        docs = post_docs[indptr[t]:indptr[t + 1]]
+        lo = indptr[t] + np.searchsorted(docs, d_lo)
+        hi = indptr[t] + np.searchsorted(docs, d_hi)
+        for p in range(lo, hi):
             d = post_docs[p]
             if doc_live[d]:
                 # widen explicitly: without the JIT, float32 scalars would keep float32 math
@@ -31,7 +35,7 @@ def bm25_scores(term_ids, idf, indptr, post_docs, post_tfs, doc_norm, doc_live, 
     weights, ``doc_norm`` the (field-norm encoded) document lengths.
     """
     _accumulate(term_ids, idf, indptr, post_docs, post_tfs, doc_norm, doc_live, doc_key,
-                k1, b, avgdl, out)
+                k1, b, avgdl, out, 0, doc_live.shape[0])
 
 
 @njit(cache=True, parallel=True)
@@ -43,7 +47,7 @@ def bm25_scores_batch(q_indptr, term_ids, idf, indptr, post_docs, post_tfs, doc_
         lo = q_indptr[q]
         hi = q_indptr[q + 1]
         _accumulate(term_ids[lo:hi], idf[lo:hi], indptr, post_docs, post_tfs, doc_norm, doc_live,
-                    doc_key, k1, b, avgdl, out[q])
+                    doc_key, k1, b, avgdl, out[q], 0, doc_live.shape[0])
 
 
 @njit(cache=True)
@@ -109,14 +113,10 @@ def count_terms(flat_ids, offsets, n_vocab, out_terms, out_tfs, out_nterms):
 
 
 @njit(cache=True)
-def bm25_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,
-               doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl,
-               term_weight, out):
-    """One query end to end: unique known terms of ``term_ids`` (first seen first, ``-1`` or
-    ``df == 0`` skipped) get ``idf = ln((N − df + ½)/(df + ½) + 1)``; docs below ``main_upto``
-    are scored from the CSR postings, the tail up to ``n_docs`` by its forward lists.
-    ``term_weight`` is a zeroed scratch over the vocabulary, zeroed again on return.
-    Returns how many distinct terms were scored."""
+def query_idf(term_ids, df, n_live, term_weight):
+    """Unique known terms of ``term_ids`` (first seen first; ``-1``, out of range or ``df == 0``
+    skipped) and their ``idf = ln((N − df + ½)/(df + ½) + 1)``, also written into the zeroed
+    scratch ``term_weight`` (the caller zeroes those entries again)."""
     uniq = np.empty(term_ids.shape[0], np.int64)
     idf = np.empty(term_ids.shape[0])
     m = 0
@@ -129,13 +129,45 @@ def bm25_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_d
         uniq[m] = t
         idf[m] = w
         m += 1
-    if m == 0:
+    return uniq[:m], idf[:m]
+
+
+@njit(cache=True)
+def bm25_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,
+               doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl,
+               term_weight, out):
+    """One query end to end: the terms of :func:`query_idf`; docs below ``main_upto`` are scored
+    from the CSR postings, the tail up to ``n_docs`` by its forward lists. ``term_weight`` is a
+    zeroed scratch over the vocabulary, zeroed again on return. Returns how many distinct terms
+    were scored."""
+    uniq, idf = query_idf(term_ids, df, n_live, term_weight)
+    if uniq.shape[0] == 0:
         return 0
-    _accumulate(uniq[:m], idf[:m], indptr, post_docs, post_tfs, doc_norm, doc_live, doc_key,
-                k1, b, avgdl, out)
+    _accumulate(uniq, idf, indptr, post_docs, post_tfs, doc_norm, doc_live, doc_key, k1, b,
+                avgdl, out, 0, doc_live.shape[0])
     if main_upto < n_docs:
         bm25_scores_forward(term_weight, main_upto, n_docs, doc_start, doc_nterms, fwd_terms,
                             fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl, out)
-    for j in range(m):
-        term_weight[uniq[j]] = 0.0
-    return m
+    term_weight[uniq] = 0.0
+    return uniq.shape[0]
+
+
+@njit(cache=True, parallel=True)
+def bm25_query_parallel(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs,
+                        doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key,
+                        k1, b, avgdl, term_weight, out, n_parts):
+    """:func:`bm25_query` with the documents split into ``n_parts`` ranges across numba's
+    threads (each term's postings are sorted by document, so a range is two binary searches).
+    Each document is summed in the same order as serially: the result is identical."""
+    uniq, idf = query_idf(term_ids, df, n_live, term_weight)
+    for part in prange(n_parts):
+        d_lo = part * n_docs // n_parts
+        d_hi = (part + 1) * n_docs // n_parts
+        _accumulate(uniq, idf, indptr, post_docs, post_tfs, doc_norm, doc_live, doc_key, k1, b,
+                    avgdl, out, d_lo, d_hi)
+        lo_tail = max(main_upto, d_lo)
+        if lo_tail < d_hi:
+            bm25_scores_forward(term_weight, lo_tail, d_hi, doc_start, doc_nterms, fwd_terms,
+                                fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl, out)
+    term_weight[uniq] = 0.0
+    return uniq.shape[0]

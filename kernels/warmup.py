@@ -25,9 +25,11 @@ def _memory_kernels():
     args = (np.array([0], np.int32), np.ones(1), ip, pd, pt, np.ones(n, np.float32), bools, i64,
             1.2, 0.75, 1.0)
     bm25.bm25_scores(*args, np.zeros(n))
-    bm25.bm25_query(np.array([0, -1], np.int64), np.ones(2, np.int64), n, ip, pd, pt, 1, 2,
-                    np.zeros(2, np.int64), np.ones(2, np.int32), np.zeros(2, np.int32),
-                    np.ones(2, np.float32), *args[5:], np.zeros(4), np.zeros(n))
+    query_args = (np.array([0, -1], np.int64), np.ones(2, np.int64), n, ip, pd, pt, 1, 2,
+                  np.zeros(2, np.int64), np.ones(2, np.int32), np.zeros(2, np.int32),
+                  np.ones(2, np.float32), *args[5:], np.zeros(4), np.zeros(n))
+    bm25.bm25_query(*query_args)
+    bm25.bm25_query_parallel(*query_args, 2)
     bm25.bm25_scores_batch(np.array([0, 1], np.int64), *args, np.zeros((1, n)))
     m = np.ones((n, d), np.float32)
     for mat in (m, _ro(m)):

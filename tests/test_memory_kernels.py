@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from maclaw_kernels.bm25 import (bm25_query, bm25_scores, bm25_scores_batch, bm25_scores_forward,
+from maclaw_kernels.bm25 import (bm25_query, bm25_query_parallel, bm25_scores, bm25_scores_batch, bm25_scores_forward,
                                  build_csr)
 from maclaw_kernels.decay import decay_pass, decay_pass_batch
 from maclaw_kernels.graph import propagate_relevance
@@ -261,6 +261,32 @@ def test_bm25_query_matches_reference(seed):
     assert got == len(uniq)
     np.testing.assert_allclose(out, ref, rtol=BM25_RTOL, atol=1e-12)
     assert not scratch.any()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_bm25_query_parallel_equals_serial(seed):
+    """Split into document ranges (postings sorted by doc, as the index builds them), the scores
+    are bit-identical to the serial kernel's, tail included."""
+    rng, n_terms, terms, docs, tfs, doc_norm, doc_live, doc_key, n_keys, avgdl = bm25_case(seed)
+    n_docs = doc_norm.size
+    order = np.lexsort((terms, docs))  # by doc, so each term's postings come out doc-sorted
+    terms, docs, tfs = terms[order], docs[order], tfs[order]
+    main_upto = int(rng.integers(0, n_docs + 1))
+    in_main = docs < main_upto
+    indptr, pd, pt = build_csr(n_terms, terms[in_main], docs[in_main], tfs[in_main])
+    doc_nterms = np.bincount(docs, minlength=n_docs).astype(np.int32)
+    doc_start = (np.cumsum(doc_nterms) - doc_nterms).astype(np.int64)
+    df = np.bincount(terms, minlength=n_terms).astype(np.int64)
+    raw = rng.integers(-1, n_terms + 1, int(rng.integers(0, 9))).astype(np.int64)
+    args = (df, n_docs, indptr, pd, pt, main_upto, n_docs, doc_start, doc_nterms,
+            terms.astype(np.int32), tfs, doc_norm, doc_live, doc_key, K1, B, avgdl)
+    want = np.zeros(n_keys)
+    got_serial = bm25_query(raw, *args, np.zeros(n_terms + 2), want)
+    for parts in (1, 2, 3, 7):
+        out = np.zeros(n_keys)
+        scratch = np.zeros(n_terms + 2)
+        assert bm25_query_parallel(raw, *args, scratch, out, parts) == got_serial
+        assert out.tolist() == want.tolist() and not scratch.any()
 
 
 def test_bm25_kernel_is_float64():

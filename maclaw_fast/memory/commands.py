@@ -39,7 +39,11 @@ def _print_hits(hits, out=print) -> None:
 def cmd_demo(args) -> int:
     from maclaw_fast import MemoryStore
     from maclaw_fast.datafiles import load_json, sample_records
+    from maclaw_kernels.warmup import warmup
 
+    t0 = time.perf_counter()
+    warmup()  # so the times below are the engine's, not numba compiling on a fresh machine
+    print(f"numba kernels ready in {time.perf_counter() - t0:.1f} s (compiled once, then cached)")
     t0 = time.perf_counter()
     emb = None if args.embedder == "none" else args.embedder
     store = MemoryStore.in_memory(embedder=emb)

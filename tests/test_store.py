@@ -325,3 +325,36 @@ def test_prompt_summaries_join_and_cut(store):
         store.save(f"user fact number {i}", category="user_fact")
     s = store.user_fact_summary()
     assert len(s) == 401 and s.endswith("…") and s.startswith("user fact number 0 | ")
+
+
+def test_query_vector_check_uses_unit_vectors_as_given_and_copies_the_rest():
+    """The per-query fast path: a writeable, contiguous float32 unit vector is used without a
+    copy; anything else is converted and normalised; non-finite input is refused either way;
+    and a vector given to ``save`` is copied, so the caller may reuse its buffer."""
+    from maclaw_fast.embedding import check_vectors
+    from maclaw_fast.errors import ValidationError
+
+    rng = np.random.default_rng(0)
+    unit = rng.normal(size=8).astype(np.float32)
+    unit /= np.linalg.norm(unit)
+    got = check_vectors(unit, 8)
+    assert got.shape == (1, 8) and np.shares_memory(got, unit)
+    frozen = unit.copy()
+    frozen.flags.writeable = False
+    assert not np.shares_memory(check_vectors(frozen, 8), frozen)
+    long = unit * 3
+    out = check_vectors(long, 8)
+    assert not np.shares_memory(out, long)
+    np.testing.assert_allclose(out[0], unit, rtol=1e-6)
+    bad = unit.copy()
+    bad[0] = np.nan
+    with pytest.raises(ValidationError):
+        check_vectors(bad, 8)
+    with MemoryStore.in_memory(embedder="hash") as s:
+        v = rng.normal(size=s.dim).astype(np.float32)
+        v /= np.linalg.norm(v)
+        q = v.copy()
+        e = s.save("reused buffer", category="preference", vector=v)
+        v[:] = 0.0
+        hits = s.recall("reused buffer", query_vector=q, reinforce=False)
+        assert hits[0].entry.id == e.id and hits[0].breakdown.cos == pytest.approx(1.0, abs=1e-5)

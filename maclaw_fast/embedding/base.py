@@ -38,8 +38,10 @@ def check_vectors(vectors, dim: int, *, what: str = "vector") -> np.ndarray:
     A float32 unit vector of shape ``(dim,)`` comes back as a view of itself (read it, do not
     keep it).
     """
+    # (a read-only array would make the kernels compile another signature: copied below)
+    flags = getattr(vectors, "flags", None)
     if (type(vectors) is np.ndarray and vectors.dtype == np.float32 and vectors.ndim == 1
-            and vectors.shape[0] == dim and vectors.flags.c_contiguous):
+            and vectors.shape[0] == dim and flags.c_contiguous and flags.writeable):
         sq = float(np.dot(vectors, vectors))
         if abs(sq - 1.0) < 1e-6:  # finite and already unit length: use it as given (read only)
             return vectors[None, :]

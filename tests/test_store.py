@@ -358,3 +358,25 @@ def test_query_vector_check_uses_unit_vectors_as_given_and_copies_the_rest():
         v[:] = 0.0
         hits = s.recall("reused buffer", query_vector=q, reinforce=False)
         assert hits[0].entry.id == e.id and hits[0].breakdown.cos == pytest.approx(1.0, abs=1e-5)
+
+
+def test_reinforced_entries_match_a_fresh_build(clock):
+    """Reinforcement updates cached entries in place of rebuilding them: every entry read after
+    a run of reinforcing recalls equals one built from the columns afresh, and the recall masks
+    cached before the run still answer like a store that never cached them."""
+    with MemoryStore.in_memory(embedder="hash", clock=clock) as s:
+        for i in range(60):
+            s.save(f"deploy note {i} about servers and scripts {i % 7}", category="preference",
+                   tags=("ops",) if i % 3 else ())
+        for q in ("deploy servers", "scripts", "note 5", "deploy"):
+            s.recall(q, project="ops")
+            clock.t += 3600.0
+        s.touch([s.list()[0].id, s.list()[0].id])
+        cached = {e.id: e for e in s.list()}
+        got = [[(h.entry.id, h.score) for h in s.recall(q, reinforce=False)]
+               for q in ("deploy", "servers")]
+        s._table._cache.clear()
+        s._plan_cache.clear()
+        assert {e.id: e for e in s.list()} == cached
+        assert [[(h.entry.id, h.score) for h in s.recall(q, reinforce=False)]
+                for q in ("deploy", "servers")] == got

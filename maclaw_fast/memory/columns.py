@@ -7,6 +7,7 @@ stands for the reference's "store order" in listings and tie-breaks.
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 
 from maclaw_fast.config import CATEGORIES, CATEGORY_TABLE
@@ -59,7 +60,7 @@ class EntryTable:
         self._free: list[int] = []
         self._next_seq = 0
         self._cache: dict[int, Entry] = {}
-        self.version = 0  # bumped by every change, so derived arrays can be cached
+        self.version = 0  # bumped by every structural change, so derived arrays can be cached
 
     def __len__(self) -> int:
         return len(self.row_of)
@@ -153,10 +154,28 @@ class EntryTable:
         self.version += 1
 
     def touched(self, rows) -> None:
-        """Forget cached Entry objects of rows whose numeric columns were changed in place."""
+        """Forget cached Entry objects of rows whose numeric columns (access, strength,
+        updated_at) or edges were changed in place. The version stays: what is cached by version
+        holds views of those columns, which see the change (a recall that reinforces would
+        otherwise rebuild every mask for the next one)."""
         for r in rows:
             self._cache.pop(int(r), None)
-        self.version += 1
+
+    def touch(self, rows: list[int], access_add: int, strength_add: float,
+              updated_at: float | None) -> None:
+        """Add to access counts and strengths (a row listed twice counts twice), optionally set
+        ``updated_at``; cached entries are brought up to date rather than rebuilt."""
+        for r in rows:
+            self.access[r] += access_add
+            self.strength[r] += strength_add
+        if updated_at is not None:
+            self.updated_at[rows] = updated_at
+        for r in set(rows):
+            cached = self._cache.get(r)
+            if cached is not None:
+                self._cache[r] = msgspec.structs.replace(
+                    cached, access_count=int(self.access[r]), strength=float(self.strength[r]),
+                    updated_at=float(self.updated_at[r]))
 
     def cached_entry(self, row: int) -> Entry | None:
         return self._cache.get(row)

@@ -346,13 +346,7 @@ class MemoryStore:
             self._log(TouchOp(ids, 1, 0.0, None))
 
     def _apply_touch(self, rows, access_add: int, strength_add: float, updated_at) -> None:
-        t = self._table
-        for r in rows:  # a row listed twice is touched twice
-            t.access[r] += access_add
-            t.strength[r] += strength_add
-            if updated_at is not None:
-                t.updated_at[r] = updated_at
-        t.touched(rows)
+        self._table.touch(list(rows), access_add, strength_add, updated_at)
 
     def set_meta(self, key: str, value: str) -> None:
         """Persist a small named value with the store (e.g. the last reflection time)."""

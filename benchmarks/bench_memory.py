@@ -449,6 +449,26 @@ def test_recall_engine(benchmark, small):
 
 
 @pytest.mark.benchmark(group="recall 500")
+def test_recall_engine_reinforcing(benchmark, small, tmp_path_factory):
+    """The default call: ``reinforce=True`` on an on-disk store, so every recall also updates
+    access counts, strengths and times and journals a touch record (fsync ``interval``)."""
+    store = build_store(make_corpus(N_SMALL, seed=0), path=tmp_path_factory.mktemp("reinforce"))
+    queries, Q = small["queries"], small["Q"]
+    nxt = _cycle(len(queries))
+
+    def run():
+        i = nxt()
+        return store.recall(queries[i], query_vector=Q[i])
+
+    try:
+        benchmark.pedantic(run, rounds=SINGLE_ROUNDS, iterations=1, warmup_rounds=50)
+    finally:
+        store.close()
+    _info(benchmark, contender="maclaw_fast recall, reinforce=True (default), on disk",
+          role="engine-default", size=f"{N_SMALL} entries x {DIM}-d, top {TOP}")
+
+
+@pytest.mark.benchmark(group="recall 500")
 def test_recall_oracle(benchmark, small):
     recall = make_oracle(small["cols"], small["store"].config)
     queries, Q = small["queries"], small["Q"]

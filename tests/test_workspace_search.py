@@ -451,3 +451,37 @@ def test_vector_scan_paths_agree(tmp_path, monkeypatch, load):
     assert [(h.path, round(h.vector_score, 5)) for h in hits] == \
         [(h.path, round(h.vector_score, 5)) for h in ref]
     assert hits[0].path == "memory/n3.md"
+
+
+def test_spare_core_reads_the_running_count_and_caches_it(monkeypatch, tmp_path):
+    """Both cores are used only when nothing but the caller is runnable; the answer is cached
+    for 0.1 s; without /proc/loadavg the minute's load average decides."""
+    import builtins
+
+    from maclaw_fast.workspace import search as search_module
+
+    real_open = builtins.open
+    state = {"text": "0.10 0.20 0.30 1/80 123\n", "reads": 0}
+
+    def fake_open(path, *args, **kwargs):
+        if str(path) == "/proc/loadavg":
+            state["reads"] += 1
+            fake = tmp_path / "loadavg"
+            fake.write_text(state["text"], encoding="ascii")
+            return real_open(fake, *args, **kwargs)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    monkeypatch.setattr(search_module.os, "cpu_count", lambda: 2)
+    clock = [100.0]
+    monkeypatch.setattr(search_module.time, "monotonic", lambda: clock[0])
+    search_module._SPARE.update(at=-1.0, spare=False)
+    assert search_module._spare_core() is True
+    state["text"] = "1.90 1.20 0.30 3/80 123\n"
+    assert search_module._spare_core() is True and state["reads"] == 1  # cached
+    clock[0] += 0.2
+    assert search_module._spare_core() is False and state["reads"] == 2
+    state["text"] = "garbage"
+    clock[0] += 0.2
+    monkeypatch.setattr(search_module.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
+    assert search_module._spare_core() is True

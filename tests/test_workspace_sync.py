@@ -267,3 +267,26 @@ def test_index_writes_do_not_trigger_the_watcher(ws, tmp_path):
     time.sleep(w.debounce_s + 0.5)
     assert w.events == 0
     ix.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
+def test_a_build_tokenised_on_two_cores_equals_one_on_one(tmp_path, monkeypatch):
+    """Forcing the forked bulk tokeniser on a small workspace gives the same chunk tokens, BM25
+    scores and search results as the in-process one."""
+    import maclaw_fast.text.bulk as bulk
+
+    ws = tmp_path / "ws"
+    for i in range(30):
+        write(ws / "memory" / f"2026-03-{i % 28 + 1:02d}-{i}.md",
+              "\n".join(f"- deploy {i} 部署脚本 line {j} staging 数据库 v{j}.{i}"
+                        for j in range(60)))
+    serial = WorkspaceIndex.open(ws, embedder=None, index_dir=tmp_path / "a")
+    monkeypatch.setattr(bulk, "FORK_MIN_CHARS", 0)
+    forked = WorkspaceIndex.open(ws, embedder=None, index_dir=tmp_path / "b")
+    key = lambda ix: sorted((ix.paths[r], int(ix.start_line[r]), ix.tokens[r])  # noqa: E731
+                            for r in range(ix.n_rows) if ix.live[r])
+    assert key(forked) == key(serial) and len(key(serial)) > 30
+    for q in ("deploy staging", "部署脚本", "v7.3 数据库"):
+        a, b = serial.search(q, min_score=0.0), forked.search(q, min_score=0.0)
+        assert [(h.path, h.start_line, h.score) for h in a.results] == \
+               [(h.path, h.start_line, h.score) for h in b.results]

@@ -33,6 +33,7 @@ from maclaw_fast.embedding import DiskEmbeddingCache, QueryCache, resolve_embedd
 from maclaw_fast.errors import EmbeddingError, ValidationError
 from maclaw_fast.index import Bm25Index, VectorColumn
 from maclaw_fast.text import tokenize
+from maclaw_fast.text.bulk import tokenize_joined
 from maclaw_fast.workspace.chunking import chunk_id, chunk_markdown
 from maclaw_fast.workspace.files import check_extra_paths, discover, file_timestamp_days
 from maclaw_fast.workspace.state import ChunkRow, FileRecord, IndexState, JournalEntry
@@ -354,12 +355,15 @@ class WorkspaceIndex:
             cfg = self.config
             new_rows: list[int] = []
             pending: list = []
-            for f, text in todo:
-                ts = file_timestamp_days(f.rel, f.mtime_ns)
-                for c in chunk_markdown(text, cfg.chunk_tokens, cfg.chunk_overlap,
-                                        cfg.chars_per_token):
-                    new_rows.append(self._add_row(f.rel, c.start_line, c.end_line, c.text, c.hash,
-                                                  reuse.get(c.hash), ts, pending))
+            chunked = [(f.rel, file_timestamp_days(f.rel, f.mtime_ns), c) for f, text in todo
+                       for c in chunk_markdown(text, cfg.chunk_tokens, cfg.chunk_overlap,
+                                               cfg.chars_per_token)]
+            # tokenise what no reused chunk covers, in one batch (two cores when it is big)
+            fresh = {c.hash: c.text for _, _, c in chunked if c.hash not in reuse}
+            reuse.update(zip(fresh, tokenize_joined(list(fresh.values()), _TOKEN_SEP)))
+            for rel, ts, c in chunked:
+                new_rows.append(self._add_row(rel, c.start_line, c.end_line, c.text, c.hash,
+                                              reuse.get(c.hash), ts, pending))
             self._index_pending(pending)
             rep.chunks_added = len(new_rows)
             if self.vectors is not None:

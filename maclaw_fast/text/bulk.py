@@ -1,15 +1,19 @@
-"""Tokenise many texts at once, on two cores when there is enough text to pay for it.
+"""Map a text function over many texts, on two cores when there is enough text to pay for it.
 
-Python's ``re`` holds the GIL, so threads cannot share the work; a forked child can. The child
-only runs the tokenizer (``re``, ``rjieba``) and msgspec on texts it inherited, writes one
-msgpack message to a pipe and leaves with ``os._exit``: it touches no numba, ONNX or file state
-of the parent. Anything unexpected (no ``fork`` here, a failed child, a short message) falls back
-to tokenising in the caller, so the result never depends on whether the fork happened.
+Python's ``re`` holds the GIL, so threads cannot share tokenising; a forked child can. The child
+only runs the given function (chunking, ``re``, ``rjieba``) and msgspec on items it inherited,
+writes one msgpack message to a pipe and leaves with ``os._exit``: it touches no numba, ONNX or
+file state of the parent. Anything unexpected (no ``fork`` here, a failed child, a short message)
+falls back to running the function in the caller, so the result never depends on whether the
+fork happened.
 """
 
 from __future__ import annotations
 
+import gc
 import os
+from contextlib import contextmanager
+from typing import Any, Callable
 
 import msgspec
 
@@ -19,38 +23,77 @@ from maclaw_fast.text.tokenizer import tokenize
 FORK_MIN_CHARS = 4_000_000
 
 
+def forked_map(func: Callable[[str], Any], texts: list[str], result_type: Any, *,
+               fork: bool = True) -> list:
+    """``[func(t) for t in texts]``; with ≥ ``FORK_MIN_CHARS`` characters on a POSIX machine with
+    two or more cores, the second half (by characters) runs in a forked child. ``result_type``
+    is what one result decodes as from msgpack (e.g. ``str``).
+
+    Examples
+    --------
+    >>> forked_map(str.upper, ["a", "b"], str)
+    ['A', 'B']
+    """
+    sizes = [len(t) for t in texts]
+    total = sum(sizes)
+    if (not fork or len(texts) < 2 or total < FORK_MIN_CHARS or not hasattr(os, "fork")
+            or (os.cpu_count() or 1) < 2):
+        return [func(t) for t in texts]
+    half, acc = 0, 0
+    while half < len(texts) - 1 and acc + sizes[half] <= total // 2:
+        acc += sizes[half]
+        half += 1
+    child = _start_child(func, texts[half:])
+    mine = [func(t) for t in texts[:half]]
+    theirs = _collect(child, len(texts) - half, result_type) if child is not None else None
+    if theirs is None:
+        theirs = [func(t) for t in texts[half:]]
+    return mine + theirs
+
+
+@contextmanager
+def paused_gc(pause: bool = True):
+    """Hold the cyclic garbage collector while a bulk job builds millions of acyclic objects
+    (measured: ~0.2 s of a 2 s workspace build); restores its previous state.
+
+    Examples
+    --------
+    >>> with paused_gc():
+    ...     gc.isenabled()
+    False
+    """
+    was = gc.isenabled()
+    if pause and was:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if pause and was:
+            gc.enable()
+
+
 def tokenize_joined(texts: list[str], sep: str, *, fork: bool = True) -> list[str]:
-    """``sep.join(tokenize(t))`` for every text, in order; a large batch is split with a forked
-    child (POSIX, two or more cores).
+    """``sep.join(tokenize(t))`` for every text, in order (see :func:`forked_map`).
 
     Examples
     --------
     >>> tokenize_joined(["Deploy script", "部署脚本"], "|")
     ['deploy|script', '部署|脚本']
     """
-    half = len(texts) // 2
-    if (not fork or half == 0 or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2
-            or sum(map(len, texts)) < FORK_MIN_CHARS):
-        return [sep.join(tokenize(t)) for t in texts]
-    child = _start_child(texts[half:], sep)
-    mine = [sep.join(tokenize(t)) for t in texts[:half]]
-    theirs = _collect(child, len(texts) - half) if child is not None else None
-    if theirs is None:
-        theirs = [sep.join(tokenize(t)) for t in texts[half:]]
-    return mine + theirs
+    return forked_map(lambda t: sep.join(tokenize(t)), texts, str, fork=fork)
 
 
-def _start_child(texts: list[str], sep: str) -> tuple[int, int] | None:
+def _start_child(func, texts: list[str]) -> tuple[int, int] | None:
     try:
         read_fd, write_fd = os.pipe()
         pid = os.fork()
     except OSError:
         return None
-    if pid == 0:  # the child: tokenise, send, leave without running any of the parent's code
+    if pid == 0:  # the child: compute, send, leave without running any of the parent's code
         code = 1
         try:
             os.close(read_fd)
-            view = memoryview(msgspec.msgpack.encode([sep.join(tokenize(t)) for t in texts]))
+            view = memoryview(msgspec.msgpack.encode([func(t) for t in texts]))
             while view:
                 view = view[os.write(write_fd, view):]
             code = 0
@@ -60,7 +103,7 @@ def _start_child(texts: list[str], sep: str) -> tuple[int, int] | None:
     return pid, read_fd
 
 
-def _collect(child: tuple[int, int], expected: int) -> list[str] | None:
+def _collect(child: tuple[int, int], expected: int, result_type) -> list | None:
     pid, read_fd = child
     try:
         with os.fdopen(read_fd, "rb") as pipe:
@@ -70,7 +113,7 @@ def _collect(child: tuple[int, int], expected: int) -> list[str] | None:
     if status != 0:
         return None
     try:
-        out = msgspec.msgpack.decode(data, type=list[str])
-    except msgspec.DecodeError:
+        out = msgspec.msgpack.decode(data, type=list[result_type])
+    except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     return out if len(out) == expected else None

@@ -33,8 +33,8 @@ from maclaw_fast.embedding import DiskEmbeddingCache, QueryCache, resolve_embedd
 from maclaw_fast.errors import EmbeddingError, ValidationError
 from maclaw_fast.index import Bm25Index, VectorColumn
 from maclaw_fast.text import tokenize
-from maclaw_fast.text.bulk import tokenize_joined
-from maclaw_fast.workspace.chunking import chunk_id, chunk_markdown
+from maclaw_fast.text.bulk import FORK_MIN_CHARS, forked_map, paused_gc
+from maclaw_fast.workspace.chunking import Chunk, chunk_id, chunk_markdown
 from maclaw_fast.workspace.files import check_extra_paths, discover, file_timestamp_days
 from maclaw_fast.workspace.state import ChunkRow, FileRecord, IndexState, JournalEntry
 
@@ -352,31 +352,44 @@ class WorkspaceIndex:
                 todo.append((f, data.decode("utf-8", errors="replace")))
                 entry.rechunked.append(f.rel)
             rep.removed = len(entry.removed)
-            cfg = self.config
-            new_rows: list[int] = []
-            pending: list = []
-            chunked = [(f.rel, file_timestamp_days(f.rel, f.mtime_ns), c) for f, text in todo
-                       for c in chunk_markdown(text, cfg.chunk_tokens, cfg.chunk_overlap,
-                                               cfg.chars_per_token)]
-            # tokenise what no reused chunk covers, in one batch (two cores when it is big)
-            fresh = {c.hash: c.text for _, _, c in chunked if c.hash not in reuse}
-            reuse.update(zip(fresh, tokenize_joined(list(fresh.values()), _TOKEN_SEP)))
-            for rel, ts, c in chunked:
-                new_rows.append(self._add_row(rel, c.start_line, c.end_line, c.text, c.hash,
-                                              reuse.get(c.hash), ts, pending))
-            self._index_pending(pending)
-            rep.chunks_added = len(new_rows)
-            if self.vectors is not None:
-                n = self.n_rows
-                missing = np.flatnonzero(self.live[:n] & ~self.vectors.has_vec[:n]).tolist()
-                rep.embedded = self._embed_rows(missing)
-                if missing:
-                    self.cache.max_entries = max(20_000, 2 * self.chunk_count)
-            entry.chunks = [self._chunk_row(r) for r in new_rows]
-            self._persist(entry)
+            big = sum(len(text) for _, text in todo) >= FORK_MIN_CHARS
+            with paused_gc(big):  # a big sync makes millions of objects and no cycles
+                self._apply(todo, reuse, entry, rep)
             self.last_sync = self.clock()
         rep.seconds = time.perf_counter() - t0
         return rep
+
+    def _apply(self, todo: list, reuse: dict[str, str], entry: JournalEntry,
+               rep: SyncReport) -> None:
+        """Chunk, tokenise, index, embed and persist the files of a sync (``todo``)."""
+        cfg = self.config
+        new_rows: list[int] = []
+        pending: list = []
+
+        def chunk_and_tokenize(text: str) -> tuple[list[Chunk], list[str]]:
+            chunks = chunk_markdown(text, cfg.chunk_tokens, cfg.chunk_overlap,
+                                    cfg.chars_per_token)
+            return chunks, [reuse[c.hash] if c.hash in reuse
+                            else _TOKEN_SEP.join(tokenize(c.text)) for c in chunks]
+
+        # the files' chunking and tokenising is most of a big sync: two cores when big
+        done = forked_map(chunk_and_tokenize, [text for _, text in todo],
+                          tuple[list[Chunk], list[str]])
+        for (f, _), (chunks, token_strs) in zip(todo, done):
+            ts = file_timestamp_days(f.rel, f.mtime_ns)
+            for c, toks in zip(chunks, token_strs):
+                new_rows.append(self._add_row(f.rel, c.start_line, c.end_line, c.text, c.hash,
+                                              toks, ts, pending))
+        self._index_pending(pending)
+        rep.chunks_added = len(new_rows)
+        if self.vectors is not None:
+            n = self.n_rows
+            missing = np.flatnonzero(self.live[:n] & ~self.vectors.has_vec[:n]).tolist()
+            rep.embedded = self._embed_rows(missing)
+            if missing:
+                self.cache.max_entries = max(20_000, 2 * self.chunk_count)
+        entry.chunks = [self._chunk_row(r) for r in new_rows]
+        self._persist(entry)
 
     # ------------------------------------------------------------------ persistence
     def _chunking(self) -> tuple[int, int, int]:

@@ -166,12 +166,7 @@ class Bm25Index:
                 if key in self._key_doc:
                     self._remove(key)
             lengths = np.fromiter((len(t) for t in token_lists), np.int64, len(keys))
-            flat_tokens = list(chain.from_iterable(token_lists))
-            ids = self.vocab.ids_dict
-            for tok in dict.fromkeys(flat_tokens):  # new terms in first-seen order, as add() does
-                if tok not in ids:
-                    self.vocab.add(tok)
-            flat = np.fromiter(map(ids.__getitem__, flat_tokens), np.int64, len(flat_tokens))
+            flat = self.vocab.add_all(list(chain.from_iterable(token_lists)))
             offsets = np.zeros(len(keys) + 1, np.int64)
             np.cumsum(lengths, out=offsets[1:])
             start = self._fwd_used

@@ -210,7 +210,7 @@ class WorkspaceIndex:
         return r
 
     def _add_row(self, path: str, start: int, end: int, text: str, text_hash: str,
-                 tokens: str | None, ts: float, pending: list | None = None) -> int:
+                 tokens: str | list[str] | None, ts: float, pending: list | None = None) -> int:
         """Add one chunk row; with ``pending`` its BM25 postings are queued for one
         ``Bm25Index.add_many`` by the caller (bulk indexing is ~4× cheaper per chunk)."""
         r = self._alloc_row()
@@ -218,10 +218,10 @@ class WorkspaceIndex:
         self.start_line[r], self.end_line[r], self.ts_days[r] = start, end, ts
         self.paths[r], self.texts[r], self.hashes[r] = path, text, text_hash
         self.ids[r] = chunk_id(path, start, end, text_hash, self.model or "none")
-        if tokens is None:
-            toks = tokenize(text)
+        if tokens is None or isinstance(tokens, list):  # not tokenised yet, or just now
+            toks = tokenize(text) if tokens is None else tokens
             tokens = _TOKEN_SEP.join(toks)
-        else:
+        else:  # the stored form of a reused chunk
             toks = tokens.split(_TOKEN_SEP) if tokens else []
         self.tokens[r] = tokens
         if self.bm25 is not None:
@@ -366,18 +366,18 @@ class WorkspaceIndex:
         new_rows: list[int] = []
         pending: list = []
 
-        def chunk_and_tokenize(text: str) -> tuple[list[Chunk], list[str]]:
+        def chunk_and_tokenize(text: str) -> tuple[list[Chunk], list[str | list[str]]]:
             chunks = chunk_markdown(text, cfg.chunk_tokens, cfg.chunk_overlap,
                                     cfg.chars_per_token)
-            return chunks, [reuse[c.hash] if c.hash in reuse
-                            else _TOKEN_SEP.join(tokenize(c.text)) for c in chunks]
+            return chunks, [reuse[c.hash] if c.hash in reuse else tokenize(c.text)
+                            for c in chunks]
 
         # the files' chunking and tokenising is most of a big sync: two cores when big
         done = forked_map(chunk_and_tokenize, [text for _, text in todo],
-                          tuple[list[Chunk], list[str]])
-        for (f, _), (chunks, token_strs) in zip(todo, done):
+                          tuple[list[Chunk], list[str | list[str]]])
+        for (f, _), (chunks, token_lists) in zip(todo, done):
             ts = file_timestamp_days(f.rel, f.mtime_ns)
-            for c, toks in zip(chunks, token_strs):
+            for c, toks in zip(chunks, token_lists):
                 new_rows.append(self._add_row(f.rel, c.start_line, c.end_line, c.text, c.hash,
                                               toks, ts, pending))
         self._index_pending(pending)

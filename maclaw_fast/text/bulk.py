@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import os
+import warnings
 from contextlib import contextmanager
 from typing import Any, Callable
 
@@ -86,8 +87,17 @@ def tokenize_joined(texts: list[str], sep: str, *, fork: bool = True) -> list[st
 def _start_child(func, texts: list[str]) -> tuple[int, int] | None:
     try:
         read_fd, write_fd = os.pipe()
-        pid = os.fork()
     except OSError:
+        return None
+    try:
+        with warnings.catch_warnings():
+            # 3.12+ warns (an error under -W error) when threads exist; the child runs none of
+            # their code, and the warning must not leave a child whose pid we lost
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
         return None
     if pid == 0:  # the child: compute, send, leave without running any of the parent's code
         code = 1

@@ -16,6 +16,7 @@ from maclaw_fast.memory.lifecycle import (decay, reinforce, replace_entries, res
 from maclaw_kernels.decay import decay_pass, decay_pass_batch
 
 from tests.maint_helpers import H, T0, Clock
+from tests.test_memory_kernels import ref_decay
 
 
 @pytest.fixture
@@ -27,20 +28,6 @@ def clock():
 def store(clock):
     with MemoryStore.in_memory(embedder="hash", clock=clock) as s:
         yield s
-
-
-def reference_decay(strength, updated_at, exempt, active, now, rate, threshold):
-    """The per-entry loop the kernel replaces."""
-    out_s, out_d = [], []
-    for s, u, ex, ac in zip(strength, updated_at, exempt, active):
-        if ex or not ac:
-            out_s.append(s)
-            out_d.append(False)
-            continue
-        cur = strength_now(s, u, now, rate)
-        out_s.append(cur if cur < threshold else s)
-        out_d.append(cur < threshold)
-    return np.array(out_s), np.array(out_d, bool)
 
 
 # --- SPEC §15 worked examples ----------------------------------------------------------------
@@ -143,14 +130,14 @@ def test_decay_kernels_match_reference(rows, now_h):
     updated = np.array([r[1] * H for r in rows], np.float64)
     exempt = np.array([r[2] for r in rows], np.bool_)
     active = np.array([r[3] for r in rows], np.bool_)
-    ref_s, ref_d = reference_decay(strength, updated, exempt, active, now_h * H, 0.003, 0.1)
+    ref_s, ref_d = ref_decay(strength, updated, exempt, active, now_h * H, 0.003, 0.1)
     for kernel in (decay_pass, decay_pass_batch):
         out_s = np.empty(len(rows))
         out_d = np.empty(len(rows), np.bool_)
         count = kernel(strength, updated, exempt, active, now_h * H, 0.003, 0.1, out_s, out_d)
         np.testing.assert_allclose(out_s, ref_s, rtol=1e-12)
         np.testing.assert_array_equal(out_d, ref_d)
-        assert count == ref_d.sum()
+        assert count == sum(ref_d)
 
 
 def test_store_decay_parallel_and_serial_agree(clock):

@@ -59,3 +59,33 @@ def test_small_batches_stay_in_process(monkeypatch):
     monkeypatch.setattr(bulk.os, "fork", no_fork)
     items = texts(10)
     assert bulk.tokenize_joined(items, " ") == [" ".join(tokenize(t)) for t in items]
+
+
+def test_a_caller_that_stops_early_leaves_no_child(monkeypatch):
+    monkeypatch.setattr(bulk, "FORK_MIN_CHARS", 0)
+    pids = []
+    real_fork = os.fork
+
+    def fork():
+        pid = real_fork()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(bulk.os, "fork", fork)
+    items = texts(40, seed=2)
+    parts = bulk.forked_parts(lambda part: [tokenize(t) for t in part], items, list[list[str]])
+    first = next(parts)
+    parts.close()
+    assert len(pids) == 1 and 0 < len(first) < len(items)
+    with pytest.raises(ChildProcessError):  # already reaped by the generator
+        os.waitpid(pids[0], os.WNOHANG)
+
+
+def test_parts_that_fail_validation_are_computed_again(monkeypatch):
+    monkeypatch.setattr(bulk, "FORK_MIN_CHARS", 0)
+    items = texts(30, seed=3)
+    calls = []
+    got = list(bulk.forked_parts(lambda part: [len(t) for t in part], items, list[int],
+                                 valid=lambda part, out: calls.append(len(part)) or False))
+    assert [x for p in got for x in p] == [len(t) for t in items] and len(calls) == 1

@@ -156,45 +156,73 @@ class Bm25Index:
     def add_many(self, keys, token_lists: list[list[str]]) -> None:
         """:meth:`add` for many documents at once (bulk indexing: one pass over all tokens, one
         forward-array append); the result is the same as adding them one by one."""
-        keys = [int(k) for k in keys]
-        if len(keys) != len(token_lists) or len(set(keys)) != len(keys):
-            raise ValueError("add_many needs one token list per distinct key")
+        keys = self._bulk_keys(keys, len(token_lists))
         if not keys:
             return
         with self._lock:
-            for key in keys:
-                if key in self._key_doc:
-                    self._remove(key)
-            lengths = np.fromiter((len(t) for t in token_lists), np.int64, len(keys))
             flat = self.vocab.add_all(list(chain.from_iterable(token_lists)))
-            offsets = np.zeros(len(keys) + 1, np.int64)
-            np.cumsum(lengths, out=offsets[1:])
-            start = self._fwd_used
-            self._fwd_terms = grow(self._fwd_terms, start + flat.size)
-            self._fwd_tfs = grow(self._fwd_tfs, start + flat.size)
-            nterms = np.zeros(len(keys), np.int32)
-            used = count_terms(flat, offsets, len(self.vocab), self._fwd_terms[start:],
-                               self._fwd_tfs[start:], nterms)
-            d0, d1 = self._n_docs, self._n_docs + len(keys)
-            self._ensure_docs(d1)
-            self._doc_start[d0:d1] = start + np.cumsum(nterms) - nterms
-            self._doc_nterms[d0:d1] = nterms
-            self._doc_len[d0:d1] = lengths
-            self._doc_norm[d0:d1] = encode_length(lengths)
-            self._doc_key[d0:d1] = keys
-            self._doc_live[d0:d1] = True
-            self._n_docs, self._fwd_used = d1, start + used
-            self._key_doc.update(zip(keys, range(d0, d1)))
-            self._df = grow(self._df, len(self.vocab))
-            new_terms = self._fwd_terms[start:start + used]
-            self._df[: len(self.vocab)] += np.bincount(new_terms, minlength=len(self.vocab))
-            self._total_len += int(lengths.sum())
-            self._delta = None
-            if self._tantivy is not None:
-                for key, toks in zip(keys, token_lists):
-                    self._tantivy.add(key, toks, replace=False)
-            if self._fwd_used - self._main_nnz > max(1024, self._main_nnz // 8):
-                self._rebuild_main()
+            lengths = np.fromiter((len(t) for t in token_lists), np.int64, len(keys))
+            self._add_flat(keys, flat, lengths, token_lists)
+
+    def add_many_ids(self, keys, term_ids: np.ndarray, lengths: np.ndarray) -> None:
+        """:meth:`add_many` for documents already mapped to this index's :attr:`vocab`:
+        ``term_ids`` holds every document's term ids, one document after another, and
+        ``lengths`` how many belong to each."""
+        lengths = np.asarray(lengths, np.int64)
+        term_ids = np.asarray(term_ids, np.int64)
+        keys = self._bulk_keys(keys, lengths.shape[0])
+        if int(lengths.sum()) != term_ids.shape[0] or (lengths < 0).any() or (
+                term_ids.size and not 0 <= int(term_ids.min()) <= int(term_ids.max())
+                < len(self.vocab)):
+            raise ValueError("term ids do not match the lengths or the vocabulary")
+        if not keys:
+            return
+        with self._lock:
+            self._add_flat(keys, term_ids, lengths, None)
+
+    @staticmethod
+    def _bulk_keys(keys, n_docs: int) -> list[int]:
+        keys = [int(k) for k in keys]
+        if len(keys) != n_docs or len(set(keys)) != len(keys):
+            raise ValueError("bulk adds need one document per distinct key")
+        return keys
+
+    def _add_flat(self, keys: list[int], flat: np.ndarray, lengths: np.ndarray,
+                  token_lists) -> None:
+        for key in keys:
+            if key in self._key_doc:
+                self._remove(key)
+        offsets = np.zeros(len(keys) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        start = self._fwd_used
+        self._fwd_terms = grow(self._fwd_terms, start + flat.size)
+        self._fwd_tfs = grow(self._fwd_tfs, start + flat.size)
+        nterms = np.zeros(len(keys), np.int32)
+        used = count_terms(flat, offsets, len(self.vocab), self._fwd_terms[start:],
+                           self._fwd_tfs[start:], nterms)
+        d0, d1 = self._n_docs, self._n_docs + len(keys)
+        self._ensure_docs(d1)
+        self._doc_start[d0:d1] = start + np.cumsum(nterms) - nterms
+        self._doc_nterms[d0:d1] = nterms
+        self._doc_len[d0:d1] = lengths
+        self._doc_norm[d0:d1] = encode_length(lengths)
+        self._doc_key[d0:d1] = keys
+        self._doc_live[d0:d1] = True
+        self._n_docs, self._fwd_used = d1, start + used
+        self._key_doc.update(zip(keys, range(d0, d1)))
+        self._df = grow(self._df, len(self.vocab))
+        new_terms = self._fwd_terms[start:start + used]
+        self._df[: len(self.vocab)] += np.bincount(new_terms, minlength=len(self.vocab))
+        self._total_len += int(lengths.sum())
+        self._delta = None
+        if self._tantivy is not None:
+            words = self.vocab.tokens
+            for i, key in enumerate(keys):
+                toks = (token_lists[i] if token_lists is not None
+                        else [words[t] for t in flat[offsets[i]:offsets[i + 1]].tolist()])
+                self._tantivy.add(key, toks, replace=False)
+        if self._fwd_used - self._main_nnz > max(1024, self._main_nnz // 8):
+            self._rebuild_main()
 
     def remove(self, key: int) -> None:
         """Forget ``key``; unknown keys are ignored."""

@@ -19,9 +19,12 @@ import rjieba
 # words at "." "-" "%" ("cells.the", "il-6", "2.5-fold") and splits Greek from Latin ("nf-κb"
 # → "κ", "b"), so letting it see non-Han text cost SciFact nDCG@10 0.654 vs 0.661 (measured).
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_RUNS = re.compile(f"([{_HAN}]+)|([^\\W{_HAN}_]+)")
+_HAN_SPLIT = re.compile(f"([{_HAN}]+)")  # capturing: the Han runs come back at odd positions
 _HAS_HAN = re.compile(f"[{_HAN}]")
 _WORDS = re.compile(r"[^\W_]+")
+# ASCII text splits ~3× faster by mapping every non-alphanumeric character to a space in C
+# (str.translate's one-byte path) than by ``re``: [^\W_] is exactly [A-Za-z0-9] there
+_ASCII_GAPS = str.maketrans({c: " " for c in map(chr, range(128)) if not c.isalnum()})
 
 _DROP_CATEGORIES = frozenset({"Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So",
                               "Zs", "Zl", "Zp", "Cc", "Cf"})
@@ -49,19 +52,26 @@ def tokenize(text: str, *, search_mode: bool = True) -> list[str]:
     if not text:
         return []
     text = text.lower()
-    if _HAS_HAN.search(text) is None:  # no Chinese: the word runs are the tokens
-        return _WORDS.findall(text)
+    if text.isascii():  # O(1): CPython keeps the flag on the string
+        return text.translate(_ASCII_GAPS).split()
+    parts = _HAN_SPLIT.split(text)
+    out = _word_runs(parts[0])
     cut = rjieba.cut_for_search if search_mode else rjieba.cut
-    out: list[str] = []
-    for han, word in _RUNS.findall(text):
-        if word:
-            out.append(word)
-            continue
-        for raw in cut(han):
+    for i in range(1, len(parts), 2):
+        for raw in cut(parts[i]):
             tok = raw.strip()
             if tok and _keep(tok):
                 out.append(tok)
+        if parts[i + 1]:
+            out.extend(_word_runs(parts[i + 1]))
     return out
+
+
+def _word_runs(text: str) -> list[str]:
+    """Maximal runs of letters and digits (``_`` and everything else separate them)."""
+    if text.isascii():
+        return text.translate(_ASCII_GAPS).split()
+    return _WORDS.findall(text)
 
 
 def cjk_ratio(text: str) -> float:

@@ -22,6 +22,7 @@ import math
 import os
 import threading
 import time
+from itertools import chain
 from pathlib import Path
 
 import msgspec
@@ -32,14 +33,13 @@ from maclaw_fast.index.arrays import grow
 from maclaw_fast.embedding import DiskEmbeddingCache, QueryCache, resolve_embedder
 from maclaw_fast.errors import EmbeddingError, ValidationError
 from maclaw_fast.index import Bm25Index, VectorColumn
-from maclaw_fast.text import tokenize
-from maclaw_fast.text.bulk import FORK_MIN_CHARS, forked_map, paused_gc
-from maclaw_fast.workspace.chunking import Chunk, chunk_id, chunk_markdown
+from maclaw_fast.text.bulk import FORK_MIN_CHARS, paused_gc
+from maclaw_fast.workspace.analyse import TOKEN_SEP, analyse_files, global_ids
+from maclaw_fast.workspace.chunking import chunk_id
 from maclaw_fast.workspace.files import check_extra_paths, discover, file_timestamp_days
 from maclaw_fast.workspace.state import ChunkRow, FileRecord, IndexState, JournalEntry
 
 EMBED_BATCH = 256
-_TOKEN_SEP = "\n"  # the tokenizer strips whitespace, so no token holds a newline
 
 
 class SyncReport(msgspec.Struct, kw_only=True):
@@ -194,47 +194,51 @@ class WorkspaceIndex:
         return "hybrid" if self.bm25 is not None else "vector"
 
     # ------------------------------------------------------------------ rows
-    def _alloc_row(self) -> int:
-        if self._free:
-            return self._free.pop()
-        r = self.n_rows
-        self.n_rows += 1
-        if self.n_rows > self.live.shape[0]:
-            for name, fill in (("live", False), ("start_line", 0), ("end_line", 0),
-                               ("ts_days", np.nan)):
-                setattr(self, name, grow(getattr(self, name), self.n_rows, fill))
-            if self.vectors is not None:
-                self.vectors.reserve(self.live.shape[0])
-        for col in (self.paths, self.texts, self.hashes, self.ids, self.tokens):
-            col.append(None)
-        return r
+    def _alloc_rows(self, k: int) -> list[int]:
+        """``k`` rows: free ones first (last freed first), then new ones at the end."""
+        rows = [self._free.pop() for _ in range(min(k, len(self._free)))]
+        extra = k - len(rows)
+        if extra:
+            start = self.n_rows
+            self.n_rows += extra
+            if self.n_rows > self.live.shape[0]:
+                for name, fill in (("live", False), ("start_line", 0), ("end_line", 0),
+                                   ("ts_days", np.nan)):
+                    setattr(self, name, grow(getattr(self, name), self.n_rows, fill))
+                if self.vectors is not None:
+                    self.vectors.reserve(self.live.shape[0])
+            for col in (self.paths, self.texts, self.hashes, self.ids, self.tokens):
+                col.extend([None] * extra)
+            rows.extend(range(start, self.n_rows))
+        return rows
 
-    def _add_row(self, path: str, start: int, end: int, text: str, text_hash: str,
-                 tokens: str | list[str] | None, ts: float, pending: list | None = None) -> int:
-        """Add one chunk row; with ``pending`` its BM25 postings are queued for one
-        ``Bm25Index.add_many`` by the caller (bulk indexing is ~4× cheaper per chunk)."""
-        r = self._alloc_row()
-        self.live[r] = True
-        self.start_line[r], self.end_line[r], self.ts_days[r] = start, end, ts
-        self.paths[r], self.texts[r], self.hashes[r] = path, text, text_hash
-        self.ids[r] = chunk_id(path, start, end, text_hash, self.model or "none")
-        if tokens is None or isinstance(tokens, list):  # not tokenised yet, or just now
-            toks = tokenize(text) if tokens is None else tokens
-            tokens = _TOKEN_SEP.join(toks)
-        else:  # the stored form of a reused chunk
-            toks = tokens.split(_TOKEN_SEP) if tokens else []
-        self.tokens[r] = tokens
-        if self.bm25 is not None:
-            if pending is None:
-                self.bm25.add(r, toks)
+    def _add_rows(self, paths: list[str], starts, ends, texts: list[str], hashes: list[str],
+                  tokens: list[str], ts, term_ids: np.ndarray | None, lengths) -> list[int]:
+        """Add chunk rows (columns, one item per chunk; ``tokens`` in their stored joined form)
+        and index them in BM25 from ``term_ids`` (every chunk's term ids in the BM25
+        vocabulary, chunk after chunk; ``lengths`` per chunk). Returns the rows."""
+        rows = self._alloc_rows(len(texts))
+        if not rows:
+            return rows
+        idx = np.asarray(rows, np.int64)
+        self.live[idx] = True
+        self.start_line[idx], self.end_line[idx], self.ts_days[idx] = starts, ends, ts
+        model = self.model or "none"
+        ids = [chunk_id(*key, model) for key in zip(paths, starts, ends, hashes)]
+        contiguous = rows[-1] - rows[0] == len(rows) - 1 and (idx[1:] > idx[:-1]).all()
+        for col, values in ((self.paths, paths), (self.texts, texts), (self.hashes, hashes),
+                            (self.ids, ids), (self.tokens, tokens)):
+            if contiguous:  # a fresh build: one slice assignment per column
+                col[rows[0]: rows[-1] + 1] = values
             else:
-                pending.append((r, toks))
-        self._file_rows.setdefault(path, []).append(r)
-        return r
-
-    def _index_pending(self, pending: list) -> None:
-        if self.bm25 is not None and pending:
-            self.bm25.add_many([r for r, _ in pending], [t for _, t in pending])
+                for r, v in zip(rows, values):
+                    col[r] = v
+        file_rows = self._file_rows
+        for r, path in zip(rows, paths):
+            file_rows.setdefault(path, []).append(r)
+        if self.bm25 is not None:
+            self.bm25.add_many_ids(rows, term_ids, lengths)
+        return rows
 
     def _remove_file_rows(self, path: str, reuse: dict[str, str]) -> int:
         rows = self._file_rows.pop(path, [])
@@ -362,25 +366,20 @@ class WorkspaceIndex:
     def _apply(self, todo: list, reuse: dict[str, str], entry: JournalEntry,
                rep: SyncReport) -> None:
         """Chunk, tokenise, index, embed and persist the files of a sync (``todo``)."""
-        cfg = self.config
         new_rows: list[int] = []
-        pending: list = []
-
-        def chunk_and_tokenize(text: str) -> tuple[list[Chunk], list[str | list[str]]]:
-            chunks = chunk_markdown(text, cfg.chunk_tokens, cfg.chunk_overlap,
-                                    cfg.chars_per_token)
-            return chunks, [reuse[c.hash] if c.hash in reuse else tokenize(c.text)
-                            for c in chunks]
-
-        # the files' chunking and tokenising is most of a big sync: two cores when big
-        done = forked_map(chunk_and_tokenize, [text for _, text in todo],
-                          tuple[list[Chunk], list[str | list[str]]])
-        for (f, _), (chunks, token_lists) in zip(todo, done):
-            ts = file_timestamp_days(f.rel, f.mtime_ns)
-            for c, toks in zip(chunks, token_lists):
-                new_rows.append(self._add_row(f.rel, c.start_line, c.end_line, c.text, c.hash,
-                                              toks, ts, pending))
-        self._index_pending(pending)
+        # chunking and tokenising the files is most of a big sync: two cores when big
+        parts = analyse_files([text for _, text in todo], self._chunking(), reuse)
+        files = iter(todo)
+        for part in parts:
+            paths: list[str] = []
+            ts: list[float] = []
+            for n_chunks in part.file_chunks:
+                f, _ = next(files)
+                paths += [f.rel] * n_chunks
+                ts += [file_timestamp_days(f.rel, f.mtime_ns)] * n_chunks
+            term_ids = global_ids(part, self.bm25.vocab) if self.bm25 is not None else None
+            new_rows += self._add_rows(paths, part.start_line, part.end_line, part.text,
+                                       part.hash, part.tokens, ts, term_ids, part.lengths)
         rep.chunks_added = len(new_rows)
         if self.vectors is not None:
             n = self.n_rows
@@ -388,8 +387,7 @@ class WorkspaceIndex:
             rep.embedded = self._embed_rows(missing)
             if missing:
                 self.cache.max_entries = max(20_000, 2 * self.chunk_count)
-        entry.chunks = [self._chunk_row(r) for r in new_rows]
-        self._persist(entry)
+        self._persist(entry, new_rows)
 
     # ------------------------------------------------------------------ persistence
     def _chunking(self) -> tuple[int, int, int]:
@@ -400,15 +398,16 @@ class WorkspaceIndex:
         return ChunkRow(self.paths[r], int(self.start_line[r]), int(self.end_line[r]),
                         self.hashes[r], self.texts[r], self.tokens[r])
 
-    def _persist(self, entry: JournalEntry) -> None:
+    def _persist(self, entry: JournalEntry, new_rows: list[int]) -> None:
         """Journal small changes; snapshot (and save the embedding cache) when there is no
         snapshot yet, the change is large, or the journal has grown."""
         if not (entry.files or entry.removed or entry.rechunked) and self.state.has_snapshot:
             return
-        big = len(entry.chunks) > max(1000, self.chunk_count // 4)
+        big = len(new_rows) > max(1000, self.chunk_count // 4)
         if big or not self.state.has_snapshot:  # a journal must follow a snapshot we can read
             self.save()
             return
+        entry.chunks = [self._chunk_row(r) for r in new_rows]
         self.state.append(entry)
         if self.state.needs_snapshot():
             self.save()
@@ -416,9 +415,17 @@ class WorkspaceIndex:
     def save(self) -> None:
         """Write a snapshot of the chunk table, empty the journal and save the embedding cache."""
         with self._lock:
-            rows = np.flatnonzero(self.live[: self.n_rows]).tolist()
-            self.state.write_snapshot([self._chunk_row(r) for r in rows],
-                                      list(self._files.values()))
+            n = self.n_rows
+            rows = np.flatnonzero(self.live[:n])
+            if rows.shape[0] == n:  # no free rows: the columns as they are
+                pick = (lambda col: col[:n])
+            else:
+                keep = rows.tolist()
+                pick = (lambda col: [col[r] for r in keep])
+            columns = {"path": pick(self.paths), "start_line": self.start_line[rows],
+                       "end_line": self.end_line[rows], "hash": pick(self.hashes),
+                       "text": pick(self.texts), "tokens": pick(self.tokens)}
+            self.state.write_snapshot(columns, list(self._files.values()))
             if self.cache is not None and self.cache.dirty:
                 self.cache.save()
 
@@ -428,11 +435,15 @@ class WorkspaceIndex:
             return  # no or unreadable state: the first sync rebuilds it
         files, rows = loaded
         self._files = files
-        nan = math.nan
-        pending: list = []
-        for c in rows:
-            self._add_row(c.path, c.start_line, c.end_line, c.text, c.hash, c.tokens, nan, pending)
-        self._index_pending(pending)
+        tokens = [c.tokens for c in rows]
+        lengths, term_ids = None, None
+        if self.bm25 is not None:
+            split = [t.split(TOKEN_SEP) if t else [] for t in tokens]
+            lengths = [len(t) for t in split]
+            term_ids = self.bm25.vocab.add_all(list(chain.from_iterable(split)))
+        self._add_rows([c.path for c in rows], [c.start_line for c in rows],
+                       [c.end_line for c in rows], [c.text for c in rows],
+                       [c.hash for c in rows], tokens, math.nan, term_ids, lengths)
         for rel, idx in self._file_rows.items():
             self.ts_days[idx] = file_timestamp_days(rel, files[rel].mtime_ns)
         self._embed_rows(list(range(self.n_rows)))

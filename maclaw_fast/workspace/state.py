@@ -76,8 +76,9 @@ class IndexState:
     --------
     >>> import tempfile
     >>> st = IndexState(tempfile.mkdtemp(), (400, 80, 4))
-    >>> st.write_snapshot([ChunkRow("a.md", 1, 2, "h", "text", "text")],
-    ...                   [FileRecord("a.md", 4, 0, "x")])
+    >>> cols = {"path": ["a.md"], "start_line": [1], "end_line": [2], "hash": ["h"],
+    ...         "text": ["text"], "tokens": ["text"]}
+    >>> st.write_snapshot(cols, [FileRecord("a.md", 4, 0, "x")])
     >>> st.append(JournalEntry(g=st.generation, removed=["a.md"]))
     >>> files, rows = st.load()
     >>> files, rows
@@ -163,20 +164,18 @@ class IndexState:
     def needs_snapshot(self) -> bool:
         return self.journal_bytes > max(1 << 20, self.snapshot_bytes // 4)
 
-    def write_snapshot(self, rows: list[ChunkRow], files: list[FileRecord]) -> None:
-        """Replace the snapshot by ``rows`` and ``files`` and empty the journal."""
+    def write_snapshot(self, columns: dict, files: list[FileRecord]) -> None:
+        """Replace the snapshot by the chunk ``columns`` (one sequence per :class:`ChunkRow`
+        field, by name) and ``files``, and empty the journal."""
         self.dir.mkdir(parents=True, exist_ok=True)
         self.generation += 1
         meta = _Meta(STATE_VERSION, self.generation, self.chunking, files)
         big = pa.large_string()
-        table = pa.table({
-            "path": pa.array([r.path for r in rows], pa.string()),
-            "start_line": pa.array([r.start_line for r in rows], pa.int32()),
-            "end_line": pa.array([r.end_line for r in rows], pa.int32()),
-            "hash": pa.array([r.hash for r in rows], pa.string()),
-            "text": pa.array([r.text for r in rows], big),
-            "tokens": pa.array([r.tokens for r in rows], big),
-        }, metadata={"meta": msgspec.json.encode(meta)})
+        types = {"path": pa.string(), "start_line": pa.int32(), "end_line": pa.int32(),
+                 "hash": pa.string(), "text": big, "tokens": big}
+        table = pa.table({name: pa.array(columns[name], types[name])
+                          for name in ChunkRow.__struct_fields__},
+                         metadata={"meta": msgspec.json.encode(meta)})
         tmp = self.chunks_path.with_suffix(".tmp")
         with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)

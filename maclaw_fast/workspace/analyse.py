@@ -1,0 +1,106 @@
+"""Chunk and tokenise a batch of files into columns, on two cores when the batch is big.
+
+A sync's files are chunked (``chunking.py``) and their chunks tokenised (SPEC §2); this is most
+of a full index build. :func:`analyse_files` returns one :class:`Analysed` per part of the
+batch: columns of chunk fields plus every token as an int32 id into the part's own vocabulary
+(first-seen order). A forked child (``text/bulk.py``) sends its part back as a few long strings
+and one byte array instead of millions of token strings, and the parent maps a part's vocabulary
+to the index's term ids once (:func:`global_ids`), which gives the same ids as adding the tokens
+one by one.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from functools import partial
+
+import msgspec
+import numpy as np
+
+from maclaw_fast.text.bulk import forked_parts
+from maclaw_fast.text.tokenizer import Vocabulary, tokenize
+from maclaw_fast.workspace.chunking import chunk_markdown
+
+TOKEN_SEP = "\n"  # the tokenizer strips whitespace, so no token holds a newline
+
+
+class Analysed(msgspec.Struct, array_like=True):
+    """Chunks of consecutive files as columns; file ``i`` owns ``file_chunks[i]`` chunks.
+
+    ``tokens`` holds each chunk's tokens joined by :data:`TOKEN_SEP` (the stored form),
+    ``lengths`` their counts, ``ids`` every token (chunk after chunk) as int32 indices into
+    ``vocab``.
+    """
+
+    file_chunks: list[int]
+    start_line: list[int]
+    end_line: list[int]
+    text: list[str]
+    hash: list[str]
+    tokens: list[str]
+    lengths: list[int]
+    vocab: list[str]
+    ids: bytes
+
+    @property
+    def size(self) -> int:
+        return len(self.text)
+
+
+def analyse(texts: list[str], chunking: tuple[int, int, int],
+            reuse: dict[str, str]) -> Analysed:
+    """Chunk every text and tokenise every chunk; a chunk whose hash is in ``reuse`` (stored
+    tokens of a removed chunk with the same text) takes those tokens instead.
+
+    Examples
+    --------
+    >>> a = analyse(["Deploy the script\\n部署脚本"], (400, 80, 4), {})
+    >>> a.file_chunks, a.tokens, a.vocab
+    ([1], ['deploy\\nthe\\nscript\\n部署\\n脚本'], ['deploy', 'the', 'script', '部署', '脚本'])
+    """
+    out = Analysed([], [], [], [], [], [], [], [], b"")
+    flat: list[str] = []
+    for text in texts:
+        chunks = chunk_markdown(text, *chunking)
+        out.file_chunks.append(len(chunks))
+        for c in chunks:
+            stored = reuse.get(c.hash)
+            if stored is None:
+                toks = tokenize(c.text)
+                stored = TOKEN_SEP.join(toks)
+            else:
+                toks = stored.split(TOKEN_SEP) if stored else []
+            out.start_line.append(c.start_line)
+            out.end_line.append(c.end_line)
+            out.text.append(c.text)
+            out.hash.append(c.hash)
+            out.tokens.append(stored)
+            out.lengths.append(len(toks))
+            flat.extend(toks)
+    local = defaultdict(None)
+    local.default_factory = local.__len__  # a new token's id is the count before it
+    out.ids = np.fromiter(map(local.__getitem__, flat), np.int32, len(flat)).tobytes()
+    out.vocab = list(local)
+    return out
+
+
+def _consistent(texts: list[str], part: Analysed) -> bool:
+    n = part.size
+    columns = (part.start_line, part.end_line, part.hash, part.tokens, part.lengths)
+    return (len(part.file_chunks) == len(texts) and sum(part.file_chunks) == n
+            and all(len(c) == n for c in columns)
+            and len(part.ids) == 4 * sum(part.lengths)
+            and (not part.ids or int(np.frombuffer(part.ids, np.int32).max()) < len(part.vocab)))
+
+
+def analyse_files(texts: list[str], chunking: tuple[int, int, int],
+                  reuse: dict[str, str]) -> list[Analysed]:
+    """:func:`analyse` over the batch, split in two parts across cores when it is big."""
+    return forked_parts(partial(analyse, chunking=chunking, reuse=reuse), texts, Analysed,
+                        valid=_consistent)
+
+
+def global_ids(part: Analysed, vocab: Vocabulary) -> np.ndarray:
+    """The part's token ids in ``vocab`` (adding its new terms), as one int64 array."""
+    mapped = vocab.add_all(part.vocab)
+    return mapped[np.frombuffer(part.ids, np.int32)]

@@ -89,3 +89,21 @@ def test_parts_that_fail_validation_are_computed_again(monkeypatch):
     got = list(bulk.forked_parts(lambda part: [len(t) for t in part], items, list[int],
                                  valid=lambda part, out: calls.append(len(part)) or False))
     assert [x for p in got for x in p] == [len(t) for t in items] and len(calls) == 1
+
+
+@pytest.mark.parametrize("shared_bytes", [None, 16])
+def test_the_child_result_arrives_through_shared_memory_or_the_pipe(monkeypatch, shared_bytes):
+    monkeypatch.setattr(bulk, "FORK_MIN_CHARS", 0)
+    if shared_bytes is not None:  # too small for the message: it comes through the pipe
+        real_mmap = bulk.mmap.mmap
+        monkeypatch.setattr(bulk.mmap, "mmap", lambda fd, size: real_mmap(fd, shared_bytes))
+    items = texts(60, seed=4)
+    calls = []
+
+    def func(part):
+        calls.append(len(part))  # only the parent's calls are seen here
+        return [tokenize(t) for t in part]
+
+    got = list(bulk.forked_parts(func, items, list[list[str]]))
+    assert len(got) == 2 and len(calls) == 1, "the child's half was recomputed in the parent"
+    assert got[0] + got[1] == [tokenize(t) for t in items]

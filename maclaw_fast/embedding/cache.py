@@ -126,9 +126,13 @@ class DiskEmbeddingCache:
         except (OSError, pa.ArrowException, ValueError, KeyError):
             self._items.clear()  # a cache: unreadable means empty, never an error
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Vectors for ``texts``; only texts not cached are embedded (in one call)."""
-        keys = [text_key(t) for t in texts]
+    def embed(self, texts: list[str], keys: list[str] | None = None) -> np.ndarray:
+        """Vectors for ``texts``; only texts not cached are embedded (in one call). ``keys``:
+        the texts' :func:`text_key` when the caller already has them (chunk hashes)."""
+        if keys is None:
+            keys = [text_key(t) for t in texts]
+        elif len(keys) != len(texts):
+            raise ValueError("one key per text")
         out = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
         todo: dict[str, list[int]] = {}
         with self._lock:

@@ -17,6 +17,8 @@ CSR once it holds an eighth of the postings; dead docs are dropped when they rea
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import threading
 from bisect import bisect_right
 from itertools import chain
@@ -102,6 +104,7 @@ class Bm25Index:
         self._main_upto = 0
         self._main_nnz = 0
         self._tail_work = 0  # tail postings scanned by queries since the last rebuild
+        self._bulk_depth = 0  # inside bulk(): adds leave the postings rebuild to its end
         self._delta = None  # rebuilt lazily
         self._dead_in_main = 0
         self._tantivy = _TantivyMirror() if tantivy_index else None
@@ -221,8 +224,34 @@ class Bm25Index:
                 toks = (token_lists[i] if token_lists is not None
                         else [words[t] for t in flat[offsets[i]:offsets[i + 1]].tolist()])
                 self._tantivy.add(key, toks, replace=False)
+        if not self._bulk_depth:
+            self._rebuild_if_tail_large()
+
+    def _rebuild_if_tail_large(self) -> None:
         if self._fwd_used - self._main_nnz > max(1024, self._main_nnz // 8):
             self._rebuild_main()
+
+    @contextmanager
+    def bulk(self):
+        """Hold the postings rebuild that large adds trigger until the block ends (one rebuild
+        for several bulk adds); the index answers queries correctly throughout.
+
+        Examples
+        --------
+        >>> ix = Bm25Index()
+        >>> with ix.bulk():
+        ...     ix.add_many([1, 2], [["a"], ["b"]]); ix.add_many([3], [["a", "c"]])
+        >>> [round(float(s), 3) for s in ix.scores(["a"], 4)]
+        [0.0, 0.524, 0.0, 0.39]
+        """
+        with self._lock:
+            self._bulk_depth += 1
+            try:
+                yield self
+            finally:
+                self._bulk_depth -= 1
+                if not self._bulk_depth:
+                    self._rebuild_if_tail_large()
 
     def remove(self, key: int) -> None:
         """Forget ``key``; unknown keys are ignored."""

@@ -10,13 +10,14 @@ fork happened.
 
 from __future__ import annotations
 
-import fcntl
 import gc
+import mmap
 import os
 import signal
+import struct
 import warnings
 from contextlib import contextmanager
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import msgspec
 
@@ -24,6 +25,7 @@ from maclaw_fast.text.tokenizer import tokenize
 
 # below this many characters one core is as fast: a fork plus the pipe cost ~20–40 ms
 FORK_MIN_CHARS = 4_000_000
+_LENGTH = struct.Struct("<q")
 
 
 def forked_map(func: Callable[[str], Any], texts: list[str], result_type: Any, *,
@@ -41,8 +43,9 @@ def forked_map(func: Callable[[str], Any], texts: list[str], result_type: Any, *
     return [item for part in parts for item in part]
 
 
-def forked_parts(func: Callable[[list[str]], Any], texts: list[str], result_type: Any, *,
-                 fork: bool = True, valid: Callable[[list[str], Any], bool] | None = None):
+def forked_parts(func: Callable[[list], Any], texts: list, result_type: Any, *,
+                 fork: bool = True, valid: Callable[[list, Any], bool] | None = None,
+                 size: Callable[[Any], int] = len):
     """Yield ``func(texts)``, or, with ≥ ``FORK_MIN_CHARS`` characters on a POSIX machine with
     two or more cores, ``func(first_half)`` then ``func(second_half)`` (halves by characters, in
     order), the second half computed in a forked child and sent back as msgpack of
@@ -51,14 +54,15 @@ def forked_parts(func: Callable[[list[str]], Any], texts: list[str], result_type
     A generator, so the caller can use the first half while the child finishes. ``func``
     should return something compact (columns, not millions of small objects). A child result
     that fails ``valid(its_texts, result)`` is computed again in the caller, like any other
-    child failure; a caller that stops early has the child stopped and reaped.
+    child failure; a caller that stops early has the child stopped and reaped. ``texts`` may
+    hold any items when ``size`` gives each one's character count.
 
     Examples
     --------
     >>> list(forked_parts(lambda part: "".join(part), ["a", "b", "c"], str))
     ['abc']
     """
-    sizes = [len(t) for t in texts]
+    sizes = [size(t) for t in texts]
     total = sum(sizes)
     if (not fork or len(texts) < 2 or total < FORK_MIN_CHARS or not hasattr(os, "fork")
             or (os.cpu_count() or 1) < 2):
@@ -68,7 +72,7 @@ def forked_parts(func: Callable[[list[str]], Any], texts: list[str], result_type
     while half < len(texts) - 1 and acc + sizes[half] <= total // 2:
         acc += sizes[half]
         half += 1
-    child = _start_child(func, texts[half:])
+    child = _start_child(func, texts[half:], total - acc)
     try:
         yield func(texts[:half])
         theirs, child = (_collect(child, result_type) if child is not None else None), None
@@ -80,14 +84,14 @@ def forked_parts(func: Callable[[list[str]], Any], texts: list[str], result_type
     yield theirs
 
 
-def _stop(child: tuple[int, int]) -> None:
-    pid, read_fd = child
-    os.close(read_fd)
+def _stop(child: _Child) -> None:
+    os.close(child.read_fd)
     try:
-        os.kill(pid, signal.SIGKILL)
+        os.kill(child.pid, signal.SIGKILL)
     except OSError:
         pass
-    os.waitpid(pid, 0)
+    os.waitpid(child.pid, 0)
+    child.shared.close()
 
 
 @contextmanager
@@ -122,15 +126,24 @@ def tokenize_joined(texts: list[str], sep: str, *, fork: bool = True) -> list[st
     return forked_map(lambda t: sep.join(tokenize(t)), texts, str, fork=fork)
 
 
-def _start_child(func, texts: list[str]) -> tuple[int, int] | None:
+class _Child(NamedTuple):
+    pid: int
+    read_fd: int  # the child's status: the message length, or -1 and then the message itself
+    shared: mmap.mmap  # where the message goes when it fits (no pipe copies, read in place)
+
+
+def _start_child(func, texts: list, chars: int) -> _Child | None:
+    try:
+        # shared anonymous memory is allocated only where the child writes: reserving ~8 bytes
+        # per character covers texts, tokens and ids several times over
+        shared = mmap.mmap(-1, max(1 << 20, 8 * chars))
+    except (OSError, ValueError):
+        return None
     try:
         read_fd, write_fd = os.pipe()
     except OSError:
+        shared.close()
         return None
-    try:  # a 1 MiB pipe (Linux) halves the child's time spent writing tens of megabytes
-        fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 1 << 20)
-    except (AttributeError, OSError):
-        pass
     try:
         with warnings.catch_warnings():
             # 3.12+ warns (an error under -W error) when threads exist; the child runs none of
@@ -140,31 +153,41 @@ def _start_child(func, texts: list[str]) -> tuple[int, int] | None:
     except OSError:
         os.close(read_fd)
         os.close(write_fd)
+        shared.close()
         return None
     if pid == 0:  # the child: compute, send, leave without running any of the parent's code
         code = 1
         try:
             os.close(read_fd)
-            view = memoryview(msgspec.msgpack.encode(func(texts)))
+            data = msgspec.msgpack.encode(func(texts))
+            fits = len(data) <= len(shared)
+            if fits:
+                shared[: len(data)] = data
+            view = memoryview(_LENGTH.pack(len(data) if fits else -1) + (b"" if fits else data))
             while view:
                 view = view[os.write(write_fd, view):]
             code = 0
         finally:
             os._exit(code)
     os.close(write_fd)
-    return pid, read_fd
+    return _Child(pid, read_fd, shared)
 
 
-def _collect(child: tuple[int, int], result_type) -> Any:
-    pid, read_fd = child
+def _collect(child: _Child, result_type) -> Any:
     try:
-        with os.fdopen(read_fd, "rb") as pipe:
-            data = pipe.read()
+        with os.fdopen(child.read_fd, "rb") as pipe:
+            status_bytes = pipe.read()
     finally:
-        _, status = os.waitpid(pid, 0)
-    if status != 0:
-        return None
+        _, status = os.waitpid(child.pid, 0)
     try:
-        return msgspec.msgpack.decode(data, type=result_type)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+        if status != 0 or len(status_bytes) < _LENGTH.size:
+            return None
+        (length,) = _LENGTH.unpack_from(status_bytes)
+        if length >= 0:
+            with memoryview(child.shared)[:length] as message:
+                return msgspec.msgpack.decode(message, type=result_type)
+        return msgspec.msgpack.decode(status_bytes[_LENGTH.size:], type=result_type)
+    except (msgspec.DecodeError, msgspec.ValidationError, ValueError):
         return None
+    finally:
+        child.shared.close()

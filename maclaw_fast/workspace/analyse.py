@@ -19,7 +19,7 @@ import numpy as np
 
 from maclaw_fast.text.bulk import forked_parts
 from maclaw_fast.text.tokenizer import Vocabulary, tokenize
-from maclaw_fast.workspace.chunking import chunk_markdown
+from maclaw_fast.workspace.chunking import chunk_id, chunk_markdown
 
 TOKEN_SEP = "\n"  # the tokenizer strips whitespace, so no token holds a newline
 
@@ -33,6 +33,7 @@ class Analysed(msgspec.Struct, array_like=True):
     """
 
     file_chunks: list[int]
+    chunk_id: list[str]
     start_line: list[int]
     end_line: list[int]
     text: list[str]
@@ -47,23 +48,25 @@ class Analysed(msgspec.Struct, array_like=True):
         return len(self.text)
 
 
-def analyse(texts: list[str], chunking: tuple[int, int, int],
-            reuse: dict[str, str]) -> Analysed:
-    """Chunk every text and tokenise every chunk; a chunk whose hash is in ``reuse`` (stored
-    tokens of a removed chunk with the same text) takes those tokens instead.
+def analyse(files: list[tuple[str, str]], chunking: tuple[int, int, int], reuse: dict[str, str],
+            model: str) -> Analysed:
+    """Chunk every ``(path, text)`` file and tokenise every chunk; a chunk whose hash is in
+    ``reuse`` (stored tokens of a removed chunk with the same text) takes those tokens instead.
+    ``model`` (the embedder fingerprint) goes into the chunk ids.
 
     Examples
     --------
-    >>> a = analyse(["Deploy the script\\n部署脚本"], (400, 80, 4), {})
+    >>> a = analyse([("MEMORY.md", "Deploy the script\\n部署脚本")], (400, 80, 4), {}, "none")
     >>> a.file_chunks, a.tokens, a.vocab
     ([1], ['deploy\\nthe\\nscript\\n部署\\n脚本'], ['deploy', 'the', 'script', '部署', '脚本'])
     """
-    out = Analysed([], [], [], [], [], [], [], [], b"")
+    out = Analysed([], [], [], [], [], [], [], [], [], b"")
     flat: list[str] = []
-    for text in texts:
+    for path, text in files:
         chunks = chunk_markdown(text, *chunking)
         out.file_chunks.append(len(chunks))
         for c in chunks:
+            out.chunk_id.append(chunk_id(path, c.start_line, c.end_line, c.hash, model))
             stored = reuse.get(c.hash)
             if stored is None:
                 toks = tokenize(c.text)
@@ -86,18 +89,20 @@ def analyse(texts: list[str], chunking: tuple[int, int, int],
 
 def _consistent(texts: list[str], part: Analysed) -> bool:
     n = part.size
-    columns = (part.start_line, part.end_line, part.hash, part.tokens, part.lengths)
+    columns = (part.chunk_id, part.start_line, part.end_line, part.hash, part.tokens,
+               part.lengths)
     return (len(part.file_chunks) == len(texts) and sum(part.file_chunks) == n
             and all(len(c) == n for c in columns)
             and len(part.ids) == 4 * sum(part.lengths)
             and (not part.ids or int(np.frombuffer(part.ids, np.int32).max()) < len(part.vocab)))
 
 
-def analyse_files(texts: list[str], chunking: tuple[int, int, int],
-                  reuse: dict[str, str]) -> list[Analysed]:
-    """:func:`analyse` over the batch, split in two parts across cores when it is big."""
-    return forked_parts(partial(analyse, chunking=chunking, reuse=reuse), texts, Analysed,
-                        valid=_consistent)
+def analyse_files(files: list[tuple[str, str]], chunking: tuple[int, int, int],
+                  reuse: dict[str, str], model: str):
+    """:func:`analyse` over the batch, split in two parts across cores when it is big (yields
+    the parts in order)."""
+    return forked_parts(partial(analyse, chunking=chunking, reuse=reuse, model=model), files,
+                        Analysed, valid=_consistent, size=lambda f: len(f[1]))
 
 
 def global_ids(part: Analysed, vocab: Vocabulary) -> np.ndarray:

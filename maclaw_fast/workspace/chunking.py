@@ -12,10 +12,9 @@ citations end on the last real line.
 
 from __future__ import annotations
 
-import hashlib
-
 import msgspec
 
+from maclaw_fast.embedding.cache import text_key as sha256_text  # the cache key is the hash
 from maclaw_fast.errors import ValidationError
 
 SOURCE = "memory"
@@ -28,10 +27,6 @@ class Chunk(msgspec.Struct, frozen=True):
     end_line: int
     text: str
     hash: str
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def chunk_limits(tokens: int, overlap: int, chars_per_token: int = 4) -> tuple[int, int]:

@@ -22,6 +22,7 @@ import math
 import os
 import threading
 import time
+from contextlib import nullcontext
 from itertools import chain
 from pathlib import Path
 
@@ -213,18 +214,21 @@ class WorkspaceIndex:
         return rows
 
     def _add_rows(self, paths: list[str], starts, ends, texts: list[str], hashes: list[str],
-                  tokens: list[str], ts, term_ids: np.ndarray | None, lengths) -> list[int]:
+                  tokens: list[str], ts, term_ids: np.ndarray | None, lengths,
+                  ids: list[str] | None = None) -> list[int]:
         """Add chunk rows (columns, one item per chunk; ``tokens`` in their stored joined form)
         and index them in BM25 from ``term_ids`` (every chunk's term ids in the BM25
-        vocabulary, chunk after chunk; ``lengths`` per chunk). Returns the rows."""
+        vocabulary, chunk after chunk; ``lengths`` per chunk). ``ids``: the chunk ids, when
+        already computed. Returns the rows."""
         rows = self._alloc_rows(len(texts))
         if not rows:
             return rows
         idx = np.asarray(rows, np.int64)
         self.live[idx] = True
         self.start_line[idx], self.end_line[idx], self.ts_days[idx] = starts, ends, ts
-        model = self.model or "none"
-        ids = [chunk_id(*key, model) for key in zip(paths, starts, ends, hashes)]
+        if ids is None:
+            model = self.model or "none"
+            ids = [chunk_id(*key, model) for key in zip(paths, starts, ends, hashes)]
         contiguous = rows[-1] - rows[0] == len(rows) - 1 and (idx[1:] > idx[:-1]).all()
         for col, values in ((self.paths, paths), (self.texts, texts), (self.hashes, hashes),
                             (self.ids, ids), (self.tokens, tokens)):
@@ -264,7 +268,9 @@ class WorkspaceIndex:
         try:
             for lo in range(0, len(rows), EMBED_BATCH):
                 part = rows[lo: lo + EMBED_BATCH]
-                vecs = self.cache.embed([self.texts[r] for r in part])
+                # the chunk hash is the cache key (sha256 of the text): no second hashing
+                vecs = self.cache.embed([self.texts[r] for r in part],
+                                        [self.hashes[r] for r in part])
                 self.vectors.matrix[part] = vecs  # the cache returns normalised rows
                 self.vectors.has_vec[part] = True
         except EmbeddingError as exc:
@@ -368,8 +374,22 @@ class WorkspaceIndex:
         """Chunk, tokenise, index, embed and persist the files of a sync (``todo``)."""
         new_rows: list[int] = []
         # chunking and tokenising the files is most of a big sync: two cores when big
-        parts = analyse_files([text for _, text in todo], self._chunking(), reuse)
+        parts = analyse_files([(f.rel, text) for f, text in todo], self._chunking(), reuse,
+                              self.model or "none")
         files = iter(todo)
+        with self.bm25.bulk() if self.bm25 is not None else nullcontext():
+            self._add_parts(parts, files, new_rows)
+        rep.chunks_added = len(new_rows)
+        if self.vectors is not None:
+            n = self.n_rows
+            missing = np.flatnonzero(self.live[:n] & ~self.vectors.has_vec[:n]).tolist()
+            rep.embedded = self._embed_rows(missing)
+            if missing:
+                self.cache.max_entries = max(20_000, 2 * self.chunk_count)
+        self._persist(entry, new_rows)
+
+    def _add_parts(self, parts, files, new_rows: list[int]) -> None:
+        """Add the chunk rows of analysed parts (``files`` yields each part's files in order)."""
         for part in parts:
             paths: list[str] = []
             ts: list[float] = []
@@ -379,15 +399,8 @@ class WorkspaceIndex:
                 ts += [file_timestamp_days(f.rel, f.mtime_ns)] * n_chunks
             term_ids = global_ids(part, self.bm25.vocab) if self.bm25 is not None else None
             new_rows += self._add_rows(paths, part.start_line, part.end_line, part.text,
-                                       part.hash, part.tokens, ts, term_ids, part.lengths)
-        rep.chunks_added = len(new_rows)
-        if self.vectors is not None:
-            n = self.n_rows
-            missing = np.flatnonzero(self.live[:n] & ~self.vectors.has_vec[:n]).tolist()
-            rep.embedded = self._embed_rows(missing)
-            if missing:
-                self.cache.max_entries = max(20_000, 2 * self.chunk_count)
-        self._persist(entry, new_rows)
+                                       part.hash, part.tokens, ts, term_ids, part.lengths,
+                                       part.chunk_id)
 
     # ------------------------------------------------------------------ persistence
     def _chunking(self) -> tuple[int, int, int]:

@@ -102,10 +102,17 @@ def section_recall500(rows: list[dict]) -> list[str]:
     if oracle:
         r = oracle[0]["stats"]["median"] / e50
         out.append(f"- ≥ 100× the plain-Python oracle: {_ratio(r)} → {_ok(r >= 100)}")
-    if glue:
+    named = [b for b in glue if b["extra_info"].get("uses_faiss", True)]
+    if named:
+        best = min(named, key=lambda b: b["stats"]["median"])
+        r = best["stats"]["median"] / e50
+        out.append(f"- ≥ 3× the fastest hand-glue the issue names (tantivy or bm25s + faiss + "
+                   f"NumPy fusion; {_name(best)}): {_ratio(r)} → {_ok(r >= 3)}")
+    if glue and len(named) < len(glue):
         best = min(glue, key=lambda b: b["stats"]["median"])
         r = best["stats"]["median"] / e50
-        out.append(f"- ≥ 3× the fastest hand-glue ({_name(best)}): {_ratio(r)} → {_ok(r >= 3)}")
+        out.append(f"- against the fastest hand-glue measured ({_name(best)}, no faiss): "
+                   f"{_ratio(r)} → {_ok(r >= 3)}")
     out.append(f"- p50 ≤ 100 µs (aim ≤ 40 µs): {_t(e50)} → {_ok(e50 <= 100e-6)}")
     return out + [""]
 

@@ -17,21 +17,25 @@ CSR once it holds an eighth of the postings; dead docs are dropped when they rea
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import threading
 from bisect import bisect_right
+from contextlib import contextmanager
 from itertools import chain
 
 import numba
 import numpy as np
 import tantivy
+from maclaw_kernels.bm25 import (
+    bm25_query,
+    bm25_query_parallel,
+    bm25_scores_batch,
+    build_csr,
+    count_terms,
+)
 
 from maclaw_fast.config import Bm25Config
 from maclaw_fast.index.arrays import grow
 from maclaw_fast.text.tokenizer import Vocabulary
-from maclaw_kernels.bm25 import (bm25_query, bm25_query_parallel, bm25_scores_batch, build_csr,
-                                 count_terms)
 
 # above this many postings one query splits its documents across numba's threads: ~100k
 # memories of 15 terms score in 0.35 ms serially, half of that on two cores

@@ -19,8 +19,8 @@ import importlib
 
 _EXPORTS = {
     "WorkspaceIndex": "maclaw_fast.workspace.index",
-    "WorkspaceStatus": "maclaw_fast.workspace.index",
-    "SyncReport": "maclaw_fast.workspace.index",
+    "WorkspaceStatus": "maclaw_fast.workspace.reports",
+    "SyncReport": "maclaw_fast.workspace.reports",
     "FileRecord": "maclaw_fast.workspace.index",
     "SearchResponse": "maclaw_fast.workspace.search",
     "WorkspaceHit": "maclaw_fast.workspace.search",

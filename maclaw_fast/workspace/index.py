@@ -26,52 +26,21 @@ from contextlib import nullcontext
 from itertools import chain
 from pathlib import Path
 
-import msgspec
 import numpy as np
 
 from maclaw_fast.config import SearchConfig
-from maclaw_fast.index.arrays import grow
 from maclaw_fast.embedding import DiskEmbeddingCache, QueryCache, resolve_embedder
 from maclaw_fast.errors import EmbeddingError, ValidationError
 from maclaw_fast.index import Bm25Index, VectorColumn
+from maclaw_fast.index.arrays import grow
 from maclaw_fast.text.bulk import FORK_MIN_CHARS, paused_gc
 from maclaw_fast.workspace.analyse import TOKEN_SEP, analyse_files, global_ids
 from maclaw_fast.workspace.chunking import chunk_id
 from maclaw_fast.workspace.files import check_extra_paths, discover, file_timestamp_days
+from maclaw_fast.workspace.reports import SyncReport, WorkspaceStatus
 from maclaw_fast.workspace.state import ChunkRow, FileRecord, IndexState, JournalEntry
 
 EMBED_BATCH = 256
-
-
-class SyncReport(msgspec.Struct, kw_only=True):
-    """What one :meth:`WorkspaceIndex.sync` did."""
-
-    files: int = 0
-    added: int = 0
-    changed: int = 0
-    removed: int = 0
-    touched: int = 0
-    chunks_added: int = 0
-    chunks_removed: int = 0
-    embedded: int = 0
-    seconds: float = 0.0
-    error: str | None = None
-
-
-class WorkspaceStatus(msgspec.Struct, kw_only=True):
-    """Index status: mode, model, counts, dirty flag and the last sync (epoch seconds)."""
-
-    workspace: str
-    index_dir: str
-    mode: str
-    model: str | None
-    files: int
-    chunks: int
-    dirty: bool
-    last_sync: float | None
-    chunks_without_vectors: int
-    watching: bool
-    last_error: str | None
 
 
 class WorkspaceIndex:

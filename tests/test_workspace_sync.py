@@ -283,10 +283,51 @@ def test_a_build_tokenised_on_two_cores_equals_one_on_one(tmp_path, monkeypatch)
     serial = WorkspaceIndex.open(ws, embedder=None, index_dir=tmp_path / "a")
     monkeypatch.setattr(bulk, "FORK_MIN_CHARS", 0)
     forked = WorkspaceIndex.open(ws, embedder=None, index_dir=tmp_path / "b")
-    key = lambda ix: sorted((ix.paths[r], int(ix.start_line[r]), ix.tokens[r])  # noqa: E731
+    key = lambda ix: sorted((ix.paths[r], int(ix.start_line[r]), ix._token_text(r))  # noqa: E731
                             for r in range(ix.n_rows) if ix.live[r])
     assert key(forked) == key(serial) and len(key(serial)) > 30
     for q in ("deploy staging", "部署脚本", "v7.3 数据库"):
         a, b = serial.search(q, min_score=0.0), forked.search(q, min_score=0.0)
         assert [(h.path, h.start_line, h.score) for h in a.results] == \
                [(h.path, h.start_line, h.score) for h in b.results]
+
+
+def _rows(ix):
+    return sorted((ix.paths[r], int(ix.start_line[r]), ix.hashes[r], ix._token_text(r))
+                  for r in range(ix.n_rows) if ix.live[r])
+
+
+def test_a_reopened_snapshot_and_journal_equal_a_fresh_build(ws, tmp_path):
+    """Tokens persist as ids into a stored term list (snapshot) or as text (journal); a rename
+    reuses the removed chunk's tokens. The reopened index must hold the same rows, tokens and
+    BM25 scores as one built from the files."""
+    ix = open_ix(ws, tmp_path)
+    journal = tmp_path / "ix" / "workspace-journal.jsonl"
+    write(ws / "memory" / "2026-11-02.md", "部署脚本 deploy notes\nstaging 数据库 v2.1\n")
+    ix.sync()
+    os.rename(ws / "memory" / "2026-11-01.md", ws / "memory" / "2026-11-03.md")
+    ix.sync()
+    write(ws / "MEMORY.md", "# Memory\nThe boat is called Marlin.\n")
+    ix.sync()
+    ix.close()
+    assert journal.stat().st_size > 0
+    again = WorkspaceIndex.open(ws, embedder=CountingEmbedder(), index_dir=tmp_path / "ix",
+                                sync=False)
+    fresh = WorkspaceIndex.open(ws, embedder=CountingEmbedder(), index_dir=tmp_path / "fresh")
+    assert _rows(again) == _rows(fresh) and len(_rows(fresh)) > 4
+    for q in ("部署脚本 staging", "tomatoes garden", "marlin boat", "atlas paragraph 3"):
+        a = [(h.path, h.start_line, round(h.score, 9)) for h in again.search(q, min_score=0).results]
+        b = [(h.path, h.start_line, round(h.score, 9)) for h in fresh.search(q, min_score=0).results]
+        assert a == b and a, q
+    again.save()  # the journal folded into a new snapshot reads back the same
+    third = WorkspaceIndex.open(ws, embedder=CountingEmbedder(), index_dir=tmp_path / "ix",
+                                sync=False)
+    assert _rows(third) == _rows(fresh)
+
+
+def test_a_vector_only_snapshot_serves_a_text_index_later(ws, tmp_path):
+    open_ix(ws, tmp_path, text_search=False).close()
+    text = open_ix(ws, tmp_path)  # same state folder, now with BM25
+    fresh = WorkspaceIndex.open(ws, embedder=CountingEmbedder(), index_dir=tmp_path / "fresh")
+    assert _rows(text) == _rows(fresh)
+    assert paths(text.search("wifi password", min_score=0))[0] == "MEMORY.md"

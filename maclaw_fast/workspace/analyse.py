@@ -27,9 +27,8 @@ TOKEN_SEP = "\n"  # the tokenizer strips whitespace, so no token holds a newline
 class Analysed(msgspec.Struct, array_like=True):
     """Chunks of consecutive files as columns; file ``i`` owns ``file_chunks[i]`` chunks.
 
-    ``tokens`` holds each chunk's tokens joined by :data:`TOKEN_SEP` (the stored form),
-    ``lengths`` their counts, ``ids`` every token (chunk after chunk) as int32 indices into
-    ``vocab``.
+    ``lengths`` holds each chunk's token count, ``ids`` every token (chunk after chunk) as
+    int32 indices into ``vocab``.
     """
 
     file_chunks: list[int]
@@ -38,7 +37,6 @@ class Analysed(msgspec.Struct, array_like=True):
     end_line: list[int]
     text: list[str]
     hash: list[str]
-    tokens: list[str]
     lengths: list[int]
     vocab: list[str]
     ids: bytes
@@ -51,16 +49,17 @@ class Analysed(msgspec.Struct, array_like=True):
 def analyse(files: list[tuple[str, str]], chunking: tuple[int, int, int], reuse: dict[str, str],
             model: str) -> Analysed:
     """Chunk every ``(path, text)`` file and tokenise every chunk; a chunk whose hash is in
-    ``reuse`` (stored tokens of a removed chunk with the same text) takes those tokens instead.
+    ``reuse`` (the tokens of a removed chunk with the same text, joined by :data:`TOKEN_SEP`)
+    takes those tokens instead.
     ``model`` (the embedder fingerprint) goes into the chunk ids.
 
     Examples
     --------
     >>> a = analyse([("MEMORY.md", "Deploy the script\\n部署脚本")], (400, 80, 4), {}, "none")
-    >>> a.file_chunks, a.tokens, a.vocab
-    ([1], ['deploy\\nthe\\nscript\\n部署\\n脚本'], ['deploy', 'the', 'script', '部署', '脚本'])
+    >>> a.file_chunks, a.lengths, a.vocab
+    ([1], [5], ['deploy', 'the', 'script', '部署', '脚本'])
     """
-    out = Analysed([], [], [], [], [], [], [], [], [], b"")
+    out = Analysed([], [], [], [], [], [], [], [], b"")
     flat: list[str] = []
     for path, text in files:
         chunks = chunk_markdown(text, *chunking)
@@ -70,14 +69,12 @@ def analyse(files: list[tuple[str, str]], chunking: tuple[int, int, int], reuse:
             stored = reuse.get(c.hash)
             if stored is None:
                 toks = tokenize(c.text)
-                stored = TOKEN_SEP.join(toks)
             else:
                 toks = stored.split(TOKEN_SEP) if stored else []
             out.start_line.append(c.start_line)
             out.end_line.append(c.end_line)
             out.text.append(c.text)
             out.hash.append(c.hash)
-            out.tokens.append(stored)
             out.lengths.append(len(toks))
             flat.extend(toks)
     local = defaultdict(None)
@@ -89,8 +86,7 @@ def analyse(files: list[tuple[str, str]], chunking: tuple[int, int, int], reuse:
 
 def _consistent(texts: list[str], part: Analysed) -> bool:
     n = part.size
-    columns = (part.chunk_id, part.start_line, part.end_line, part.hash, part.tokens,
-               part.lengths)
+    columns = (part.chunk_id, part.start_line, part.end_line, part.hash, part.lengths)
     return (len(part.file_chunks) == len(texts) and sum(part.file_chunks) == n
             and all(len(c) == n for c in columns)
             and len(part.ids) == 4 * sum(part.lengths)

@@ -23,10 +23,10 @@ import os
 import threading
 import time
 from contextlib import nullcontext
-from itertools import chain
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from maclaw_fast.config import SearchConfig
 from maclaw_fast.embedding import DiskEmbeddingCache, QueryCache, resolve_embedder
@@ -34,6 +34,7 @@ from maclaw_fast.errors import EmbeddingError, ValidationError
 from maclaw_fast.index import Bm25Index, VectorColumn
 from maclaw_fast.index.arrays import grow
 from maclaw_fast.text.bulk import FORK_MIN_CHARS, paused_gc
+from maclaw_fast.text.tokenizer import Vocabulary
 from maclaw_fast.workspace.analyse import TOKEN_SEP, analyse_files, global_ids
 from maclaw_fast.workspace.chunking import chunk_id
 from maclaw_fast.workspace.files import check_extra_paths, discover, file_timestamp_days
@@ -76,6 +77,7 @@ class WorkspaceIndex:
         self._watcher = None
         self.bm25 = (Bm25Index(tantivy_index=config.keep_tantivy) if config.text_search
                      else None)
+        self.vocab = self.bm25.vocab if self.bm25 is not None else Vocabulary()
         self.vectors = VectorColumn(embedder.dim) if embedder is not None else None
         self.query_cache = QueryCache(embedder, size=256) if embedder is not None else None
         self.cache = None
@@ -94,7 +96,7 @@ class WorkspaceIndex:
         self.texts: list[str | None] = []
         self.hashes: list[str | None] = []
         self.ids: list[str | None] = []
-        self.tokens: list[str | None] = []
+        self.token_ids: list[np.ndarray | None] = []  # int32 ids into self.vocab, per row
         self.state = IndexState(index_dir, self._chunking())
         self._mmr_tokens: dict[str, np.ndarray] = {}
         self.vec_out = np.empty(0, np.float32)  # search's score buffer (searches hold the lock)
@@ -177,18 +179,16 @@ class WorkspaceIndex:
                     setattr(self, name, grow(getattr(self, name), self.n_rows, fill))
                 if self.vectors is not None:
                     self.vectors.reserve(self.live.shape[0])
-            for col in (self.paths, self.texts, self.hashes, self.ids, self.tokens):
+            for col in (self.paths, self.texts, self.hashes, self.ids, self.token_ids):
                 col.extend([None] * extra)
             rows.extend(range(start, self.n_rows))
         return rows
 
     def _add_rows(self, paths: list[str], starts, ends, texts: list[str], hashes: list[str],
-                  tokens: list[str], ts, term_ids: np.ndarray | None, lengths,
-                  ids: list[str] | None = None) -> list[int]:
-        """Add chunk rows (columns, one item per chunk; ``tokens`` in their stored joined form)
-        and index them in BM25 from ``term_ids`` (every chunk's term ids in the BM25
-        vocabulary, chunk after chunk; ``lengths`` per chunk). ``ids``: the chunk ids, when
-        already computed. Returns the rows."""
+                  ts, term_ids: np.ndarray, lengths, ids: list[str] | None = None) -> list[int]:
+        """Add chunk rows (columns, one item per chunk) and index them in BM25: ``term_ids``
+        holds every chunk's token ids in :attr:`vocab`, chunk after chunk, ``lengths`` how many
+        each has. ``ids``: the chunk ids, when already computed. Returns the rows."""
         rows = self._alloc_rows(len(texts))
         if not rows:
             return rows
@@ -198,9 +198,11 @@ class WorkspaceIndex:
         if ids is None:
             model = self.model or "none"
             ids = [chunk_id(*key, model) for key in zip(paths, starts, ends, hashes)]
+        term_ids = np.asarray(term_ids, np.int32)
+        per_chunk = np.split(term_ids, np.cumsum(lengths)[:-1]) if len(rows) > 1 else [term_ids]
         contiguous = rows[-1] - rows[0] == len(rows) - 1 and (idx[1:] > idx[:-1]).all()
         for col, values in ((self.paths, paths), (self.texts, texts), (self.hashes, hashes),
-                            (self.ids, ids), (self.tokens, tokens)):
+                            (self.ids, ids), (self.token_ids, per_chunk)):
             if contiguous:  # a fresh build: one slice assignment per column
                 col[rows[0]: rows[-1] + 1] = values
             else:
@@ -216,14 +218,14 @@ class WorkspaceIndex:
     def _remove_file_rows(self, path: str, reuse: dict[str, str]) -> int:
         rows = self._file_rows.pop(path, [])
         for r in rows:
-            reuse[self.hashes[r]] = self.tokens[r]
+            reuse[self.hashes[r]] = self._token_text(r)
             if self.bm25 is not None:
                 self.bm25.remove(r)
             if self.vectors is not None:
                 self.vectors.set(r, None)
             self.live[r] = False
             self.ts_days[r] = np.nan
-            for col in (self.paths, self.texts, self.hashes, self.ids, self.tokens):
+            for col in (self.paths, self.texts, self.hashes, self.ids, self.token_ids):
                 col[r] = None
             self._free.append(r)
         return len(rows)
@@ -366,19 +368,23 @@ class WorkspaceIndex:
                 f, _ = next(files)
                 paths += [f.rel] * n_chunks
                 ts += [file_timestamp_days(f.rel, f.mtime_ns)] * n_chunks
-            term_ids = global_ids(part, self.bm25.vocab) if self.bm25 is not None else None
             new_rows += self._add_rows(paths, part.start_line, part.end_line, part.text,
-                                       part.hash, part.tokens, ts, term_ids, part.lengths,
-                                       part.chunk_id)
+                                       part.hash, ts, global_ids(part, self.vocab),
+                                       part.lengths, part.chunk_id)
 
     # ------------------------------------------------------------------ persistence
     def _chunking(self) -> tuple[int, int, int]:
         c = self.config
         return (c.chunk_tokens, c.chunk_overlap, c.chars_per_token)
 
+    def _token_text(self, r: int) -> str:
+        """Row ``r``'s tokens in their journal form (joined by newlines)."""
+        words = self.vocab.tokens
+        return TOKEN_SEP.join([words[t] for t in self.token_ids[r].tolist()])
+
     def _chunk_row(self, r: int) -> ChunkRow:
         return ChunkRow(self.paths[r], int(self.start_line[r]), int(self.end_line[r]),
-                        self.hashes[r], self.texts[r], self.tokens[r])
+                        self.hashes[r], self.texts[r], self._token_text(r))
 
     def _persist(self, entry: JournalEntry, new_rows: list[int]) -> None:
         """Journal small changes; snapshot (and save the embedding cache) when there is no
@@ -404,10 +410,17 @@ class WorkspaceIndex:
             else:
                 keep = rows.tolist()
                 pick = (lambda col: [col[r] for r in keep])
+            token_ids = pick(self.token_ids)
+            sizes = np.fromiter(map(len, token_ids), np.int32, len(token_ids))
+            offsets = np.zeros(len(token_ids) + 1, np.int32)
+            np.cumsum(sizes, out=offsets[1:])
+            flat = np.concatenate(token_ids) if token_ids else np.zeros(0, np.int32)
             columns = {"path": pick(self.paths), "start_line": self.start_line[rows],
                        "end_line": self.end_line[rows], "hash": pick(self.hashes),
-                       "text": pick(self.texts), "tokens": pick(self.tokens)}
-            self.state.write_snapshot(columns, list(self._files.values()))
+                       "text": pick(self.texts),
+                       "token_ids": pa.ListArray.from_arrays(offsets, flat)}
+            self.state.write_snapshot(columns, list(self._files.values()),
+                                      self.vocab.tokens)
             if self.cache is not None and self.cache.dirty:
                 self.cache.save()
 
@@ -415,17 +428,16 @@ class WorkspaceIndex:
         loaded = self.state.load()
         if loaded is None:
             return  # no or unreadable state: the first sync rebuilds it
-        files, rows = loaded
+        files, chunks = loaded
         self._files = files
-        tokens = [c.tokens for c in rows]
-        lengths, term_ids = None, None
-        if self.bm25 is not None:
-            split = [t.split(TOKEN_SEP) if t else [] for t in tokens]
-            lengths = [len(t) for t in split]
-            term_ids = self.bm25.vocab.add_all(list(chain.from_iterable(split)))
-        self._add_rows([c.path for c in rows], [c.start_line for c in rows],
-                       [c.end_line for c in rows], [c.text for c in rows],
-                       [c.hash for c in rows], tokens, math.nan, term_ids, lengths)
+        saved = self.vocab.add_all(chunks.vocab)  # the saved ids → this index's ids
+        per_chunk = [saved[ids] if ids is not None
+                     else self.vocab.add_all(toks.split(TOKEN_SEP) if toks else [])
+                     for ids, toks in zip(chunks.token_ids, chunks.tokens)]
+        lengths = [len(ids) for ids in per_chunk]
+        flat = np.concatenate(per_chunk) if per_chunk else np.zeros(0, np.int64)
+        self._add_rows(chunks.path, chunks.start_line, chunks.end_line, chunks.text,
+                       chunks.hash, math.nan, flat, lengths)
         for rel, idx in self._file_rows.items():
             self.ts_days[idx] = file_timestamp_days(rel, files[rel].mtime_ns)
         self._embed_rows(list(range(self.n_rows)))

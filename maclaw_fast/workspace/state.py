@@ -1,8 +1,8 @@
 """On-disk state of a workspace index: an Arrow snapshot of the chunk table plus a journal.
 
-``workspace-chunks.arrow`` holds every chunk (path, lines, hash, text and the analysed tokens, so a
-reopen skips the segmenter) and, in its schema metadata, the per-file records (size, mtime,
-sha256) and a generation number. Each later sync that changed something appends one line to
+``workspace-chunks.arrow`` holds every chunk (path, lines, hash, text and the analysed tokens as
+int32 ids into a term list, so a reopen neither segments nor maps a token) and, in its schema
+metadata, the term list, the per-file records (size, mtime, sha256) and a generation number. Each later sync that changed something appends one line to
 ``workspace-journal.jsonl`` (msgspec JSON: updated file records, removed files, and the new chunks
 of re-chunked files), so editing one file costs a few kilobytes, not a rewrite of the table. When
 the journal outgrows a quarter of the snapshot, or a sync changes a large part of the workspace,
@@ -23,7 +23,7 @@ import msgspec
 import pyarrow as pa
 from pyarrow import ipc
 
-STATE_VERSION = 2
+STATE_VERSION = 3  # 3: tokens stored as ids into the metadata's term list
 CHUNKS_FILE = "workspace-chunks.arrow"
 JOURNAL_FILE = "workspace-journal.jsonl"
 
@@ -63,10 +63,33 @@ class _Meta(msgspec.Struct):
     generation: int
     chunking: tuple[int, int, int]
     files: list[FileRecord]
+    vocab: list[str] = []
 
 
+class LoadedChunks(msgspec.Struct):
+    """The chunks of a loaded state, as columns. A chunk from the snapshot has its tokens as an
+    int32 array of ids into ``vocab`` (``tokens`` None); one from the journal has them joined by
+    newlines in ``tokens`` (``token_ids`` None)."""
+
+    path: list[str]
+    start_line: list[int]
+    end_line: list[int]
+    hash: list[str]
+    text: list[str]
+    token_ids: list
+    tokens: list
+    vocab: list[str]
+
+
+_PLAIN_FIELDS = ("path", "start_line", "end_line", "hash", "text")
 _ENC = msgspec.json.Encoder()
 _DEC = msgspec.json.Decoder(JournalEntry)
+
+
+def _arrow(values, type_: pa.DataType) -> pa.Array:
+    if isinstance(values, pa.Array):
+        return values if values.type == type_ else values.cast(type_)
+    return pa.array(values, type_)
 
 
 class IndexState:
@@ -77,11 +100,14 @@ class IndexState:
     >>> import tempfile
     >>> st = IndexState(tempfile.mkdtemp(), (400, 80, 4))
     >>> cols = {"path": ["a.md"], "start_line": [1], "end_line": [2], "hash": ["h"],
-    ...         "text": ["text"], "tokens": ["text"]}
-    >>> st.write_snapshot(cols, [FileRecord("a.md", 4, 0, "x")])
+    ...         "text": ["some text"], "token_ids": [[0, 1]]}
+    >>> st.write_snapshot(cols, [FileRecord("a.md", 4, 0, "x")], ["some", "text"])
+    >>> files, chunks = st.load()
+    >>> chunks.text, chunks.token_ids[0].tolist(), chunks.vocab
+    (['some text'], [0, 1], ['some', 'text'])
     >>> st.append(JournalEntry(g=st.generation, removed=["a.md"]))
-    >>> files, rows = st.load()
-    >>> files, rows
+    >>> files, chunks = st.load()
+    >>> files, chunks.text
     ({}, [])
     """
 
@@ -107,7 +133,7 @@ class IndexState:
         times = [p.stat().st_mtime for p in (self.chunks_path, self.journal_path) if p.exists()]
         return max(times) if times else None
 
-    def load(self) -> tuple[dict[str, FileRecord], list[ChunkRow]] | None:
+    def load(self) -> tuple[dict[str, FileRecord], LoadedChunks] | None:
         """Files and chunks as of the last sync, or ``None`` when there is no usable state."""
         try:
             with ipc.open_file(str(self.chunks_path)) as reader:
@@ -122,10 +148,14 @@ class IndexState:
         self.has_snapshot = True
         self.snapshot_bytes = self.chunks_path.stat().st_size
         files = {f.path: f for f in meta.files}
-        cols = [table.column(n).to_pylist() for n in ChunkRow.__struct_fields__]
-        by_path: dict[str, list[ChunkRow]] = {}
-        for vals in zip(*cols):
-            by_path.setdefault(vals[0], []).append(ChunkRow(*vals))
+        cols = [table.column(n).to_pylist() for n in _PLAIN_FIELDS]
+        ids = table.column("token_ids").combine_chunks()
+        flat = ids.values.to_numpy(zero_copy_only=False)
+        offsets = ids.offsets.to_numpy()
+        # a chunk is (columns..., token_ids, tokens): snapshot ones by index, journal ones whole
+        by_path: dict[str, list] = {}
+        for i, path in enumerate(cols[0]):
+            by_path.setdefault(path, []).append(i)
         for entry in self._journal():
             for rel in entry.removed:
                 files.pop(rel, None)
@@ -136,8 +166,23 @@ class IndexState:
                 by_path[rel] = []
             for row in entry.chunks:
                 by_path.setdefault(row.path, []).append(row)
-        rows = [r for rel in by_path if rel in files for r in by_path[rel]]
-        return files, rows
+        out = LoadedChunks([], [], [], [], [], [], [], list(meta.vocab))
+        plain = (out.path, out.start_line, out.end_line, out.hash, out.text)
+        for rel, chunks in by_path.items():
+            if rel not in files:
+                continue
+            for c in chunks:
+                if isinstance(c, int):
+                    for column, values in zip(plain, cols):
+                        column.append(values[c])
+                    out.token_ids.append(flat[offsets[c]:offsets[c + 1]])
+                    out.tokens.append(None)
+                else:
+                    for column, name in zip(plain, _PLAIN_FIELDS):
+                        column.append(getattr(c, name))
+                    out.token_ids.append(None)
+                    out.tokens.append(c.tokens)
+        return files, out
 
     def _journal(self):
         try:
@@ -164,17 +209,17 @@ class IndexState:
     def needs_snapshot(self) -> bool:
         return self.journal_bytes > max(1 << 20, self.snapshot_bytes // 4)
 
-    def write_snapshot(self, columns: dict, files: list[FileRecord]) -> None:
-        """Replace the snapshot by the chunk ``columns`` (one sequence per :class:`ChunkRow`
-        field, by name) and ``files``, and empty the journal."""
+    def write_snapshot(self, columns: dict, files: list[FileRecord], vocab: list[str]) -> None:
+        """Replace the snapshot by the chunk ``columns`` (``path``, ``start_line``,
+        ``end_line``, ``hash``, ``text`` and ``token_ids``: lists of ids into ``vocab``, or an
+        Arrow list array) and ``files``, and empty the journal."""
         self.dir.mkdir(parents=True, exist_ok=True)
         self.generation += 1
-        meta = _Meta(STATE_VERSION, self.generation, self.chunking, files)
+        meta = _Meta(STATE_VERSION, self.generation, self.chunking, files, vocab)
         big = pa.large_string()
         types = {"path": pa.string(), "start_line": pa.int32(), "end_line": pa.int32(),
-                 "hash": pa.string(), "text": big, "tokens": big}
-        table = pa.table({name: pa.array(columns[name], types[name])
-                          for name in ChunkRow.__struct_fields__},
+                 "hash": pa.string(), "text": big, "token_ids": pa.list_(pa.int32())}
+        table = pa.table({name: _arrow(columns[name], types[name]) for name in types},
                          metadata={"meta": msgspec.json.encode(meta)})
         tmp = self.chunks_path.with_suffix(".tmp")
         with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:

@@ -533,6 +533,23 @@ def test_top_k_desc_matches_sort(seed):
         assert got.tolist() == ref_top_k(score, access, seq, mask, k), (k, seed)
 
 
+@pytest.mark.parametrize("shape", ["rising", "clustered", "outlier", "uniform"])
+def test_top_k_desc_matches_sort_on_large_inputs(shape):
+    """Inputs where the bucket threshold decides: thousands of rows, scores rising with the row,
+    scores that differ in the last bits of a large value, one far outlier."""
+    rng = np.random.default_rng(len(shape))
+    n = 3000
+    score = {"rising": np.sort(rng.random(n)), "uniform": rng.random(n),
+             "clustered": 1e6 + rng.integers(0, 50, n) * np.spacing(1e6),
+             "outlier": np.concatenate([rng.random(n - 1), [1e9]])}[shape]
+    access = rng.integers(1, 4, n).astype(np.int64)
+    seq = rng.permutation(n).astype(np.int64)
+    mask = rng.random(n) < 0.9
+    for k in (1, 28, 64, 500):
+        assert top_k_desc(score, access, seq, mask, k).tolist() == \
+            ref_top_k(score, access, seq, mask, k), (shape, k)
+
+
 _TOPK_ZERO = """
 import numpy as np
 from maclaw_kernels.topk import top_k_desc

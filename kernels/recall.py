@@ -223,13 +223,16 @@ def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, bm25, c
 
 
 @njit(cache=True, parallel=True)
-def recall_batch(base, bm25, cos, affinity, eligible, scored, access, seq, tokens, fixed_rows,
-                 lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops,
-                 hop_factor, max_entries, budget, out_rows, out_score, out_bm25, out_rel,
+def recall_batch(base, bm25, cos, affinity, eligible, scored, scope_of, access, seq, tokens,
+                 fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w,
+                 hops, hop_factor, max_entries, budget, out_rows, out_score, out_bm25, out_rel,
                  out_graph, out_count):
-    """:func:`recall_one` per query row of ``bm25``/``cos``/``affinity``/``eligible``/``scored``."""
+    """:func:`recall_one` per query row of ``bm25``/``cos``; query ``q`` takes its masks from
+    row ``scope_of[q]`` of ``affinity``/``eligible``/``scored`` (one row per distinct project,
+    not one per query)."""
     for q in prange(bm25.shape[0]):
-        out_count[q] = recall_one(base, bm25[q], cos[q], affinity[q], eligible[q], scored[q],
+        s = scope_of[q]
+        out_count[q] = recall_one(base, bm25[q], cos[q], affinity[s], eligible[s], scored[s],
                                   access, seq, tokens, fixed_rows, lead_rows, norm_mode, bm25_w,
                                   cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
                                   max_entries, budget, out_rows[q], out_score[q], out_bm25[q],

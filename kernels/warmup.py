@@ -55,7 +55,8 @@ def _memory_kernels():
                               np.zeros(n), np.zeros(8, np.int64), np.zeros((8, 8)))
     outs_b = [np.zeros((1, 8), np.int64)] + [np.zeros((1, 8)) for _ in range(4)]
     recall.recall_batch(base, f64[None], np.zeros((1, n), np.float32), f64[None], bools[None],
-                        bools[None], *common, *outs_b, np.zeros(1, np.int64))
+                        bools[None], np.zeros(1, np.int64), *common, *outs_b,
+                        np.zeros(1, np.int64))
     return ["bm25", "vectors", "decay", "recall", "recall_large"]
 
 

@@ -34,7 +34,7 @@ class Entry(msgspec.Struct, kw_only=True, frozen=True):
     compact_form: str = ""
 
 
-class ScoreBreakdown(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+class ScoreBreakdown(msgspec.Struct, frozen=True, gc=False):
     """Why a hit ranked where it did.
 
     ``total = w_rec·recency + w_imp·importance + w_rel·(bm25_w·bm25 + cos_w·cos + affinity + graph)``
@@ -51,7 +51,7 @@ class ScoreBreakdown(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     total: float
 
 
-class RecallHit(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+class RecallHit(msgspec.Struct, frozen=True, gc=False):
     """One recalled memory with its score breakdown."""
 
     entry: Entry

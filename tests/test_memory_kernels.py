@@ -873,7 +873,10 @@ def test_recall_one_and_batch_match_reference(seed):
         counts = np.zeros(nq, np.int64)
         stack = [np.stack([q[k] for q in qs]) for k in ("bm25", "cos", "affinity", "eligible",
                                                            "scored")]
-        recall_batch(c["base"], *stack, c["access"], c["seq"], c["tokens"], c["fixed"],
+        # every query its own mask row, visited in reverse to check the indirection
+        scope_of = np.arange(nq)[::-1].copy()
+        stack[2:] = [m[::-1].copy() for m in stack[2:]]
+        recall_batch(c["base"], *stack, scope_of, c["access"], c["seq"], c["tokens"], c["fixed"],
                      c["lead"], mode, 0.4, 0.6, 1.0, n_seeds, c["nbr"], c["w"], hops, 0.5,
                      max_entries, budget, rows, *parts, counts)
         for qi, (got, gparts) in enumerate(results):

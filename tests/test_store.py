@@ -293,6 +293,36 @@ def test_recall_batch_equals_recall(store):
         assert rows.column("id").to_pylist() == [h.entry.id for h in single]
 
 
+def test_recall_batch_is_the_same_on_any_thread_count(clock):
+    with MemoryStore.in_memory(embedder="hash", config=MemoryConfig(batch_threads=1),
+                               clock=clock) as s:
+        for i in range(300):
+            s.save(f"note {i} about {['deploy', 'tea', 'boat', '部署'][i % 4]} {i % 7}",
+                   category=["preference", "project"][i % 2], tags=["atlas"] if i % 3 else [])
+        queries = [f"{w} {i % 7}" for i, w in enumerate(["deploy", "tea", "部署", "boat"] * 40)]
+        projects = [None, "atlas"] * 80
+
+        def run(threads):
+            s.config = msgspec.structs.replace(s.config, batch_threads=threads)
+            hits = s.recall_batch(queries, projects=projects, reinforce=False)
+            table = s.recall_batch_arrow(queries, projects=projects, reinforce=False)
+            return [[(h.entry.id, h.score) for h in hs] for hs in hits], table.to_pylist()
+
+        serial = run(1)
+        assert sum(map(len, serial[0])) == 160 * 20
+        for threads in ("auto", 2, 0):
+            assert run(threads) == serial, threads
+
+
+@pytest.mark.parametrize("bad", ["fast", -1, 1.5, True])
+def test_a_bad_batch_thread_setting_is_a_clear_error(bad):
+    with MemoryStore.in_memory(embedder=None, config=MemoryConfig(batch_threads=bad)) as s:
+        s.save("deploy note", category="preference")
+        with pytest.raises(ValidationError, match="batch_threads"):
+            s.recall_batch(["deploy"])
+        assert [h.entry.content for h in s.recall("deploy")] == ["deploy note"]
+
+
 def test_batch_reinforcement_applies_after_scoring(store):
     e = store.save("unique kettle fact", category="preference")
     store.recall_batch(["kettle", "kettle"])

@@ -438,15 +438,17 @@ def test_search_survives_a_failing_sync(ws, tmp_path, monkeypatch):
 def test_vector_scan_paths_agree(tmp_path, monkeypatch, load):
     import maclaw_fast.index.vectors as vectors_mod
 
+    import maclaw_fast.workspace.search as search_mod
+
     monkeypatch.setattr(vectors_mod, "PARALLEL_ELEMENTS", 0)  # the threaded kernel even here
-    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(search_mod, "spare_core", lambda: load == 0.0)
     root = tmp_path / "ws"
     for i in range(30):
         write(root / "memory" / f"n{i}.md", f"note {i} about sailing boat number {i * 7}\n")
     ix = WorkspaceIndex.open(root, embedder="hash", index_dir=tmp_path / "ix")
     hits = ix.search("sailing boat 21", min_score=0.0).results
     expect = WorkspaceIndex.open(root, embedder="hash", index_dir=tmp_path / "ix2")
-    monkeypatch.setattr(os, "getloadavg", lambda: (99.0 - load,) * 3)
+    monkeypatch.setattr(search_mod, "spare_core", lambda: load != 0.0)
     ref = expect.search("sailing boat 21", min_score=0.0).results
     assert [(h.path, round(h.vector_score, 5)) for h in hits] == \
         [(h.path, round(h.vector_score, 5)) for h in ref]
@@ -458,7 +460,7 @@ def test_spare_core_reads_the_running_count_and_caches_it(monkeypatch, tmp_path)
     for 0.1 s; without /proc/loadavg the minute's load average decides."""
     import builtins
 
-    from maclaw_fast.workspace import search as search_module
+    from maclaw_fast import threads as threads_module
 
     real_open = builtins.open
     state = {"text": "0.10 0.20 0.30 1/80 123\n", "reads": 0}
@@ -472,16 +474,16 @@ def test_spare_core_reads_the_running_count_and_caches_it(monkeypatch, tmp_path)
         return real_open(path, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "open", fake_open)
-    monkeypatch.setattr(search_module.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(threads_module.os, "cpu_count", lambda: 2)
     clock = [100.0]
-    monkeypatch.setattr(search_module.time, "monotonic", lambda: clock[0])
-    search_module._SPARE.update(at=-1.0, spare=False)
-    assert search_module._spare_core() is True
+    monkeypatch.setattr(threads_module.time, "monotonic", lambda: clock[0])
+    threads_module._SPARE.update(at=-1.0, spare=False)
+    assert threads_module.spare_core() is True
     state["text"] = "1.90 1.20 0.30 3/80 123\n"
-    assert search_module._spare_core() is True and state["reads"] == 1  # cached
+    assert threads_module.spare_core() is True and state["reads"] == 1  # cached
     clock[0] += 0.2
-    assert search_module._spare_core() is False and state["reads"] == 2
+    assert threads_module.spare_core() is False and state["reads"] == 2
     state["text"] = "garbage"
     clock[0] += 0.2
-    monkeypatch.setattr(search_module.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
-    assert search_module._spare_core() is True
+    monkeypatch.setattr(threads_module.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
+    assert threads_module.spare_core() is True

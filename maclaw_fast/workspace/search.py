@@ -30,7 +30,7 @@ from maclaw_kernels.workspace import apply_decay, merge_hybrid, mmr_order, top_k
 from maclaw_fast.config import SearchConfig
 from maclaw_fast.errors import EmbeddingError, ValidationError
 from maclaw_fast.text import tokenize
-from maclaw_fast.threads import numba_threads
+from maclaw_fast.threads import numba_threads, spare_core
 
 _DEFAULT = SearchConfig()
 _WORD = re.compile(r"\w+")
@@ -158,34 +158,6 @@ def _clamp_budget(hits: list[WorkspaceHit], budget: int) -> list[WorkspaceHit]:
     return out
 
 
-_SPARE = {"at": -1.0, "spare": False}
-
-
-def _spare_core() -> bool:
-    """Whether the vector scan and BM25 may use their thread pair (they do for big indexes).
-
-    Measured over 20k chunks: the pair scans in 0.6 ms against 1.1 ms serial on an idle machine,
-    but waking it cost ~10 ms per search while other jobs held the cores. So: threads only when
-    no other thread is runnable right now (``/proc/loadavg``'s running count, which includes the
-    caller itself; sampled at most every 0.1 s), else the last minute's load average decides.
-    """
-    now = time.monotonic()
-    if now - _SPARE["at"] < 0.1:
-        return _SPARE["spare"]
-    cores = os.cpu_count() or 1
-    try:
-        with open("/proc/loadavg", encoding="ascii") as fh:
-            running = int(fh.read().split()[3].split("/")[0])
-        spare = running < cores  # ``running`` counts us: the others plus our two threads fit
-    except (OSError, ValueError, IndexError):
-        try:
-            spare = os.getloadavg()[0] + 1.0 <= cores
-        except OSError:  # no load average on this platform
-            spare = False
-    _SPARE.update(at=now, spare=spare)
-    return spare
-
-
 def _check_args(max_results, min_score, cfg: SearchConfig) -> tuple[int, float]:
     n = cfg.max_results if max_results is None else max_results
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
@@ -257,7 +229,7 @@ def _search_locked(ix, query: str, n_max: int, floor: float) -> SearchResponse:
             mode, degraded = "text", f"embedder failed ({exc}); fell back to text-only"
     empty = np.zeros(0, np.int64), np.zeros(0, np.float64)
     t_idx, t_sc = empty
-    spare = _spare_core()
+    spare = spare_core()
     if ix.bm25 is not None and tokens and n:
         with numba_threads(0 if spare else 1):  # a big index splits BM25 across the threads
             dense = ix.bm25.scores(tokens, n)

@@ -44,6 +44,7 @@ import random
 import sys
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -689,10 +690,14 @@ THREAD_SETTINGS = [(1, 1, 1), (2, 1, 1), (1, 2, 2), (2, 2, 2)]
 @pytest.mark.parametrize("setting", THREAD_SETTINGS,
                          ids=[f"numba{a}-blas{b}-omp{c}" for a, b, c in THREAD_SETTINGS])
 @pytest.mark.parametrize("path", ["recall_batch_arrow", "recall_batch", "recall",
-                                  "glue_tantivy_faiss_batch", "glue_numpy_batch"])
+                                  "glue_tantivy_faiss_batch", "glue_numpy_batch",
+                                  "glue_bm25s_numpy_batch"])
 def test_threads(benchmark, small, setting, path):
     store, queries, Q = small["store"], small["queries"], small["Q"]
     set_threads(*setting)
+    default = store.config
+    # the engine's batch kernels take their thread count from the config ("auto" by default)
+    store.config = msgspec.structs.replace(default, batch_threads=setting[0])
     try:
         if path == "recall":
             nxt = _cycle(len(queries))
@@ -702,7 +707,8 @@ def test_threads(benchmark, small, setting, path):
                 return store.recall(queries[i], query_vector=Q[i], reinforce=False)
             rounds, per_call = 1000, 1
         elif path.startswith("glue"):
-            g = small["glues"]["GlueTantivyFaiss" if "faiss" in path else "GlueTantivyNumpy"]
+            g = small["glues"]["GlueTantivyFaiss" if "faiss" in path else "GlueBm25sNumpy"
+                               if "bm25s" in path else "GlueTantivyNumpy"]
             fn = lambda: g.recall_batch(queries, Q)  # noqa: E731
             rounds, per_call = 10, N_QUERIES
         else:
@@ -712,6 +718,7 @@ def test_threads(benchmark, small, setting, path):
         fn()
         benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=1)
     finally:
+        store.config = default
         set_threads(THREADS["numba"], THREADS["blas"], THREADS["omp"])
     _info(benchmark, contender=path, role="threads", size=f"{N_QUERIES} queries x {N_SMALL}",
           per_call=per_call, setting={"numba": setting[0], "blas": setting[1],

@@ -250,7 +250,9 @@ def render(doc: dict) -> str:
              f"{cpu.get('brand_raw', mi.get('processor', '?'))}, {cpu.get('count', '?')} "
              f"logical cores, Python {mi.get('python_version', '?')}. Thread pools for the run: "
              f"numba {threads.get('numba', '?')}, BLAS {threads.get('blas', '?')}, faiss OpenMP "
-             f"{threads.get('omp', '?')}. Absolute times on a shared 2-core machine are noisy "
+             f"{threads.get('omp', '?')}; the engine's batch kernels run with their default "
+             "`batch_threads=\"auto\"` (both cores while no other thread is runnable) except in "
+             "the thread table. Absolute times on a shared 2-core machine are noisy "
              "(±30 %); compare the ratios, which come from one run on the same data.", "",
              "Data: synthetic memories (8–24 Zipf-distributed words, 10 % Chinese words, 1–2 "
              "tags, five scored categories, `updated_at` over 30 days, access counts 1–5) and "

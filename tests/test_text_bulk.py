@@ -20,15 +20,22 @@ def texts(n: int, seed: int = 0) -> list[str]:
     return [" ".join(rng.choices(words, k=rng.randint(0, 40))) for _ in range(n)]
 
 
+def tokenize_all(items: list[str]) -> list[list[str]]:
+    """Every item's tokens through :func:`bulk.forked_parts`, parts joined in order."""
+    parts = bulk.forked_parts(lambda part: [tokenize(t) for t in part], items, list[list[str]],
+                              valid=lambda part, out: len(out) == len(part))
+    return [toks for part in parts for toks in part]
+
+
 def test_forked_half_equals_the_serial_result(monkeypatch):
     monkeypatch.setattr(bulk, "FORK_MIN_CHARS", 0)
     forks = []
     real_fork = os.fork
     monkeypatch.setattr(bulk.os, "fork", lambda: forks.append(1) or real_fork())
     items = texts(301)
-    got = bulk.tokenize_joined(items, "\n")
+    got = tokenize_all(items)
     assert forks == [1]
-    assert got == ["\n".join(tokenize(t)) for t in items]
+    assert got == [tokenize(t) for t in items]
 
 
 @pytest.mark.parametrize("failure", ["fork", "child-exit", "garbage", "short"])
@@ -50,7 +57,7 @@ def test_every_child_failure_falls_back_to_serial(monkeypatch, failure):
 
         monkeypatch.setattr(bulk.msgspec.msgpack, "encode", bad_encode)
     items = texts(50, seed=1)
-    assert bulk.tokenize_joined(items, "|") == ["|".join(tokenize(t)) for t in items]
+    assert tokenize_all(items) == [tokenize(t) for t in items]
 
 
 def test_small_batches_stay_in_process(monkeypatch):
@@ -58,7 +65,7 @@ def test_small_batches_stay_in_process(monkeypatch):
         raise AssertionError("forked for a small batch")
     monkeypatch.setattr(bulk.os, "fork", no_fork)
     items = texts(10)
-    assert bulk.tokenize_joined(items, " ") == [" ".join(tokenize(t)) for t in items]
+    assert tokenize_all(items) == [tokenize(t) for t in items]
 
 
 def test_a_caller_that_stops_early_leaves_no_child(monkeypatch):

@@ -1,9 +1,10 @@
-"""Map a text function over many texts, on two cores when there is enough text to pay for it.
+"""Run a text function over two halves of a batch, on two cores when there is enough text.
 
 Python's ``re`` holds the GIL, so threads cannot share tokenising; a forked child can. The child
 only runs the given function (chunking, ``re``, ``rjieba``) and msgspec on items it inherited,
-writes one msgpack message to a pipe and leaves with ``os._exit``: it touches no numba, ONNX or
-file state of the parent. Anything unexpected (no ``fork`` here, a failed child, a short message)
+leaves one msgpack message in shared memory (its length goes through a pipe) and exits with
+``os._exit``: it touches no numba, ONNX or file state of the parent. Anything unexpected (no
+``fork`` here, a failed child, a message that does not decode or fails the caller's check)
 falls back to running the function in the caller, so the result never depends on whether the
 fork happened.
 """
@@ -21,26 +22,9 @@ from typing import Any, Callable, NamedTuple
 
 import msgspec
 
-from maclaw_fast.text.tokenizer import tokenize
-
 # below this many characters one core is as fast: a fork plus the pipe cost ~20–40 ms
 FORK_MIN_CHARS = 4_000_000
 _LENGTH = struct.Struct("<q")
-
-
-def forked_map(func: Callable[[str], Any], texts: list[str], result_type: Any, *,
-               fork: bool = True) -> list:
-    """``[func(t) for t in texts]``, the second half on a forked child when big enough (see
-    :func:`forked_parts`). ``result_type`` is what one result decodes as from msgpack.
-
-    Examples
-    --------
-    >>> forked_map(str.upper, ["a", "b"], str)
-    ['A', 'B']
-    """
-    parts = forked_parts(lambda part: [func(t) for t in part], texts, list[result_type],
-                         fork=fork, valid=lambda part, out: len(out) == len(part))
-    return [item for part in parts for item in part]
 
 
 def forked_parts(func: Callable[[list], Any], texts: list, result_type: Any, *,
@@ -113,17 +97,6 @@ def paused_gc(pause: bool = True):
     finally:
         if pause and was:
             gc.enable()
-
-
-def tokenize_joined(texts: list[str], sep: str, *, fork: bool = True) -> list[str]:
-    """``sep.join(tokenize(t))`` for every text, in order (see :func:`forked_map`).
-
-    Examples
-    --------
-    >>> tokenize_joined(["Deploy script", "部署脚本"], "|")
-    ['deploy|script', '部署|脚本']
-    """
-    return forked_map(lambda t: sep.join(tokenize(t)), texts, str, fork=fork)
 
 
 class _Child(NamedTuple):

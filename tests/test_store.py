@@ -293,7 +293,7 @@ def test_recall_batch_equals_recall(store):
         assert rows.column("id").to_pylist() == [h.entry.id for h in single]
 
 
-def test_recall_batch_is_the_same_on_any_thread_count(clock):
+def test_recall_batch_is_the_same_on_any_thread_count(clock, monkeypatch):
     with MemoryStore.in_memory(embedder="hash", config=MemoryConfig(batch_threads=1),
                                clock=clock) as s:
         for i in range(300):
@@ -312,6 +312,12 @@ def test_recall_batch_is_the_same_on_any_thread_count(clock):
         assert sum(map(len, serial[0])) == 160 * 20
         for threads in ("auto", 2, 0):
             assert run(threads) == serial, threads
+        # queries run in chunks with reused buffers: 16-query chunks give the same answers
+        import maclaw_fast.memory.recall as recall_module
+
+        monkeypatch.setattr(recall_module, "BATCH_CHUNK_ELEMENTS", 1)
+        s._plan_cache.clear()
+        assert run(1) == serial
 
 
 @pytest.mark.parametrize("bad", ["fast", -1, 1.5, True])

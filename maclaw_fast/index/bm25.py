@@ -397,9 +397,14 @@ class Bm25Index:
             scratch = self._scratch = np.zeros(max(len(self.vocab) * 2, 1024))
         return scratch
 
-    def scores_batch(self, token_lists: list[list[str]], n_keys: int) -> np.ndarray:
-        """:meth:`scores` for many queries at once: ``(n_queries, n_keys)`` float64."""
-        out = np.zeros((len(token_lists), n_keys), dtype=np.float64)
+    def scores_batch(self, token_lists: list[list[str]], n_keys: int,
+                     out: np.ndarray | None = None) -> np.ndarray:
+        """:meth:`scores` for many queries at once: ``(n_queries, n_keys)`` float64 (into
+        ``out`` when given: a reused buffer spares the page faults of a fresh one)."""
+        if out is None:
+            out = np.zeros((len(token_lists), n_keys), dtype=np.float64)
+        else:
+            out.fill(0.0)
         with self._lock:
             q_indptr, ids, idf = self._query_terms_batch(token_lists)
             if ids.size == 0:

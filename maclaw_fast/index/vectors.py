@@ -80,8 +80,14 @@ class VectorColumn:
             dot_scores(self.matrix, n_rows, self.has_vec, query, out)
         return out
 
-    def scores_batch(self, queries: np.ndarray, n_rows: int) -> np.ndarray:
-        """``(n_queries, n_rows)`` inner products by one BLAS product."""
-        out = queries @ self.matrix[:n_rows].T
-        out[:, ~self.has_vec[:n_rows]] = 0.0
-        return np.ascontiguousarray(out, dtype=np.float32)
+    def scores_batch(self, queries: np.ndarray, n_rows: int,
+                     out: np.ndarray | None = None) -> np.ndarray:
+        """``(n_queries, n_rows)`` float32 inner products by one BLAS product (into ``out``, a
+        C-contiguous float32 array of that shape, when given)."""
+        if out is None:
+            out = np.empty((queries.shape[0], n_rows), np.float32)
+        np.matmul(queries, self.matrix[:n_rows].T, out=out)
+        missing = ~self.has_vec[:n_rows]
+        if missing.any():
+            out[:, missing] = 0.0
+        return out

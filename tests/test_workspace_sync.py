@@ -282,10 +282,17 @@ def test_a_build_tokenised_on_two_cores_equals_one_on_one(tmp_path, monkeypatch)
                         for j in range(60)))
     serial = WorkspaceIndex.open(ws, embedder=None, index_dir=tmp_path / "a")
     monkeypatch.setattr(bulk, "FORK_MIN_CHARS", 0)
+    forks = []
+    real_fork = os.fork
+    monkeypatch.setattr(bulk.os, "fork", lambda: forks.append(1) or real_fork())
     forked = WorkspaceIndex.open(ws, embedder=None, index_dir=tmp_path / "b")
+    assert forks == [1]
+    kept_in = WorkspaceIndex.open(ws, embedder=None, index_dir=tmp_path / "c",
+                                  config=SearchConfig(fork_workers=False))
+    assert forks == [1]  # the knob keeps a big sync in this process
     key = lambda ix: sorted((ix.paths[r], int(ix.start_line[r]), ix._token_text(r))  # noqa: E731
                             for r in range(ix.n_rows) if ix.live[r])
-    assert key(forked) == key(serial) and len(key(serial)) > 30
+    assert key(forked) == key(serial) == key(kept_in) and len(key(serial)) > 30
     for q in ("deploy staging", "部署脚本", "v7.3 数据库"):
         a, b = serial.search(q, min_score=0.0), forked.search(q, min_score=0.0)
         assert [(h.path, h.start_line, h.score) for h in a.results] == \

@@ -94,11 +94,11 @@ def _consistent(texts: list[str], part: Analysed) -> bool:
 
 
 def analyse_files(files: list[tuple[str, str]], chunking: tuple[int, int, int],
-                  reuse: dict[str, str], model: str):
-    """:func:`analyse` over the batch, split in two parts across cores when it is big (yields
-    the parts in order)."""
+                  reuse: dict[str, str], model: str, *, fork: bool = True):
+    """:func:`analyse` over the batch, split in two parts across cores when it is big and
+    ``fork`` allows (yields the parts in order)."""
     return forked_parts(partial(analyse, chunking=chunking, reuse=reuse, model=model), files,
-                        Analysed, valid=_consistent, size=lambda f: len(f[1]))
+                        Analysed, fork=fork, valid=_consistent, size=lambda f: len(f[1]))
 
 
 def global_ids(part: Analysed, vocab: Vocabulary) -> np.ndarray:

@@ -346,7 +346,7 @@ class WorkspaceIndex:
         new_rows: list[int] = []
         # chunking and tokenising the files is most of a big sync: two cores when big
         parts = analyse_files([(f.rel, text) for f, text in todo], self._chunking(), reuse,
-                              self.model or "none")
+                              self.model or "none", fork=self.config.fork_workers)
         files = iter(todo)
         with self.bm25.bulk() if self.bm25 is not None else nullcontext():
             self._add_parts(parts, files, new_rows)

@@ -165,17 +165,23 @@ class EntryTable:
               updated_at: float | None) -> None:
         """Add to access counts and strengths (a row listed twice counts twice), optionally set
         ``updated_at``; cached entries are brought up to date rather than rebuilt."""
-        for r in rows:
-            self.access[r] += access_add
-            self.strength[r] += strength_add
+        idx = np.asarray(rows, np.int64)
+        unique = np.unique(idx)
+        if unique.shape[0] == idx.shape[0]:  # the usual case: one fancy add per column
+            self.access[idx] += access_add
+            self.strength[idx] += strength_add
+        else:
+            np.add.at(self.access, idx, access_add)
+            np.add.at(self.strength, idx, strength_add)
         if updated_at is not None:
-            self.updated_at[rows] = updated_at
-        for r in set(rows):
-            cached = self._cache.get(r)
+            self.updated_at[idx] = updated_at
+        replace = msgspec.structs.replace
+        cache = self._cache
+        for r, a, st, u in zip(unique.tolist(), self.access[unique].tolist(),
+                               self.strength[unique].tolist(), self.updated_at[unique].tolist()):
+            cached = cache.get(r)
             if cached is not None:
-                self._cache[r] = msgspec.structs.replace(
-                    cached, access_count=int(self.access[r]), strength=float(self.strength[r]),
-                    updated_at=float(self.updated_at[r]))
+                cache[r] = replace(cached, access_count=a, strength=st, updated_at=u)
 
     def cached_entry(self, row: int) -> Entry | None:
         return self._cache.get(row)

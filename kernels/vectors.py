@@ -49,13 +49,19 @@ def dot_scores_batch(matrix, n_rows, has_vec, queries, out):
                 out[q, i] = 0.0
 
 
+@njit(cache=True, fastmath=True, inline="always")
+def row_dot(matrix, i, query):
+    """``matrix[i] · query`` in float32: the loop of :func:`dot_scores_parallel`, shared with
+    the exact rescoring of ``quantized.py`` so both give the same bits."""
+    acc = np.float32(0.0)
+    for j in range(query.shape[0]):
+        acc += matrix[i, j] * query[j]
+    return acc
+
+
 @njit(cache=True, fastmath=True, parallel=True)
 def dot_scores_parallel(matrix, n_rows, has_vec, query, out):
     """:func:`dot_scores` with rows split across threads: one query over a matrix too large for
     the cache is bound by memory bandwidth, which one core cannot saturate."""
-    d = query.shape[0]
     for i in prange(n_rows):
-        acc = np.float32(0.0)
-        for j in range(d):
-            acc += matrix[i, j] * query[j]
-        out[i] = acc if has_vec[i] else np.float32(0.0)
+        out[i] = row_dot(matrix, i, query) if has_vec[i] else np.float32(0.0)

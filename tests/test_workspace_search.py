@@ -455,6 +455,29 @@ def test_vector_scan_paths_agree(tmp_path, monkeypatch, load):
     assert hits[0].path == "memory/n3.md"
 
 
+@pytest.mark.parametrize("spare", [True, False])
+def test_the_int8_first_pass_finds_what_the_full_scan_finds(tmp_path, monkeypatch, spare):
+    """Search through the quantized first pass (forced on a small index) returns the same
+    results, scores included, as the exact float32 scan."""
+    import maclaw_fast.workspace.search as search_mod
+
+    monkeypatch.setattr(search_mod, "spare_core", lambda: spare)
+    root = tmp_path / "ws"
+    for i in range(60):
+        write(root / "memory" / f"n{i}.md",
+              "\n".join(f"note {i}.{j} about sailing boat {i * j % 17} in harbour {j % 5}"
+                        for j in range(8)) + "\n")
+    ix = WorkspaceIndex.open(root, embedder="hash", index_dir=tmp_path / "ix")
+    queries = ["sailing boat 3", "harbour 4 note", "boat 16", "nothing like it"]
+
+    def results(min_rows):
+        monkeypatch.setattr(search_mod, "QUANTIZED_MIN_ROWS", min_rows)
+        return [[(h.path, h.start_line, h.score, h.vector_score) for h in
+                 ix.search(q, min_score=0.0, max_results=10).results] for q in queries]
+
+    assert results(0) == results(10**9) and results(0)[0]
+
+
 def test_spare_core_reads_the_running_count_and_caches_it(monkeypatch, tmp_path):
     """Both cores are used only when nothing but the caller is runnable; the answer is cached
     for 0.1 s; without /proc/loadavg the minute's load average decides."""

@@ -78,7 +78,9 @@ class WorkspaceIndex:
         self.bm25 = (Bm25Index(tantivy_index=config.keep_tantivy) if config.text_search
                      else None)
         self.vocab = self.bm25.vocab if self.bm25 is not None else Vocabulary()
-        self.vectors = VectorColumn(embedder.dim) if embedder is not None else None
+        # quantized: search reads int8 codes first, a quarter of the float32 matrix's bytes
+        self.vectors = (VectorColumn(embedder.dim, quantized=True) if embedder is not None
+                        else None)
         self.query_cache = QueryCache(embedder, size=256) if embedder is not None else None
         self.cache = None
         if embedder is not None:
@@ -242,8 +244,7 @@ class WorkspaceIndex:
                 # the chunk hash is the cache key (sha256 of the text): no second hashing
                 vecs = self.cache.embed([self.texts[r] for r in part],
                                         [self.hashes[r] for r in part])
-                self.vectors.matrix[part] = vecs  # the cache returns normalised rows
-                self.vectors.has_vec[part] = True
+                self.vectors.set_rows(part, vecs)  # the cache returns normalised rows
         except EmbeddingError as exc:
             self.last_error = f"embedding failed ({exc}); affected chunks are text-only until " \
                               "the next sync"

@@ -17,9 +17,7 @@ vector (``text_search=False``).
 
 from __future__ import annotations
 
-import os
 import re
-import time
 import unicodedata
 
 import msgspec
@@ -34,6 +32,9 @@ from maclaw_fast.threads import numba_threads, spare_core
 
 _DEFAULT = SearchConfig()
 _WORD = re.compile(r"\w+")
+# from this many chunks the vector search reads int8 codes first (``top_scores``); below it
+# the float32 matrix fits the cache and one exact scan is as fast
+QUANTIZED_MIN_ROWS = 4096
 _SECONDS_PER_DAY = 86_400.0
 
 
@@ -240,7 +241,10 @@ def _search_locked(ix, query: str, n_max: int, floor: float) -> SearchResponse:
         if ix.vec_out.shape[0] < n:
             ix.vec_out = np.empty(max(n, 2 * ix.vec_out.shape[0]), np.float32)
         dense_v = ix.vec_out[:n]
-        if spare:
+        if ix.vectors.quantized and n >= QUANTIZED_MIN_ROWS:
+            with numba_threads(0 if spare else 1):  # exact scores for the rows that can win
+                ix.vectors.top_scores(qvec, n, cand, dense_v)
+        elif spare:
             ix.vectors.scores(qvec, n, out=dense_v)
         else:
             dot_scores(ix.vectors.matrix, n, ix.vectors.has_vec, qvec, dense_v)

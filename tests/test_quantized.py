@@ -1,0 +1,91 @@
+"""The int8 first pass with error bounds (``kernels/quantized.py``): the bounds hold, and the
+rows it lets through give the full float32 scan's top k, scores bit for bit, ties included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from maclaw_kernels.quantized import bound_scores, kth_largest, quantize_rows, rescore_candidates
+from maclaw_kernels.vectors import dot_scores_parallel
+from maclaw_kernels.workspace import top_k
+
+from maclaw_fast.index.vectors import BOUND_SLACK, VectorColumn
+
+
+def unit_rows(rng, n: int, d: int) -> np.ndarray:
+    m = rng.standard_normal((n, d)).astype(np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    return m
+
+
+def make(seed: int):
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(1, 2500)), int(rng.choice([3, 8, 37, 64, 384]))
+    m = unit_rows(rng, n, d)
+    dup = rng.random(n) < 0.1  # exact ties: copies of row 0
+    m[dup] = m[0]
+    if seed % 3 == 0:  # clustered: near-equal scores everywhere
+        m = m * 0.01 + unit_rows(rng, 1, d)
+        m /= np.linalg.norm(m, axis=1, keepdims=True)
+    has = rng.random(n) < 0.9
+    q = unit_rows(rng, 1, d)[0] if seed % 2 else m[int(rng.integers(n))].copy()
+    if seed % 5 == 0:
+        q = q * np.float32(1.7)  # not unit: the bound scales with |q|
+    return rng, m, has, q
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_bounds_hold_and_the_top_k_is_the_full_scans(seed):
+    rng, m, has, q = make(seed)
+    n, d = m.shape
+    codes, scale, err = np.zeros((n, d), np.int8), np.zeros(n, np.float32), np.zeros(n)
+    quantize_rows(m, codes, scale, err)
+    lo, hi = np.empty(n), np.empty(n)
+    bound_scores(codes, scale, err, n, has, q, BOUND_SLACK, lo, hi)
+    dense = np.empty(n, np.float32)
+    dot_scores_parallel(m, n, has, q, dense)
+    exact = (m.astype(np.float64) @ q.astype(np.float64)) * has
+    assert (lo <= exact).all() and (exact <= hi).all()
+    assert (lo <= dense).all() and (dense <= hi).all()
+    for k in (1, 6, 24, 200, n, n + 5):
+        out = np.full(n, np.nan, np.float32)
+        scored = rescore_candidates(lo, hi, n, k, m, has, q, out)
+        assert scored >= min(k, n)
+        want = top_k(dense, k, 0.0)
+        got = top_k(out, k, 0.0)
+        assert got.tolist() == want.tolist(), (seed, k)
+        assert out[got].tolist() == dense[want].tolist()  # the same bits
+
+
+def test_kth_largest_matches_a_sort():
+    rng = np.random.default_rng(1)
+    for n in (0, 1, 5, 100, 3000):
+        v = np.round(rng.standard_normal(n), 1)  # ties
+        for k in (1, 3, n, n + 1):
+            want = np.sort(v)[::-1][k - 1] if 0 < k <= n else -np.inf
+            assert kth_largest(v, n, k) == want
+
+
+def test_the_column_keeps_its_codes_in_step_with_the_matrix():
+    rng = np.random.default_rng(2)
+    col = VectorColumn(16, capacity=4, quantized=True)
+    rows = rng.permutation(40)[:30]
+    col.set_rows(rows, unit_rows(rng, 30, 16))
+    for r in rows[:5]:
+        col.set(int(r), None)
+    col.set(3, unit_rows(rng, 1, 16)[0])
+    col.reserve(43)
+    col.move(np.array([3, 7]), np.array([41, 42]))
+    col.truncate(43)
+    n = 43
+    codes, scale, err = np.zeros((n, 16), np.int8), np.zeros(n, np.float32), np.zeros(n)
+    quantize_rows(col.matrix[:n], codes, scale, err)
+    live = col.has_vec[:n]
+    assert (col.codes[:n][live] == codes[live]).all() and (col.scale[:n] == scale).all()
+    assert (col.err[:n][live] == err[live]).all() and not col.codes[:n][~live].any()
+    q = unit_rows(rng, 1, 16)[0]
+    out = np.empty(n, np.float32)
+    col.top_scores(q, n, 5, out)
+    assert top_k(out, 5, 0.0).tolist() == top_k(col.scores(q, n), 5, 0.0).tolist()
+    with pytest.raises(ValueError, match="quantized"):
+        VectorColumn(16).top_scores(q, 1, 1, out)

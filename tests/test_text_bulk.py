@@ -114,3 +114,28 @@ def test_the_child_result_arrives_through_shared_memory_or_the_pipe(monkeypatch,
     got = list(bulk.forked_parts(func, items, list[list[str]]))
     assert len(got) == 2 and len(calls) == 1, "the child's half was recomputed in the parent"
     assert got[0] + got[1] == [tokenize(t) for t in items]
+
+
+def test_an_error_while_collecting_surfaces_and_leaves_no_child(monkeypatch):
+    monkeypatch.setattr(bulk, "FORK_MIN_CHARS", 0)
+    pids = []
+    real_fork, real_collect = os.fork, bulk._collect
+
+    def fork():
+        pid = real_fork()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    def collect_then_fail(child, result_type):
+        real_collect(child, result_type)  # reads, reaps and unmaps: the clean-up finds it done
+        raise OSError("the disk is on fire")
+
+    monkeypatch.setattr(bulk.os, "fork", fork)
+    monkeypatch.setattr(bulk, "_collect", collect_then_fail)
+    with pytest.raises(OSError, match="on fire"):
+        list(bulk.forked_parts(lambda part: [tokenize(t) for t in part], texts(30, seed=5),
+                               list[list[str]]))
+    assert len(pids) == 1
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pids[0], os.WNOHANG)

@@ -69,13 +69,17 @@ def forked_parts(func: Callable[[list], Any], texts: list, result_type: Any, *,
 
 
 def _stop(child: _Child) -> None:
-    os.close(child.read_fd)
+    """End a child whose result nobody will read; each step may already be done."""
+    for step in (lambda: os.close(child.read_fd), lambda: os.kill(child.pid, signal.SIGKILL),
+                 lambda: os.waitpid(child.pid, 0)):
+        try:
+            step()
+        except OSError:  # closed, gone or reaped already (ChildProcessError is an OSError)
+            pass
     try:
-        os.kill(child.pid, signal.SIGKILL)
-    except OSError:
+        child.shared.close()
+    except BufferError:  # a view of it is still alive: the mapping goes with the last one
         pass
-    os.waitpid(child.pid, 0)
-    child.shared.close()
 
 
 @contextmanager

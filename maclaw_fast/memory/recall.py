@@ -195,11 +195,19 @@ def _hits(store, rows, parts) -> list[RecallHit]:
     importance, cos, affinity)."""
     # leave NumPy once: per-element NumPy scalars cost ~100 ns each
     total, bm25, _rel, graph, recency, importance, cos, affinity = parts.tolist()
-    row_list = rows.tolist()
-    reason = [2 if cat == SELF_IDENTITY else 3 if cat == USER_FACT else g > 0
-              for cat, g in zip(store._table.category[rows].tolist(), graph)]
-    return _make_hits(store, row_list, reason, graph, total, bm25, recency, importance, cos,
+    reason = _reason_codes(store._table.category[rows], graph)
+    return _make_hits(store, rows.tolist(), reason, graph, total, bm25, recency, importance, cos,
                       affinity)
+
+
+def _reason_codes(categories: np.ndarray, graph) -> list[int]:
+    """Index into ``_REASONS`` per hit: self identity, user fact, reached by the graph, scored.
+    ``graph``: the hits' graph parts (a list, or an array for a batch)."""
+    if categories.shape[0] <= 64:  # NumPy's per-call cost outweighs a short loop
+        return [2 if c == SELF_IDENTITY else 3 if c == USER_FACT else int(g > 0)
+                for c, g in zip(categories.tolist(), graph)]
+    return np.where(categories == SELF_IDENTITY, 2,
+                    np.where(categories == USER_FACT, 3, np.asarray(graph) > 0)).tolist()
 
 
 _REASONS = ("scored", "graph", "self_identity", "user_fact")
@@ -221,16 +229,11 @@ def _make_hits(store, rows: list[int], reason: list[int], *columns: list) -> lis
 def _batch_hits(store, plan, rows, parts, counts, cos_sel, affinity,
                 scope_of) -> list[list[RecallHit]]:
     """Every query's hits, built in one pass over columns gathered for the whole batch."""
-    q_index, rank, sel = _selected(rows, counts)
-    score, bm25n, _rel, graph = parts
-    graph = graph[q_index, rank]
-    category = store._table.category[sel]
-    reason = np.where(category == SELF_IDENTITY, 2, np.where(category == USER_FACT, 3,
-                                                             graph > 0))
-    columns = (graph, score[q_index, rank], bm25n[q_index, rank], plan.recency[sel],
-               plan.importance[sel], np.maximum(cos_sel[q_index, rank], 0.0),
-               affinity[scope_of[q_index], sel])
-    flat = _make_hits(store, sel.tolist(), reason.tolist(), *(c.tolist() for c in columns))
+    col = _hit_columns(plan, rows, parts, counts, cos_sel, affinity, scope_of)
+    reason = _reason_codes(store._table.category[col["row"]], col["graph"])
+    flat = _make_hits(store, col["row"].tolist(), reason,
+                      *(col[k].tolist() for k in ("graph", "score", "bm25", "recency",
+                                                  "importance", "cos", "affinity")))
     out, start = [], 0
     for c in counts.tolist():
         out.append(flat[start: start + c])
@@ -238,11 +241,18 @@ def _batch_hits(store, plan, rows, parts, counts, cos_sel, affinity,
     return out
 
 
-def _selected(rows, counts):
-    """(query index, rank, row) of every selected hit, query by query in rank order."""
+def _hit_columns(plan, rows, parts, counts, cos_sel, affinity, scope_of) -> dict:
+    """Every selected hit of a batch, query by query in rank order, as NumPy columns: query
+    index, rank, row and the score breakdown."""
     valid = np.arange(rows.shape[1])[None, :] < counts[:, None]
     q_index, rank = np.nonzero(valid)
-    return q_index, rank, rows[q_index, rank]
+    sel = rows[q_index, rank]
+    score, bm25n, _rel, graph = parts
+    return {"query_index": q_index, "rank": rank, "row": sel, "score": score[q_index, rank],
+            "recency": plan.recency[sel], "importance": plan.importance[sel],
+            "bm25": bm25n[q_index, rank],
+            "cos": np.maximum(cos_sel[q_index, rank], 0.0).astype(np.float64),
+            "affinity": affinity[scope_of[q_index], sel], "graph": graph[q_index, rank]}
 
 
 def _reinforce(store, rows, now: float) -> None:
@@ -319,20 +329,13 @@ def _ids_array(store):
 def _arrow(store, plan, rows, parts, counts, cos_sel, affinity, scope_of):
     import pyarrow as pa
 
-    q_index, rank, sel = _selected(rows, counts)
-    score, bm25n, _rel, graph = parts
-    return pa.table({
-        "query_index": pa.array(q_index.astype(np.int32)),
-        "rank": pa.array(rank.astype(np.int32)),
-        "id": _ids_array(store).take(pa.array(sel)),
-        "score": pa.array(score[q_index, rank]),
-        "recency": pa.array(plan.recency[sel]),
-        "importance": pa.array(plan.importance[sel]),
-        "bm25": pa.array(bm25n[q_index, rank]),
-        "cos": pa.array(np.maximum(cos_sel[q_index, rank], 0.0).astype(np.float64)),
-        "affinity": pa.array(affinity[scope_of[q_index], sel]),
-        "graph": pa.array(graph[q_index, rank]),
-    })
+    col = _hit_columns(plan, rows, parts, counts, cos_sel, affinity, scope_of)
+    table = {"query_index": pa.array(col["query_index"].astype(np.int32)),
+             "rank": pa.array(col["rank"].astype(np.int32)),
+             "id": _ids_array(store).take(pa.array(col["row"]))}
+    for name in ("score", "recency", "importance", "bm25", "cos", "affinity", "graph"):
+        table[name] = pa.array(col[name])
+    return pa.table(table)
 
 
 def summary(store, category: str, limit: int) -> str:

@@ -34,7 +34,7 @@ def quantize_rows(vectors, codes_out, scale_out, err_out):
 
 
 @njit(cache=True, fastmath=True, inline="always")
-def _bounds_of(codes, scale, err, has_vec, i, acc, q_norm, slack, lo_out, hi_out):
+def _bounds_of(scale, err, has_vec, i, acc, q_norm, slack, lo_out, hi_out):
     if not has_vec[i]:  # no vector: the score is exactly 0
         lo_out[i] = 0.0
         hi_out[i] = 0.0
@@ -45,35 +45,48 @@ def _bounds_of(codes, scale, err, has_vec, i, acc, q_norm, slack, lo_out, hi_out
         hi_out[i] = a + margin
 
 
-@njit(cache=True, fastmath=True, parallel=True)
-def bound_scores(codes, scale, err, n_rows, has_vec, query, slack, lo_out, hi_out):
-    """Lower and upper bounds of every row's inner product with ``query``. Four rows per step
-    share each load of the query (as ``dot_scores`` does): 2.5× one row at a time."""
+@njit(cache=True)
+def query_norm(query):
+    """||query||₂ in float64 (the bound scales with it)."""
+    total = 0.0
+    for j in range(query.shape[0]):
+        total += np.float64(query[j]) * np.float64(query[j])
+    return np.sqrt(total)
+
+
+@njit(cache=True, fastmath=True)
+def bound_rows(codes, scale, err, has_vec, query, q_norm, slack, start, end, lo_out, hi_out):
+    """Lower and upper bounds of the inner products of rows ``start..end`` with ``query``. Four
+    rows per step share each load of the query (as ``dot_scores`` does): 2.5× one at a time."""
     d = query.shape[0]
-    q_norm = 0.0
-    for j in range(d):
-        q_norm += np.float64(query[j]) * np.float64(query[j])
-    q_norm = np.sqrt(q_norm)
-    for block in prange((n_rows + 3) // 4):
-        i = 4 * block
-        if i + 4 <= n_rows:
-            a0 = a1 = a2 = a3 = np.float32(0.0)
-            for j in range(d):
-                x = query[j]
-                a0 += x * np.float32(codes[i, j])
-                a1 += x * np.float32(codes[i + 1, j])
-                a2 += x * np.float32(codes[i + 2, j])
-                a3 += x * np.float32(codes[i + 3, j])
-            _bounds_of(codes, scale, err, has_vec, i, a0, q_norm, slack, lo_out, hi_out)
-            _bounds_of(codes, scale, err, has_vec, i + 1, a1, q_norm, slack, lo_out, hi_out)
-            _bounds_of(codes, scale, err, has_vec, i + 2, a2, q_norm, slack, lo_out, hi_out)
-            _bounds_of(codes, scale, err, has_vec, i + 3, a3, q_norm, slack, lo_out, hi_out)
-        else:
-            for r in range(i, n_rows):
-                acc = np.float32(0.0)
-                for j in range(d):
-                    acc += query[j] * np.float32(codes[r, j])
-                _bounds_of(codes, scale, err, has_vec, r, acc, q_norm, slack, lo_out, hi_out)
+    i = start
+    while i + 4 <= end:
+        a0 = a1 = a2 = a3 = np.float32(0.0)
+        for j in range(d):
+            x = query[j]
+            a0 += x * np.float32(codes[i, j])
+            a1 += x * np.float32(codes[i + 1, j])
+            a2 += x * np.float32(codes[i + 2, j])
+            a3 += x * np.float32(codes[i + 3, j])
+        _bounds_of(scale, err, has_vec, i, a0, q_norm, slack, lo_out, hi_out)
+        _bounds_of(scale, err, has_vec, i + 1, a1, q_norm, slack, lo_out, hi_out)
+        _bounds_of(scale, err, has_vec, i + 2, a2, q_norm, slack, lo_out, hi_out)
+        _bounds_of(scale, err, has_vec, i + 3, a3, q_norm, slack, lo_out, hi_out)
+        i += 4
+    for r in range(i, end):
+        acc = np.float32(0.0)
+        for j in range(d):
+            acc += query[j] * np.float32(codes[r, j])
+        _bounds_of(scale, err, has_vec, r, acc, q_norm, slack, lo_out, hi_out)
+
+
+@njit(cache=True, parallel=True)
+def bound_scores(codes, scale, err, n_rows, has_vec, query, slack, lo_out, hi_out):
+    """:func:`bound_rows` for every row, 1,024-row chunks across numba's threads."""
+    q_norm = query_norm(query)
+    for c in prange((n_rows + 1023) // 1024):
+        bound_rows(codes, scale, err, has_vec, query, q_norm, slack, c * 1024,
+                   min(n_rows, c * 1024 + 1024), lo_out, hi_out)
 
 
 @njit(cache=True)
@@ -102,7 +115,7 @@ def kth_largest(values, n, k):
     return heap[0]
 
 
-@njit(cache=True, fastmath=True)  # fastmath as in the full scan: the same sums, the same bits
+@njit(cache=True)
 def rescore_candidates(lo, hi, n_rows, k, matrix, has_vec, query, out):
     """``out[i]`` = the exact score of every row that may be among the ``k`` best, ``-inf`` for
     the others. Returns how many rows were scored exactly."""

@@ -1,42 +1,66 @@
-"""One recall over a store too large for the cache: a parallel pass streams the vectors and keeps
-each block's best rows, a short serial tail ranks and assembles.
+"""One recall over a store too large for the cache: a parallel pass over the int8 codes of the
+vectors keeps each block's best rows, a short serial tail ranks and assembles.
 
 Gives the same rows and parts as :func:`maclaw_kernels.recall.recall_single`: the per-row
-arithmetic is the same (:func:`row_recency`, :func:`row_relevance`, the dot kernel on blocks that
-start on multiples of four rows) and the ranking is exact, because the global top ``k`` lies in
-the union of every block's top ``k``. Per row only a cosine and a score are written (into scratch
-the caller reuses), about 0.8 % of the matrix's bytes.
+arithmetic is the same (:func:`row_recency`, :func:`row_relevance`, the float32 loop of the
+dot kernel) and the ranking is exact. The int8 codes bound every row's cosine, so its score
+(monotone in the cosine); a row whose upper bound cannot reach the block's ``k``-th lower bound
+cannot be among the block's best ``k`` (``quantized.py``), so only the others are scored from
+the float32 vectors; and the global top ``k`` lies in the union of every block's top ``k``.
+A cosine needed later (a row the graph walk reaches, a fixed or leading row) is computed then.
 """
 
 import numpy as np
 from numba import njit, prange
 
 from maclaw_kernels.graph import propagate_relevance
+from maclaw_kernels.quantized import bound_rows, kth_largest, query_norm
 from maclaw_kernels.recall import (bm25_hit_range, log_access_table, recall_single, row_recency,
                                    row_relevance, select_within_budget)
 from maclaw_kernels.topk import top_k_desc
-from maclaw_kernels.vectors import dot_scores
+from maclaw_kernels.vectors import dot_scores, row_dot
+
+
+@njit(cache=True, inline="always")
+def _row_base(updated_at_i, weight_i, access_i, now, decay_per_hour, w_rec, w_imp, log_table):
+    """Row base score (recency and importance) as :func:`recall_single` computes it."""
+    imp = weight_i + (log_table[access_i] if 0 <= access_i < 64 else np.log(1.0 + access_i))
+    return w_rec * row_recency(updated_at_i, now, decay_per_hour) + w_imp * imp
 
 
 @njit(cache=True)
-def score_block(matrix, has_vec, query, updated_at, weight, access, seq, now, decay_per_hour,
-                w_rec, w_imp, bm25, affinity, scored, norm_mode, lo, hi, bm25_w, cos_w, w_rel,
-                log_table, start, end, cos, score, cand_rows):
-    """Rows ``start..end`` (``start`` a multiple of 4): cosines into ``cos``, scores into
-    ``score`` (−inf when not ``scored``), the block's best rows into ``cand_rows`` (−1 pads).
-    Returns how many rows were scored."""
-    dot_scores(matrix[start:end], end - start, has_vec[start:end], query, cos[start:end])
+def score_block(matrix, codes, scale, err, has_vec, query, q_norm, slack, updated_at, weight,
+                access, seq, now, decay_per_hour, w_rec, w_imp, bm25, affinity, scored,
+                norm_mode, lo, hi, bm25_w, cos_w, w_rel, log_table, start, end, cos, score,
+                low, high, cand_rows):
+    """Rows ``start..end``: score bounds from the int8 codes, then the exact cosine and score of
+    every scored row whose upper bound reaches the block's ``k``-th lower bound (others: score
+    −inf, cosine NaN), the block's best rows into ``cand_rows`` (−1 pads). Returns how many
+    rows were scored."""
+    bound_rows(codes, scale, err, has_vec, query, q_norm, slack, start, end, low, high)
     count = 0
     for i in range(start, end):
         if not scored[i]:
-            score[i] = -np.inf
+            low[i] = -np.inf
             continue
         count += 1
-        a = access[i]
-        imp = weight[i] + (log_table[a] if 0 <= a < 64 else np.log(1.0 + a))
-        base = w_rec * row_recency(updated_at[i], now, decay_per_hour) + w_imp * imp
-        rel = row_relevance(bm25[i], cos[i], affinity[i], norm_mode, lo, hi, bm25_w, cos_w)[1]
-        score[i] = base + w_rel * rel
+        base = _row_base(updated_at[i], weight[i], access[i], now, decay_per_hour, w_rec, w_imp,
+                         log_table)
+        score[i] = base  # kept for the exact pass below
+        s1 = base + w_rel * row_relevance(bm25[i], low[i], affinity[i], norm_mode, lo, hi,
+                                          bm25_w, cos_w)[1]
+        s2 = base + w_rel * row_relevance(bm25[i], high[i], affinity[i], norm_mode, lo, hi,
+                                          bm25_w, cos_w)[1]
+        low[i], high[i] = min(s1, s2), max(s1, s2)
+    floor = kth_largest(low[start:end], end - start, cand_rows.shape[0])
+    for i in range(start, end):
+        if scored[i] and high[i] >= floor:
+            cos[i] = row_dot(matrix, i, query) if has_vec[i] else np.float32(0.0)
+            score[i] += w_rel * row_relevance(bm25[i], cos[i], affinity[i], norm_mode, lo, hi,
+                                              bm25_w, cos_w)[1]
+        else:
+            cos[i] = np.nan
+            score[i] = -np.inf
     top = top_k_desc(score[start:end], access[start:end], seq[start:end], scored[start:end],
                      cand_rows.shape[0])
     cand_rows[:] = -1
@@ -45,19 +69,29 @@ def score_block(matrix, has_vec, query, updated_at, weight, access, seq, now, de
 
 
 @njit(cache=True, parallel=True)
-def score_blocks(matrix, has_vec, query, updated_at, weight, access, seq, now, decay_per_hour,
-                 w_rec, w_imp, bm25, affinity, scored, norm_mode, lo, hi, bm25_w, cos_w, w_rel,
-                 block, cos, score, cand_rows, n_scored):
-    """:func:`score_block` for blocks of ``block`` rows (a multiple of 4) across numba's
-    threads; block ``b`` writes ``cand_rows[b]`` and ``n_scored[b]``."""
+def score_blocks(matrix, codes, scale, err, has_vec, query, slack, updated_at, weight, access,
+                 seq, now, decay_per_hour, w_rec, w_imp, bm25, affinity, scored, norm_mode, lo,
+                 hi, bm25_w, cos_w, w_rel, block, cos, score, low, high, cand_rows, n_scored):
+    """:func:`score_block` for blocks of ``block`` rows across numba's threads; block ``b``
+    writes ``cand_rows[b]`` and ``n_scored[b]``."""
     n = updated_at.shape[0]
     log_table = log_access_table(64)
+    q_norm = query_norm(query)
     for b in prange(cand_rows.shape[0]):
         s = b * block
-        n_scored[b] = score_block(matrix, has_vec, query, updated_at, weight, access, seq, now,
-                                  decay_per_hour, w_rec, w_imp, bm25, affinity, scored,
-                                  norm_mode, lo, hi, bm25_w, cos_w, w_rel, log_table, s,
-                                  min(n, s + block), cos, score, cand_rows[b])
+        n_scored[b] = score_block(matrix, codes, scale, err, has_vec, query, q_norm, slack,
+                                  updated_at, weight, access, seq, now, decay_per_hour, w_rec,
+                                  w_imp, bm25, affinity, scored, norm_mode, lo, hi, bm25_w,
+                                  cos_w, w_rel, log_table, s, min(n, s + block), cos, score,
+                                  low, high, cand_rows[b])
+
+
+@njit(cache=True)
+def fill_cosines(rows, matrix, has_vec, query, cos):
+    """The exact cosine of every row of ``rows`` the block pass left as NaN."""
+    for r in rows:
+        if r >= 0 and np.isnan(cos[r]):
+            cos[r] = row_dot(matrix, r, query) if has_vec[r] else np.float32(0.0)
 
 
 @njit(cache=True)
@@ -104,10 +138,11 @@ def row_parts(r, updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, 
 
 @njit(cache=True)
 def rank_sparse(top, k, n_seeds, hops, hop_factor, nbr, edge_w, scored, access, seq, w_rel,
-                score, parts_args):
+                score, parts_args, vec_args):
     """:func:`maclaw_kernels.recall.rerank_with_graph` over ``top`` and the rows the walk can
-    reach (``score`` is updated for the rows that gain): returns the top ``k`` rows and the
-    dense relevance each row gained (empty when no walk ran)."""
+    reach (``score`` is updated for the rows that gain; their cosines are filled in from
+    ``vec_args`` = matrix, has_vec, query, cos): returns the top ``k`` rows and the dense
+    relevance each row gained (empty when no walk ran)."""
     seeds = top[:min(n_seeds, top.shape[0])]
     if hops <= 0 or seeds.shape[0] == 0:
         return top[:k], np.zeros(0)
@@ -117,6 +152,7 @@ def rank_sparse(top, k, n_seeds, hops, hop_factor, nbr, edge_w, scored, access, 
     gained = propagate_relevance(seeds, seed_rel, nbr, edge_w, hops, hop_factor, scored)
     reach = within_hops(seeds, nbr, hops)
     reach = reach[scored[reach]]
+    fill_cosines(reach, *vec_args)
     for r in reach:
         if gained[r] > 0.0:
             _rec, _imp, base, _bn, rel = row_parts(r, *parts_args)
@@ -126,36 +162,40 @@ def rank_sparse(top, k, n_seeds, hops, hop_factor, nbr, edge_w, scored, access, 
 
 
 @njit(cache=True)
-def recall_large(matrix, has_vec, query, updated_at, weight, now, decay_per_hour, w_rec, w_imp,
-                 bm25, affinity, eligible, scored, access, seq, tokens, fixed_rows, lead_rows,
-                 norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
-                 max_entries, budget, block, cos, score, out_rows, out_parts):
+def recall_large(matrix, codes, scale, err, slack, has_vec, query, updated_at, weight, now,
+                 decay_per_hour, w_rec, w_imp, bm25, affinity, eligible, scored, access, seq,
+                 tokens, fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr,
+                 edge_w, hops, hop_factor, max_entries, budget, block, cos, score, low, high,
+                 out_rows, out_parts):
     """:func:`maclaw_kernels.recall.recall_single` from the query vector (same ``out_parts``
-    rows); ``cos`` (float32) and ``score`` (float64), one per row, are scratch a caller may
-    reuse."""
+    rows), given the int8 ``codes``, ``scale`` and error bound ``err`` of every row
+    (``quantized.quantize_rows``) and the rounding ``slack``; ``cos`` (float32), ``score``,
+    ``low`` and ``high`` (float64), one per row, are scratch a caller may reuse."""
     n = updated_at.shape[0]
     lo, hi = bm25_hit_range(bm25, eligible) if norm_mode != 0 else (np.inf, 0.0)
     k_top = max(max_entries + 8, n_seeds)
     n_blocks = (n + block - 1) // block
     cand_rows = np.empty((n_blocks, k_top), np.int64)
     counts = np.zeros(n_blocks, np.int64)
-    score_blocks(matrix, has_vec, query, updated_at, weight, access, seq, now, decay_per_hour,
-                 w_rec, w_imp, bm25, affinity, scored, norm_mode, lo, hi, bm25_w, cos_w, w_rel,
-                 block, cos, score, cand_rows, counts)
+    score_blocks(matrix, codes, scale, err, has_vec, query, slack, updated_at, weight, access,
+                 seq, now, decay_per_hour, w_rec, w_imp, bm25, affinity, scored, norm_mode, lo,
+                 hi, bm25_w, cos_w, w_rel, block, cos, score, low, high, cand_rows, counts)
     n_scored = counts.sum()
     k = min(max_entries + 8, n_scored)
     top = top_of(cand_rows.ravel(), score, access, seq, max(k, n_seeds))
     parts_args = (updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, bm25, cos,
                   affinity, eligible, norm_mode, lo, hi, bm25_w, cos_w)
     ranked, gained = rank_sparse(top, k, n_seeds, hops, hop_factor, nbr, edge_w, scored, access,
-                                 seq, w_rel, score, parts_args)
+                                 seq, w_rel, score, parts_args, (matrix, has_vec, query, cos))
     m = select_within_budget(fixed_rows, np.concatenate((lead_rows, ranked)), tokens,
                              max_entries, budget, out_rows)
     if m < max_entries and k < n_scored:  # entries over budget left it short: rank deeper
+        dot_scores(matrix, n, has_vec, query, cos)
         return recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, bm25, cos,
                              affinity, eligible, scored, access, seq, tokens, fixed_rows,
                              lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w,
                              hops, hop_factor, max_entries, budget, out_rows, out_parts)
+    fill_cosines(out_rows[:m], matrix, has_vec, query, cos)  # fixed and leading rows
     for j in range(m):
         r = out_rows[j]
         rec, imp, base, bn, rel = row_parts(r, *parts_args)

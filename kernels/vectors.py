@@ -49,10 +49,11 @@ def dot_scores_batch(matrix, n_rows, has_vec, queries, out):
                 out[q, i] = 0.0
 
 
-@njit(cache=True, fastmath=True, inline="always")
+@njit(cache=True, fastmath=True)
 def row_dot(matrix, i, query):
     """``matrix[i] · query`` in float32: the loop of :func:`dot_scores_parallel`, shared with
-    the exact rescoring of ``quantized.py`` so both give the same bits."""
+    the exact rescoring of ``quantized.py`` so both give the same bits. Not inlined at numba's
+    level on purpose: a caller compiled without fastmath would then sum in another order."""
     acc = np.float32(0.0)
     for j in range(query.shape[0]):
         acc += matrix[i, j] * query[j]

@@ -50,9 +50,11 @@ def _memory_kernels():
                          bools, *common, np.zeros(8, np.int64), np.zeros((8, 8)))
     from maclaw_kernels import recall_large
 
-    recall_large.recall_large(m, bools, np.ones(d, np.float32), f64, f64, 0.0, 0.005, 1.0, 1.0,
+    recall_large.recall_large(m, np.zeros((n, d), np.int8), np.zeros(n, np.float32), f64, 2e-4,
+                              bools, np.ones(d, np.float32), f64, f64, 0.0, 0.005, 1.0, 1.0,
                               f64, f64, bools, bools, *common, 2048, np.zeros(n, np.float32),
-                              np.zeros(n), np.zeros(8, np.int64), np.zeros((8, 8)))
+                              np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(8, np.int64),
+                              np.zeros((8, 8)))
     outs_b = [np.zeros((1, 8), np.int64)] + [np.zeros((1, 8)) for _ in range(4)]
     recall.recall_batch(base, f64[None], np.zeros((1, n), np.float32), f64[None], bools[None],
                         bools[None], np.zeros(1, np.int64), *common, *outs_b,

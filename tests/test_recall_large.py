@@ -6,6 +6,8 @@ through the public API with the size switch lowered."""
 import numpy as np
 import pytest
 
+from maclaw_fast.index.vectors import BOUND_SLACK
+from maclaw_kernels.quantized import quantize_rows
 from maclaw_kernels.recall import recall_single
 from maclaw_kernels.recall_large import recall_large, top_of, within_hops
 from maclaw_kernels.topk import top_k_desc
@@ -56,9 +58,13 @@ def run_both(c, mode, n_seeds, hops, max_entries, budget, block, readonly=False,
     m_ref = recall_single(c["updated"], c["weight"], c["now"], 0.005, w_rec, 0.8, cols[0], cos,
                           *cols[1:], *knobs, ref_rows, ref_parts)
     rows, parts = np.full(width, -1, np.int64), np.zeros((8, width))
-    m = recall_large(c["matrix"], c["has_vec"], c["query"], c["updated"], c["weight"], c["now"],
-                     0.005, w_rec, 0.8, *cols, *knobs, block, np.empty(c["n"], np.float32),
-                     np.empty(c["n"]), rows, parts)
+    n, d = c["matrix"].shape
+    codes, scale, err = np.zeros((n, d), np.int8), np.zeros(n, np.float32), np.zeros(n)
+    quantize_rows(c["matrix"], codes, scale, err)
+    scratch = [np.full(n, np.nan, np.float32)] + [np.full(n, np.nan) for _ in range(3)]
+    m = recall_large(c["matrix"], codes, scale, err, BOUND_SLACK, c["has_vec"], c["query"],
+                     c["updated"], c["weight"], c["now"], 0.005, w_rec, 0.8, *cols, *knobs, block,
+                     *scratch, rows, parts)
     return (m_ref, ref_rows[:m_ref], ref_parts[:, :m_ref]), (m, rows[:m], parts[:, :m])
 
 

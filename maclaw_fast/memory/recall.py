@@ -6,7 +6,7 @@ import numpy as np
 
 from maclaw_fast.embedding import check_vectors
 from maclaw_fast.errors import ValidationError
-from maclaw_fast.index.vectors import PARALLEL_ELEMENTS
+from maclaw_fast.index.vectors import BOUND_SLACK, PARALLEL_ELEMENTS
 from maclaw_fast.memory import validate
 from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, USER_FACT
 from maclaw_fast.persist.journal import TouchOp
@@ -69,10 +69,12 @@ class _Static:
         self.batch_chunk = int(min(1024, max(16, BATCH_CHUNK_ELEMENTS // max(n, 1))))
         self._batch = None
 
-    def scratch(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per-row cosines and scores for the large-store kernel, reused under the store lock."""
+    def scratch(self) -> tuple[np.ndarray, ...]:
+        """Per-row cosines, scores and score bounds for the large-store kernel, reused under
+        the store lock."""
         if self._scratch is None:
-            self._scratch = (np.empty(self.n, np.float32), np.empty(self.n))
+            self._scratch = (np.empty(self.n, np.float32), np.empty(self.n), np.empty(self.n),
+                             np.empty(self.n))
         return self._scratch
 
     def batch_buffers(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -177,7 +179,8 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         parts = np.empty((8, static.width))
         if qvec is not None and n * store.dim >= PARALLEL_ELEMENTS:
             vec = store._vectors
-            m = recall_large(vec.matrix[:n], vec.has_vec[:n], qvec[0], *static.recency_args, now,
+            m = recall_large(vec.matrix[:n], vec.codes[:n], vec.scale[:n], vec.err[:n],
+                             BOUND_SLACK, vec.has_vec[:n], qvec[0], *static.recency_args, now,
                              *static.recency_knobs, bm25, affinity, eligible, scored,
                              *static.kernel_args, LARGE_BLOCK, *static.scratch(), rows, parts)
         else:

@@ -59,14 +59,21 @@ class VectorColumn:
 
     def set(self, row: int, vector: np.ndarray | None) -> None:
         """Store an L2-normalised vector at ``row`` (None clears it)."""
+        self.reserve(row + 1)
         if vector is None:
-            self.reserve(row + 1)
             self.matrix[row] = 0.0
             self.has_vec[row] = False
             if self.quantized:
                 self.codes[row], self.scale[row], self.err[row] = 0, 0.0, 0.0
-        else:
-            self.set_rows([row], np.asarray(vector, np.float32)[None, :])
+            return
+        # rows arrive normalised (embed_checked / check_vectors); normalising again would
+        # perturb the last bits and make a reopened store score differently
+        self.matrix[row] = np.asarray(vector, np.float32)
+        self.has_vec[row] = True
+        if self.quantized:  # views of the one row: no fancy-index copies
+            end = row + 1
+            quantize_rows(self.matrix[row:end], self.codes[row:end], self.scale[row:end],
+                          self.err[row:end])
 
     def set_rows(self, rows, vectors: np.ndarray) -> None:
         """Store L2-normalised ``vectors`` at ``rows`` (one per row, in order)."""

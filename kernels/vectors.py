@@ -26,10 +26,7 @@ def dot_scores(matrix, n_rows, has_vec, query, out):
         out[i + 3] = a3 if has_vec[i + 3] else np.float32(0.0)
         i += 4
     for r in range(i, n_rows):
-        acc = np.float32(0.0)
-        for j in range(d):
-            acc += matrix[r, j] * query[j]
-        out[r] = acc if has_vec[r] else np.float32(0.0)
+        out[r] = row_dot(matrix, r, query) if has_vec[r] else np.float32(0.0)
 
 
 @njit(cache=True, fastmath=True, parallel=True)

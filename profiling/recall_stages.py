@@ -51,6 +51,7 @@ def staged_recall(store, query, qvec_in, acc):
         t5 = pc()
         if n * store.dim >= R.PARALLEL_ELEMENTS:
             vec = store._vectors
+            vec.keep_codes()
             m = R.recall_large(vec.matrix[:n], vec.codes[:n], vec.scale[:n], vec.err[:n],
                                R.BOUND_SLACK, vec.has_vec[:n], qvec[0], *static.recency_args,
                                now, *static.recency_knobs, bm25, affinity, eligible, scored,

@@ -66,11 +66,16 @@ def test_kth_largest_matches_a_sort():
             assert kth_largest(v, n, k) == want
 
 
-def test_the_column_keeps_its_codes_in_step_with_the_matrix():
+@pytest.mark.parametrize("from_start", [True, False])
+def test_the_column_keeps_its_codes_in_step_with_the_matrix(from_start):
     rng = np.random.default_rng(2)
-    col = VectorColumn(16, capacity=4, quantized=True)
+    col = VectorColumn(16, capacity=4, quantized=from_start)
     rows = rng.permutation(40)[:30]
     col.set_rows(rows, unit_rows(rng, 30, 16))
+    if not from_start:  # codes switched on later (a store that has grown large)
+        col.set(int(rows[0]), None)
+        col.keep_codes()
+        col.keep_codes()  # a second call changes nothing
     for r in rows[:5]:
         col.set(int(r), None)
     col.set(3, unit_rows(rng, 1, 16)[0])

@@ -45,6 +45,19 @@ class VectorColumn:
         self.err = np.zeros(capacity if quantized else 0)
         self._bounds = (np.empty(0), np.empty(0))
 
+    def keep_codes(self) -> None:
+        """Start keeping int8 codes (as ``quantized=True`` does from the start): every row is
+        quantized now and kept in step from here on. A store calls it when it first grows large
+        enough to use them, so small stores never pay for the codes."""
+        if self.quantized:
+            return
+        cap = self.matrix.shape[0]
+        self.codes = np.zeros((cap, self.dim), np.int8)
+        self.scale = np.zeros(cap, np.float32)
+        self.err = np.zeros(cap)
+        quantize_rows(self.matrix, self.codes, self.scale, self.err)
+        self.quantized = True
+
     def reserve(self, n: int) -> None:
         cap = self.matrix.shape[0]
         if n <= cap:

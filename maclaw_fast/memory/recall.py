@@ -179,6 +179,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         parts = np.empty((8, static.width))
         if qvec is not None and n * store.dim >= PARALLEL_ELEMENTS:
             vec = store._vectors
+            vec.keep_codes()  # recall over a large store reads int8 codes first
             m = recall_large(vec.matrix[:n], vec.codes[:n], vec.scale[:n], vec.err[:n],
                              BOUND_SLACK, vec.has_vec[:n], qvec[0], *static.recency_args, now,
                              *static.recency_knobs, bm25, affinity, eligible, scored,

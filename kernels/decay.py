@@ -45,3 +45,16 @@ def decay_pass_batch(strength, updated_at, exempt, active, now, rate, threshold,
             out_strength[i] = s
             out_dormant[i] = True
     return int(out_dormant.sum())
+
+
+@njit(cache=True)
+def touch_rows(rows, access, strength, updated_at, access_add, strength_add, set_time,
+               time_value):
+    """Reinforce ``rows`` in place: ``access += access_add`` and ``strength += strength_add``
+    once per listing (a row listed twice counts twice, as ``np.add.at``), and
+    ``updated_at = time_value`` when ``set_time``."""
+    for r in rows:
+        access[r] += access_add
+        strength[r] += strength_add
+        if set_time:
+            updated_at[r] = time_value

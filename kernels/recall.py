@@ -193,6 +193,17 @@ def select_ranked(ranked, k, n_scored, base, rel, bm25n, score, graph, scored, a
     return m
 
 
+@njit(cache=True, inline="always")
+def hit_reason(j, n_fixed, scored_row, graph):
+    """Why the ``j``-th selected row is a hit, as a code: 2 self identity (the fixed rows come
+    first), 3 user fact (a leading row, never scored), 1 reached by the graph walk, 0 scored."""
+    if j < n_fixed:
+        return 2.0
+    if not scored_row:
+        return 3.0
+    return 1.0 if graph > 0.0 else 0.0
+
+
 @njit(cache=True)
 def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, bm25, cos, affinity,
                   eligible, scored, access, seq, tokens, fixed_rows, lead_rows, norm_mode, bm25_w,
@@ -201,7 +212,7 @@ def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, bm25, c
     """:func:`base_scores` then :func:`recall_one`, in one call for the single-query path.
 
     ``out_parts`` rows, per selected row: score, bm25, rel, graph (as :func:`recall_one`), then
-    recency, importance, max(cos, 0) and affinity.
+    recency, importance, max(cos, 0), affinity and the :func:`hit_reason` code.
     """
     n = updated_at.shape[0]
     recency = np.empty(n)
@@ -219,6 +230,7 @@ def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, bm25, c
         out_parts[5, j] = importance[r]
         out_parts[6, j] = max(np.float64(cos[r]), 0.0)
         out_parts[7, j] = affinity[r]
+        out_parts[8, j] = hit_reason(j, fixed_rows.shape[0], scored[r], out_parts[3, j])
     return m
 
 

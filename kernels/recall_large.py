@@ -15,8 +15,8 @@ from numba import njit, prange
 
 from maclaw_kernels.graph import propagate_relevance
 from maclaw_kernels.quantized import bound_rows, kth_largest, query_norm
-from maclaw_kernels.recall import (bm25_hit_range, log_access_table, recall_single, row_recency,
-                                   row_relevance, select_within_budget)
+from maclaw_kernels.recall import (bm25_hit_range, hit_reason, log_access_table, recall_single,
+                                   row_recency, row_relevance, select_within_budget)
 from maclaw_kernels.topk import top_k_desc
 from maclaw_kernels.vectors import dot_scores, row_dot
 
@@ -210,4 +210,5 @@ def recall_large(matrix, codes, scale, err, slack, has_vec, query, updated_at, w
         out_parts[5, j] = imp
         out_parts[6, j] = max(np.float64(cos[r]), 0.0)
         out_parts[7, j] = affinity[r]
+        out_parts[8, j] = hit_reason(j, fixed_rows.shape[0], scored[r], graph)
     return m

@@ -37,6 +37,8 @@ def _memory_kernels():
         vectors.dot_scores_parallel(mat, n, bools, np.ones(d, np.float32), np.zeros(n, np.float32))
         vectors.dot_scores_batch(mat, n, bools, np.ones((2, d), np.float32),
                                  np.zeros((2, n), np.float32))
+    decay.touch_rows(np.zeros(1, np.int64), np.zeros(n, np.int64), f64.copy(), f64.copy(), 1,
+                     0.1, True, 0.0)
     for kern in (decay.decay_pass, decay.decay_pass_batch):
         kern(f64 + 1, f64, ~bools, bools, 0.0, 0.003, 0.1, np.zeros(n), np.zeros(n, np.bool_))
     nbr = np.full((n, 5), -1, np.int64)
@@ -47,14 +49,14 @@ def _memory_kernels():
     outs = [np.zeros(8, np.int64)] + [np.zeros(8) for _ in range(4)]
     recall.recall_one(base, f64, np.zeros(n, np.float32), f64, bools, bools, *common, *outs)
     recall.recall_single(f64, f64, 0.0, 0.005, 1.0, 1.0, f64, np.zeros(n, np.float32), f64, bools,
-                         bools, *common, np.zeros(8, np.int64), np.zeros((8, 8)))
+                         bools, *common, np.zeros(8, np.int64), np.zeros((9, 8)))
     from maclaw_kernels import recall_large
 
     recall_large.recall_large(m, np.zeros((n, d), np.int8), np.zeros(n, np.float32), f64, 2e-4,
                               bools, np.ones(d, np.float32), f64, f64, 0.0, 0.005, 1.0, 1.0,
                               f64, f64, bools, bools, *common, 2048, np.zeros(n, np.float32),
                               np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(8, np.int64),
-                              np.zeros((8, 8)))
+                              np.zeros((9, 8)))
     outs_b = [np.zeros((1, 8), np.int64)] + [np.zeros((1, 8)) for _ in range(4)]
     recall.recall_batch(base, f64[None], np.zeros((1, n), np.float32), f64[None], bools[None],
                         bools[None], np.zeros(1, np.int64), *common, *outs_b,

@@ -47,7 +47,7 @@ def staged_recall(store, query, qvec_in, acc):
         t4 = pc()
         eligible, affinity, scored = static.scope_masks(store, None)
         rows = np.empty(static.width, np.int64)
-        parts = np.empty((8, static.width))
+        parts = np.empty((9, static.width))
         t5 = pc()
         if n * store.dim >= R.PARALLEL_ELEMENTS:
             vec = store._vectors

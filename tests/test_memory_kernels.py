@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from maclaw_kernels.bm25 import (bm25_query, bm25_query_parallel, bm25_scores, bm25_scores_batch, bm25_scores_forward,
                                  build_csr)
-from maclaw_kernels.decay import decay_pass, decay_pass_batch
+from maclaw_kernels.decay import decay_pass, decay_pass_batch, touch_rows
 from maclaw_kernels.graph import propagate_relevance
 from maclaw_kernels.recall import (
     base_scores,
@@ -923,6 +923,26 @@ def test_decay_pass_and_batch_match_reference(seed):
         assert out_d.tolist() == ref_d and count == sum(ref_d)
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_touch_rows_matches_add_at(seed):
+    """Repeated rows count once per listing (np.add.at), the time is set only when asked."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    rows = rng.integers(0, n, int(rng.integers(0, 40)))
+    access = rng.integers(0, 9, n)
+    strength, updated = rng.random(n) * 3, rng.uniform(1e9, 2e9, n)
+    ref = [access.copy(), strength.copy(), updated.copy()]
+    add, step, t = int(rng.integers(1, 3)), float(rng.random()), 1.9e9
+    np.add.at(ref[0], rows, add)
+    np.add.at(ref[1], rows, step)
+    set_time = seed % 2 == 0
+    if set_time:
+        ref[2][rows] = t
+    touch_rows(rows, access, strength, updated, add, step, set_time, t)
+    assert access.tolist() == ref[0].tolist() and updated.tolist() == ref[2].tolist()
+    np.testing.assert_allclose(strength, ref[1], rtol=1e-15)
+
+
 def test_decay_spec_examples():
     """SPEC §15: strength 1.0 after 336 h → 0.3649 (stays active); after 768 h → dormant;
     self identity (exempt) at any age stays active."""
@@ -960,7 +980,7 @@ def test_recall_single_is_base_scores_then_recall_one(seed):
     parts_ref = [np.zeros(width) for _ in range(4)]
     m_ref = recall_one(base, *common, rows_ref, *parts_ref)
     rows = np.full(width, -1, np.int64)
-    parts = np.zeros((8, width))
+    parts = np.zeros((9, width))
     m = recall_single(updated, weight, now, 0.005, 1.0, 0.7, *common, rows, parts)
     assert m == m_ref and rows[:m].tolist() == rows_ref[:m].tolist()
     for j in range(4):
@@ -970,3 +990,7 @@ def test_recall_single_is_base_scores_then_recall_one(seed):
     assert parts[5, :m].tolist() == imp[sel].tolist()
     assert parts[6, :m].tolist() == np.maximum(q["cos"][sel].astype(np.float64), 0).tolist()
     assert parts[7, :m].tolist() == q["affinity"][sel].tolist()
+    fixed, lead = set(c["fixed"].tolist()), set(c["lead"].tolist())
+    reason = [2 if r in fixed else 3 if r in lead else int(parts[3, j] > 0)
+              for j, r in enumerate(sel.tolist())]
+    assert parts[8, :m].tolist() == reason

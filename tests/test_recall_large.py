@@ -54,10 +54,10 @@ def run_both(c, mode, n_seeds, hops, max_entries, budget, block, readonly=False,
     knobs = (mode, 0.4, 0.6, 1.0, n_seeds, c["nbr"], c["w"], hops, 0.5, max_entries, budget)
     cos = np.empty(c["n"], np.float32)
     dot_scores(c["matrix"], c["n"], c["has_vec"], c["query"], cos)
-    ref_rows, ref_parts = np.full(width, -1, np.int64), np.zeros((8, width))
+    ref_rows, ref_parts = np.full(width, -1, np.int64), np.zeros((9, width))
     m_ref = recall_single(c["updated"], c["weight"], c["now"], 0.005, w_rec, 0.8, cols[0], cos,
                           *cols[1:], *knobs, ref_rows, ref_parts)
-    rows, parts = np.full(width, -1, np.int64), np.zeros((8, width))
+    rows, parts = np.full(width, -1, np.int64), np.zeros((9, width))
     n, d = c["matrix"].shape
     codes, scale, err = np.zeros((n, d), np.int8), np.zeros(n, np.float32), np.zeros(n)
     quantize_rows(c["matrix"], codes, scale, err)

@@ -12,6 +12,7 @@ import numpy as np
 
 from maclaw_fast.config import CATEGORIES, CATEGORY_TABLE
 from maclaw_fast.records import Entry
+from maclaw_kernels.decay import touch_rows
 
 STATUS = ("active", "superseded", "dormant")
 STATUS_CODE = {s: i for i, s in enumerate(STATUS)}
@@ -166,22 +167,18 @@ class EntryTable:
         """Add to access counts and strengths (a row listed twice counts twice), optionally set
         ``updated_at``; cached entries are brought up to date rather than rebuilt."""
         idx = np.asarray(rows, np.int64)
-        unique = np.unique(idx)
-        if unique.shape[0] == idx.shape[0]:  # the usual case: one fancy add per column
-            self.access[idx] += access_add
-            self.strength[idx] += strength_add
-        else:
-            np.add.at(self.access, idx, access_add)
-            np.add.at(self.strength, idx, strength_add)
-        if updated_at is not None:
-            self.updated_at[idx] = updated_at
-        replace = msgspec.structs.replace
+        touch_rows(idx, self.access, self.strength, self.updated_at, access_add,
+                   float(strength_add), updated_at is not None,
+                   0.0 if updated_at is None else float(updated_at))
         cache = self._cache
-        for r, a, st, u in zip(unique.tolist(), self.access[unique].tolist(),
-                               self.strength[unique].tolist(), self.updated_at[unique].tolist()):
-            cached = cache.get(r)
-            if cached is not None:
-                cache[r] = replace(cached, access_count=a, strength=st, updated_at=u)
+        cached = [r for r in dict.fromkeys(rows) if r in cache]
+        if not cached:
+            return
+        sel = np.asarray(cached, np.int64)
+        replace = msgspec.structs.replace
+        for r, a, st, u in zip(cached, self.access[sel].tolist(), self.strength[sel].tolist(),
+                               self.updated_at[sel].tolist()):
+            cache[r] = replace(cache[r], access_count=a, strength=st, updated_at=u)
 
     def cached_entry(self, row: int) -> Entry | None:
         return self._cache.get(row)

@@ -63,6 +63,7 @@ class _Static:
         self.recency_knobs = (rc.recency_decay_per_hour, rc.weight_recency, rc.weight_importance)
         self.no_cos = np.zeros(n, np.float32)  # read only: the query has no vector
         self._scratch = None
+        self._hits = None
         # batches run in chunks of queries whose (chunk, n) score buffers are kept and reused:
         # fresh multi-megabyte arrays cost a page fault per 4 KiB on every batch (measured
         # ~3,600 faults, ~9 ms, per 1,000 × 500 batch once another thread has allocated)
@@ -76,6 +77,13 @@ class _Static:
             self._scratch = (np.empty(self.n, np.float32), np.empty(self.n), np.empty(self.n),
                              np.empty(self.n))
         return self._scratch
+
+    def hit_buffers(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, parts) written by the single-query kernels, reused under the store lock (the
+        hits are built from them before it is released)."""
+        if self._hits is None:
+            self._hits = (np.empty(self.width, np.int64), np.empty((9, self.width)))
+        return self._hits
 
     def batch_buffers(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
         """(BM25 float64, cosine float32) buffers of ``rows`` × n, reused under the store lock."""
@@ -175,8 +183,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         now = float(store.clock())
         bm25 = store._bm25.scores(tokens, n)
         eligible, affinity, scored = static.scope_masks(store, project)
-        rows = np.empty(static.width, np.int64)
-        parts = np.empty((8, static.width))
+        rows, parts = static.hit_buffers()
         if qvec is not None and n * store.dim >= PARALLEL_ELEMENTS:
             vec = store._vectors
             vec.keep_codes()  # recall over a large store reads int8 codes first
@@ -196,44 +203,41 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
 
 def _hits(store, rows, parts) -> list[RecallHit]:
     """Typed hits from the kernel's rows and their part rows (score, bm25, rel, graph, recency,
-    importance, cos, affinity)."""
+    importance, cos, affinity, reason code)."""
     # leave NumPy once: per-element NumPy scalars cost ~100 ns each
-    total, bm25, _rel, graph, recency, importance, cos, affinity = parts.tolist()
-    reason = _reason_codes(store._table.category[rows], graph)
-    return _make_hits(store, rows.tolist(), reason, graph, total, bm25, recency, importance, cos,
-                      affinity)
+    total, bm25, _rel, graph, recency, importance, cos, affinity, reason = parts.tolist()
+    return _make_hits(store, rows.tolist(), map(_REASON_OF.__getitem__, reason), graph, total,
+                      bm25, recency, importance, cos, affinity)
 
 
-def _reason_codes(categories: np.ndarray, graph) -> list[int]:
-    """Index into ``_REASONS`` per hit: self identity, user fact, reached by the graph, scored.
-    ``graph``: the hits' graph parts (a list, or an array for a batch)."""
-    if categories.shape[0] <= 64:  # NumPy's per-call cost outweighs a short loop
-        return [2 if c == SELF_IDENTITY else 3 if c == USER_FACT else int(g > 0)
-                for c, g in zip(categories.tolist(), graph)]
+def _reason_codes(categories: np.ndarray, graph: np.ndarray) -> np.ndarray:
+    """The kernels' reason code per hit of a batch (an index into ``_REASONS``): self identity,
+    user fact, reached by the graph, scored."""
     return np.where(categories == SELF_IDENTITY, 2,
-                    np.where(categories == USER_FACT, 3, np.asarray(graph) > 0)).tolist()
+                    np.where(categories == USER_FACT, 3, graph > 0))
 
 
 _REASONS = ("scored", "graph", "self_identity", "user_fact")
+_REASON_OF = {float(code): name for code, name in enumerate(_REASONS)}  # the kernels' codes
 
 
-def _make_hits(store, rows: list[int], reason: list[int], graph: list, total: list, bm25: list,
+def _make_hits(store, rows: list[int], reasons, graph: list, total: list, bm25: list,
                recency: list, importance: list, cos: list, affinity: list) -> list[RecallHit]:
-    """One :class:`RecallHit` per row from plain-list columns (``reason``: indices into
-    ``_REASONS``). The structs are built by ``map`` over the columns, in C: ~0.1 µs a hit."""
+    """One :class:`RecallHit` per row from plain-list columns (``reasons``: an iterable of
+    names). The structs are built by ``map`` over the columns, in C: ~0.1 µs a hit."""
     entries = store._table.cached_entries(rows)
     if None in entries:
         entries = [e or store._entry(r) for r, e in zip(rows, entries)]
     breakdowns = map(ScoreBreakdown, recency, importance, bm25, cos, affinity, graph, total)
-    return list(map(RecallHit, entries, total, breakdowns, map(_REASONS.__getitem__, reason)))
+    return list(map(RecallHit, entries, total, breakdowns, reasons))
 
 
 def _batch_hits(store, plan, rows, parts, counts, cos_sel, affinity,
                 scope_of) -> list[list[RecallHit]]:
     """Every query's hits, built in one pass over columns gathered for the whole batch."""
     col = _hit_columns(plan, rows, parts, counts, cos_sel, affinity, scope_of)
-    reason = _reason_codes(store._table.category[col["row"]], col["graph"])
-    flat = _make_hits(store, col["row"].tolist(), reason,
+    reason = _reason_codes(store._table.category[col["row"]], col["graph"]).tolist()
+    flat = _make_hits(store, col["row"].tolist(), map(_REASONS.__getitem__, reason),
                       *(col[k].tolist() for k in ("graph", "score", "bm25", "recency",
                                                   "importance", "cos", "affinity")))
     out, start = [], 0

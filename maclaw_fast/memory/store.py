@@ -21,6 +21,8 @@ from maclaw_fast.memory import validate
 from maclaw_fast.memory.archive import Archive
 from maclaw_fast.memory.columns import EntryTable
 from maclaw_fast.memory.durability import Durability
+from maclaw_fast.memory.recall import recall as _recall
+from maclaw_fast.memory.recall import recall_batch as _recall_batch
 from maclaw_fast.persist.journal import DeleteOp, MetaOp, PutOp, TouchOp
 from maclaw_fast.records import Entry, RecallHit
 from maclaw_fast.text.tokenizer import analysed_text, tokenize
@@ -374,35 +376,27 @@ class MemoryStore:
         Self-identity entries always come first, then user facts, then scored entries, within
         20 entries / 2000 tokens. ``reinforce`` strengthens what was returned.
         """
-        from maclaw_fast.memory.recall import recall
-
-        return recall(self, query, project=project, reinforce=reinforce,
-                      query_vector=query_vector)
+        return _recall(self, query, project=project, reinforce=reinforce,
+                       query_vector=query_vector)
 
     def recall_dynamic(self, query: str, *, category: str | None = None,
                        project: str | None = None, reinforce: bool = True) -> list[RecallHit]:
         """The agent tool's recall: ≤ 15 entries / 1500 tokens, no user facts, optional category."""
-        from maclaw_fast.memory.recall import recall
-
-        return recall(self, query, project=project, reinforce=reinforce, dynamic=True,
-                      category=category)
+        return _recall(self, query, project=project, reinforce=reinforce, dynamic=True,
+                       category=category)
 
     def recall_batch(self, queries, *, projects=None, reinforce: bool = True,
                      query_vectors=None) -> list[list[RecallHit]]:
         """One :meth:`recall` per query on one snapshot, with batched kernels."""
-        from maclaw_fast.memory.recall import recall_batch
-
-        return recall_batch(self, queries, projects=projects, reinforce=reinforce,
-                            query_vectors=query_vectors, as_arrow=False)
+        return _recall_batch(self, queries, projects=projects, reinforce=reinforce,
+                             query_vectors=query_vectors, as_arrow=False)
 
     def recall_batch_arrow(self, queries, *, projects=None, reinforce: bool = True,
                            query_vectors=None):
         """:meth:`recall_batch` as a ``pyarrow.Table`` (query_index, rank, id, score, recency,
         importance, bm25, cos, affinity, graph) — the form for thousands of queries."""
-        from maclaw_fast.memory.recall import recall_batch
-
-        return recall_batch(self, queries, projects=projects, reinforce=reinforce,
-                            query_vectors=query_vectors, as_arrow=True)
+        return _recall_batch(self, queries, projects=projects, reinforce=reinforce,
+                             query_vectors=query_vectors, as_arrow=True)
 
     # ------------------------------------------------------------------ formats
     def to_arrow(self):

@@ -137,8 +137,12 @@ class Journal:
         payload = _encoder.encode(record)
         frame = _FRAME.pack(len(payload), zlib.crc32(payload)) + payload
         with self._lock:
-            self._fh.write(frame)
-            self._fh.flush()
+            # straight to the descriptor (opened O_APPEND): the file object's buffer would only
+            # be flushed at once, and each layer costs ~1 µs of a 2 µs append
+            fd = self._fh.fileno()
+            view = memoryview(frame)
+            while view:
+                view = view[os.write(fd, view):]
             self.size += len(frame)
             if self.fsync == "always":
                 os.fsync(self._fh.fileno())

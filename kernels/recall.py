@@ -3,8 +3,10 @@
 import numpy as np
 from numba import njit, prange
 
+from maclaw_kernels.bm25 import bm25_query
 from maclaw_kernels.graph import propagate_relevance
 from maclaw_kernels.topk import top_k_desc
+from maclaw_kernels.vectors import dot_scores
 
 
 @njit(cache=True)
@@ -232,6 +234,31 @@ def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, bm25, c
         out_parts[7, j] = affinity[r]
         out_parts[8, j] = hit_reason(j, fixed_rows.shape[0], scored[r], out_parts[3, j])
     return m
+
+
+@njit(cache=True)
+def recall_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,
+                 doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl,
+                 term_weight, matrix, has_vec, query, updated_at, weight, now, decay_per_hour,
+                 w_rec, w_imp, affinity, eligible, scored, access, seq, tokens, fixed_rows,
+                 lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops,
+                 hop_factor, max_entries, budget, bm25, cos, out_rows, out_parts):
+    """One query from its term ids (the arguments of :func:`bm25_query` first) and its vector
+    (``query``; empty: no vector, every cosine 0): BM25 into ``bm25``, cosines into ``cos``,
+    then :func:`recall_single`. One call instead of three for the single-query path."""
+    n = updated_at.shape[0]
+    bm25[:n] = 0.0
+    bm25_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,
+               doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl,
+               term_weight, bm25[:n])
+    if query.shape[0]:
+        dot_scores(matrix, n, has_vec, query, cos)
+    else:
+        cos[:n] = 0.0
+    return recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, bm25[:n],
+                         cos[:n], affinity, eligible, scored, access, seq, tokens, fixed_rows,
+                         lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops,
+                         hop_factor, max_entries, budget, out_rows, out_parts)
 
 
 @njit(cache=True, parallel=True)

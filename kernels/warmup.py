@@ -50,6 +50,10 @@ def _memory_kernels():
     recall.recall_one(base, f64, np.zeros(n, np.float32), f64, bools, bools, *common, *outs)
     recall.recall_single(f64, f64, 0.0, 0.005, 1.0, 1.0, f64, np.zeros(n, np.float32), f64, bools,
                          bools, *common, np.zeros(8, np.int64), np.zeros((9, 8)))
+    for mat in (m, _ro(m)):
+        recall.recall_query(*query_args[:-1], mat, bools, np.ones(d, np.float32), f64, f64, 0.0,
+                            0.005, 1.0, 1.0, f64, bools, bools, *common, np.zeros(n),
+                            np.zeros(n, np.float32), np.zeros(8, np.int64), np.zeros((9, 8)))
     from maclaw_kernels import recall_large
 
     recall_large.recall_large(m, np.zeros((n, d), np.int8), np.zeros(n, np.float32), f64, 2e-4,

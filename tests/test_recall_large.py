@@ -132,9 +132,12 @@ def test_within_hops_matches_breadth_first_reference(seed):
     assert within_hops(seeds, nbr, hops).tolist() == want
 
 
-def test_store_recall_through_the_large_path_is_identical(monkeypatch):
-    """The public API with the size switch lowered (every store takes the large-store kernel)
-    returns exactly what the single-query kernel returns: ids, order and every score part."""
+@pytest.mark.parametrize("embedder", ["hash", None])
+def test_store_recall_paths_are_identical(monkeypatch, embedder):
+    """The public API through each single-query path returns exactly the same hits: ids, order,
+    reasons and every score part. Default: one fused kernel call; with the size switches
+    lowered, the large-store kernel (vectors) and BM25 across threads then ranking."""
+    import maclaw_fast.index.bm25 as bm25_module
     import maclaw_fast.memory.recall as recall_module
     from maclaw_fast.memory.store import MemoryStore
 
@@ -143,7 +146,9 @@ def test_store_recall_through_the_large_path_is_identical(monkeypatch):
     cats = ["instruction", "preference", "project_knowledge", "user_fact", "self_identity",
             "session_checkpoint"]
     now = [1.7e9]
-    with MemoryStore.in_memory(embedder="hash", clock=lambda: now[0]) as store:
+    switches = [(recall_module, "PARALLEL_ELEMENTS")] if embedder else []
+    switches.append((bm25_module, "PARALLEL_POSTINGS"))
+    with MemoryStore.in_memory(embedder=embedder, clock=lambda: now[0]) as store:
         for i in range(260):
             now[0] += float(rng.choice([60.0, 3600.0, 86400.0]))
             text = " ".join(rng.choice(words, int(rng.integers(3, 12))))
@@ -151,13 +156,16 @@ def test_store_recall_through_the_large_path_is_identical(monkeypatch):
                        tags=tuple(rng.choice(["atlas", "zeus", "ops"], int(rng.integers(0, 2)))))
         queries = [" ".join(rng.choice(words, int(rng.integers(1, 5)))) for _ in range(25)]
         for project in (None, "atlas"):
-            for q in queries:
+            for q in queries + [""]:
                 want = store.recall(q, project=project, reinforce=False)
-                monkeypatch.setattr(recall_module, "PARALLEL_ELEMENTS", 0)
-                got = store.recall(q, project=project, reinforce=False)
-                monkeypatch.undo()
-                assert [h.entry.id for h in got] == [h.entry.id for h in want], q
-                assert [h.breakdown for h in got] == [h.breakdown for h in want], q
+                assert want
+                for module, name in switches:
+                    monkeypatch.setattr(module, name, 0)
+                    got = store.recall(q, project=project, reinforce=False)
+                    monkeypatch.undo()
+                    assert [h.entry.id for h in got] == [h.entry.id for h in want], (q, name)
+                    assert [h.reason for h in got] == [h.reason for h in want], (q, name)
+                    assert [h.breakdown for h in got] == [h.breakdown for h in want], (q, name)
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -369,6 +369,19 @@ class Bm25Index:
         """BM25 of every key for one query, as a dense float64 array of ``n_keys`` (0 = no hit)."""
         if out is None:
             out = np.zeros(n_keys, dtype=np.float64)
+        with self._lock:
+            args = self.query_args(tokens)
+            if self.is_large:
+                bm25_query_parallel(*args, out, numba.get_num_threads())
+            else:
+                bm25_query(*args, out)
+        return out
+
+    def query_args(self, tokens: list[str]) -> tuple:
+        """Every argument of ``bm25_query`` for one query but ``out`` (the dense scores it adds
+        into), for a caller that runs the kernel inside its own; ``is_large`` says when
+        :meth:`scores`, which runs it across threads, is the better call. The arrays are this
+        index's own: hold off changes to it until the kernel has run."""
         get = self.vocab.ids_dict.get
         term_ids = np.array([get(tok, -1) for tok in tokens], dtype=np.int64)
         with self._lock:
@@ -380,15 +393,15 @@ class Bm25Index:
                 if self._tail_work >= self._fwd_used:
                     self._rebuild_main()
             ip, pd, pt = self._main
-            args = (term_ids, self._df, len(self._key_doc), ip, pd, pt, self._main_upto,
+            return (term_ids, self._df, len(self._key_doc), ip, pd, pt, self._main_upto,
                     self._n_docs, self._doc_start, self._doc_nterms, self._fwd_terms,
                     self._fwd_tfs, self._doc_norm, self._doc_live, self._doc_key, self.k1,
-                    self.b, max(self.avgdl, 1e-9), self._term_weight_scratch(), out)
-            if self._fwd_used >= PARALLEL_POSTINGS:
-                bm25_query_parallel(*args, numba.get_num_threads())
-            else:
-                bm25_query(*args)
-        return out
+                    self.b, max(self.avgdl, 1e-9), self._term_weight_scratch())
+
+    @property
+    def is_large(self) -> bool:
+        """Enough postings for the parallel query kernel to pay off."""
+        return self._fwd_used >= PARALLEL_POSTINGS
 
     def _term_weight_scratch(self) -> np.ndarray:
         """A zeroed float64 array over the vocabulary, reused between queries (kept zero)."""

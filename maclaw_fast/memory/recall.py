@@ -13,10 +13,12 @@ from maclaw_fast.persist.journal import TouchOp
 from maclaw_fast.records import RecallHit, ScoreBreakdown
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_fast.threads import batch_threads, numba_threads
-from maclaw_kernels.recall import base_scores, recall_batch as recall_batch_kernel, recall_single
+from maclaw_kernels.recall import base_scores, recall_batch as recall_batch_kernel
+from maclaw_kernels.recall import recall_query, recall_single
 from maclaw_kernels.recall_large import recall_large
 
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
+_NO_VECTOR = np.zeros(0, np.float32)  # the query vector of a query without one
 # rows per block of the large-store pass, a multiple of 4 (the dot kernel's step); measured at
 # 100k × 384: 1,024 and 2,048 equal, 512 and 4,096 slower (block overhead, cache misses)
 LARGE_BLOCK = 2048
@@ -64,6 +66,7 @@ class _Static:
         self.no_cos = np.zeros(n, np.float32)  # read only: the query has no vector
         self._scratch = None
         self._hits = None
+        self._scores = None
         # batches run in chunks of queries whose (chunk, n) score buffers are kept and reused:
         # fresh multi-megabyte arrays cost a page fault per 4 KiB on every batch (measured
         # ~3,600 faults, ~9 ms, per 1,000 × 500 batch once another thread has allocated)
@@ -84,6 +87,13 @@ class _Static:
         if self._hits is None:
             self._hits = (np.empty(self.width, np.int64), np.empty((9, self.width)))
         return self._hits
+
+    def score_buffers(self) -> tuple[np.ndarray, np.ndarray]:
+        """(BM25 float64, cosine float32) of every row for one query, reused under the store
+        lock."""
+        if self._scores is None:
+            self._scores = (np.zeros(self.n), np.zeros(self.n, np.float32))
+        return self._scores
 
     def batch_buffers(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
         """(BM25 float64, cosine float32) buffers of ``rows`` × n, reused under the store lock."""
@@ -181,20 +191,27 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         static = _static(store, dynamic, category)
         n = static.n
         now = float(store.clock())
-        bm25 = store._bm25.scores(tokens, n)
         eligible, affinity, scored = static.scope_masks(store, project)
         rows, parts = static.hit_buffers()
+        vec, bm25_index = store._vectors, store._bm25
         if qvec is not None and n * store.dim >= PARALLEL_ELEMENTS:
-            vec = store._vectors
             vec.keep_codes()  # recall over a large store reads int8 codes first
             m = recall_large(vec.matrix[:n], vec.codes[:n], vec.scale[:n], vec.err[:n],
                              BOUND_SLACK, vec.has_vec[:n], qvec[0], *static.recency_args, now,
-                             *static.recency_knobs, bm25, affinity, eligible, scored,
-                             *static.kernel_args, LARGE_BLOCK, *static.scratch(), rows, parts)
-        else:
-            cos = store._vectors.scores(qvec[0], n) if qvec is not None else static.no_cos
-            m = recall_single(*static.recency_args, now, *static.recency_knobs, bm25, cos,
-                              affinity, eligible, scored, *static.kernel_args, rows, parts)
+                             *static.recency_knobs, bm25_index.scores(tokens, n), affinity,
+                             eligible, scored, *static.kernel_args, LARGE_BLOCK,
+                             *static.scratch(), rows, parts)
+        elif bm25_index.is_large:  # a large BM25-only store: BM25 across threads
+            cos = vec.scores(qvec[0], n) if qvec is not None else static.no_cos
+            m = recall_single(*static.recency_args, now, *static.recency_knobs,
+                              bm25_index.scores(tokens, n), cos, affinity, eligible, scored,
+                              *static.kernel_args, rows, parts)
+        else:  # BM25, cosines and ranking in one kernel call
+            bm25, cos = static.score_buffers()
+            m = recall_query(*bm25_index.query_args(tokens), vec.matrix, vec.has_vec,
+                             _NO_VECTOR if qvec is None else qvec[0], *static.recency_args, now,
+                             *static.recency_knobs, affinity, eligible, scored,
+                             *static.kernel_args, bm25, cos, rows, parts)
         hits = _hits(store, rows[:m], parts[:, :m])
         if reinforce and m:
             _reinforce(store, rows[:m], now)

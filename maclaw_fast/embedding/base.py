@@ -32,6 +32,9 @@ def l2_normalise(matrix: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(m / norms, dtype=np.float32)
 
 
+_FLOAT32 = np.dtype(np.float32)  # native float32: NumPy keeps one instance, so ``is`` tests it
+
+
 def check_vectors(vectors, dim: int, *, what: str = "vector") -> np.ndarray:
     """Validate user-given vectors: shape ``(n, dim)`` or ``(dim,)``, finite; returns normalised rows.
 
@@ -39,9 +42,8 @@ def check_vectors(vectors, dim: int, *, what: str = "vector") -> np.ndarray:
     keep it).
     """
     # (a read-only array would make the kernels compile another signature: copied below)
-    flags = getattr(vectors, "flags", None)
-    if (type(vectors) is np.ndarray and vectors.dtype == np.float32 and vectors.ndim == 1
-            and vectors.shape[0] == dim and flags.c_contiguous and flags.writeable):
+    if (type(vectors) is np.ndarray and vectors.dtype is _FLOAT32 and vectors.shape == (dim,)
+            and (flags := vectors.flags).c_contiguous and flags.writeable):
         sq = float(np.dot(vectors, vectors))
         if abs(sq - 1.0) < 1e-6:  # finite and already unit length: use it as given (read only)
             return vectors[None, :]

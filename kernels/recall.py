@@ -111,12 +111,19 @@ def rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, 
     gained = propagate_relevance(seeds, rel[seeds], nbr, edge_w, hops, hop_factor, scored)
     candidate = np.zeros(n, np.bool_)
     candidate[top] = True
+    rows = np.empty(n, np.int64)  # the candidates in row order: ranked apart from the others
+    m = 0
     for i in range(n):
         if gained[i] > rel[i]:
             graph_out[i] = gained[i] - rel[i]
             score_out[i] = base[i] + w_rel * gained[i]
             candidate[i] = True
-    return top_k_desc(score_out, access, seq, candidate, k)
+        if candidate[i]:
+            rows[m] = i
+            m += 1
+    rows = rows[:m]
+    # position order is row order, so full ties break as over the whole array
+    return rows[top_k_desc(score_out[rows], access[rows], seq[rows], np.ones(m, np.bool_), k)]
 
 
 @njit(cache=True)

@@ -546,6 +546,70 @@ def test_recall_batch_glue(benchmark, small, glue):
     assert res.shape == (N_QUERIES, TOP)
 
 
+# --------------------------------------------------------------------------- interleaved
+INTERLEAVED_ROUNDS = 25
+
+
+@pytest.mark.benchmark(group="interleaved")
+def test_recall_interleaved(benchmark, small, tmp_path_factory):
+    """The single recall and its baselines in turns (``interleaved.py``): per round 200 calls of
+    the engine (plain and as called by default, on disk), of every hand-glue, 3 of the oracle."""
+    from interleaved import round_robin
+
+    store, queries, Q = small["store"], small["queries"], small["Q"]
+    disk = build_store(make_corpus(N_SMALL, seed=0), path=tmp_path_factory.mktemp("rr"))
+    oracle = make_oracle(small["cols"], store.config)
+    nxt = _cycle(len(queries))
+
+    def call(fn):
+        def run():
+            i = nxt()
+            fn(queries[i], Q[i])
+        return run
+
+    contenders = {
+        "maclaw_fast recall": (call(lambda q, v: store.recall(q, query_vector=v,
+                                                              reinforce=False)), 200),
+        "maclaw_fast recall, reinforce=True (default), on disk":
+            (call(lambda q, v: disk.recall(q, query_vector=v)), 200),
+        "plain-Python SPEC §6 oracle": (call(oracle), 3)}
+    for g in small["glues"].values():
+        contenders[g.name] = (call(g.recall), 200)
+    for fn, _ in contenders.values():  # warm every path
+        fn()
+    try:
+        per_round = benchmark.pedantic(round_robin, args=(contenders, INTERLEAVED_ROUNDS),
+                                       rounds=1, iterations=1)
+    finally:
+        disk.close()
+    _info(benchmark, contender="round robin, single recall", role="interleaved",
+          size=f"{N_SMALL} entries x {DIM}-d, top {TOP}", per_round=per_round,
+          engine="maclaw_fast recall",
+          uses_faiss={g.name: g.uses_faiss for g in small["glues"].values()})
+
+
+@pytest.mark.benchmark(group="interleaved")
+def test_recall_batch_interleaved(benchmark, small):
+    """The 1,000-query batch forms and the batched hand-glues in turns, one batch each per
+    round."""
+    from interleaved import round_robin
+
+    store, queries, Q = small["store"], small["queries"], small["Q"]
+    contenders = {
+        "maclaw_fast recall_batch (arrow)":
+            (lambda: store.recall_batch_arrow(queries, query_vectors=Q, reinforce=False), 1),
+        "maclaw_fast recall_batch (list)":
+            (lambda: store.recall_batch(queries, query_vectors=Q, reinforce=False), 1)}
+    for g in small["glues"].values():
+        contenders[g.name] = ((lambda g=g: g.recall_batch(queries, Q)), 1)
+    per_round = benchmark.pedantic(round_robin, args=(contenders, BATCH_ROUNDS),
+                                   rounds=1, iterations=1)
+    _info(benchmark, contender="round robin, batch", role="interleaved",
+          size=f"{N_QUERIES} queries x {N_SMALL} entries", per_call=N_QUERIES,
+          per_round=per_round, engine="maclaw_fast recall_batch (list)",
+          uses_faiss={g.name: g.uses_faiss for g in small["glues"].values()})
+
+
 # --------------------------------------------------------------------------- recall 100k
 @pytest.fixture(scope="module")
 def big_matrix():

@@ -20,6 +20,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
 
 
 def run_suite(json_path: Path, keyword: str | None) -> None:
@@ -98,7 +99,8 @@ def section_recall500(rows: list[dict]) -> list[str]:
                    f"{'—' if agree is None else f'{agree:.3f}'} |")
     oracle = [b for b in rows if b["extra_info"].get("role") == "baseline"]
     glue = [b for b in rows if b["extra_info"].get("role") == "glue"]
-    out += ["", "Targets (issue 2):"]
+    out += ["", "Targets (issue 2) on these timings, one contender after the other (the "
+                "interleaved section above judges them on ratios taken in turns):"]
     if oracle:
         r = oracle[0]["stats"]["median"] / e50
         out.append(f"- ≥ 100× the plain-Python oracle: {_ratio(r)} → {_ok(r >= 100)}")
@@ -139,7 +141,7 @@ def section_batch(rows: list[dict]) -> list[str]:
         out.append(f"| {_name(b)} | {_t(s['median'])} | {_rate(n / s['median'])} | "
                    f"{_t(s['median'] / n)} | {rel} | "
                    f"{'—' if agree is None else f'{agree:.3f}'} |")
-    out += ["", "Target (issue 2): ≥ 50,000 queries/s (aim ≥ 150,000):"]
+    out += ["", "Target (issue 2) on these timings: ≥ 50,000 queries/s (aim ≥ 150,000):"]
     for b in engines:
         qps = b["extra_info"]["per_call"] / b["stats"]["median"]
         out.append(f"- {_name(b)}: {_rate(qps)} q/s → {_ok(qps >= 50_000)}")
@@ -241,6 +243,68 @@ def section_threads(rows: list[dict]) -> list[str]:
     return out + [""]
 
 
+def section_interleaved(rows: list[dict]) -> list[str]:
+    """The round-robin groups (``benchmarks/interleaved.py``): ratios taken seconds apart."""
+    from interleaved import ratio_summary
+
+    out = []
+    for b in rows:
+        info = b["extra_info"]
+        per_round, engine = info["per_round"], info["engine"]
+        summary = ratio_summary(per_round, engine)
+        faiss = info.get("uses_faiss", {})
+        n = info.get("per_call", 1)
+        batch = n > 1
+        title = ("`recall_batch`, 1,000 queries × 500 entries" if batch
+                 else "`recall`, one query, 500 entries")
+        out += [f"## Interleaved: {title}", "",
+                f"{info['size']}. {len(per_round[engine])} rounds; in each, every contender "
+                "runs in turn (the order rotates) — "
+                + ("one whole batch" if batch else "a chunk of calls (200; the oracle 3)")
+                + " — and gives its median time; “÷ engine” = contender ÷ "
+                f"{engine} in the same round: the median over the rounds and its range. The "
+                "machine's drift (up to 1.6× within minutes) hits every contender alike here, "
+                "so these are the ratios the targets are judged on.", "",
+                "| contender | " + ("queries/s" if batch else "p50")
+                + " (median of rounds) | ÷ engine (median) | range over rounds |",
+                "|---|---|---|---|"]
+        for name, r in sorted(summary.items(), key=lambda kv: kv[1]["p50"]):
+            speed = f"{_rate(n / r['p50'])}" if batch else _t(r["p50"])
+            rel = "—" if name == engine else f"{r['ratio']:.2f}×"
+            rng = "—" if name == engine else f"{r['ratio_min']:.2f}–{r['ratio_max']:.2f}×"
+            out.append(f"| {name} | {speed} | {rel} | {rng} |")
+        glues = {k: v for k, v in summary.items() if k in faiss}
+        out += ["", "Targets (issue 2), on these ratios:"]
+        if batch:
+            for name, r in summary.items():
+                if name.startswith("maclaw_fast"):
+                    qps = n / r["p50"]
+                    out.append(f"- {name}: {_rate(qps)} q/s (≥ 50,000; aim ≥ 150,000) → "
+                               f"{_ok(qps >= 50_000)}")
+            best = min(glues.items(), key=lambda kv: kv[1]["p50"]) if glues else None
+            if best:
+                out.append(f"- fastest hand-glue ({best[0]}): {best[1]['ratio']:.2f}× the "
+                           "engine's list form")
+            out.append("")
+            continue
+        oracle = next((r for k, r in summary.items() if "oracle" in k), None)
+        if oracle:
+            out.append(f"- ≥ 100× the plain-Python oracle: {oracle['ratio']:.0f}× "
+                       f"({oracle['ratio_min']:.0f}–{oracle['ratio_max']:.0f}×) → "
+                       f"{_ok(oracle['ratio'] >= 100)}")
+        named = {k: v for k, v in glues.items() if faiss[k]}
+        for label, pool in (("the fastest hand-glue the issue names (tantivy or bm25s + faiss "
+                             "+ NumPy fusion)", named),
+                            ("the fastest hand-glue measured", glues)):
+            if pool:
+                k, r = min(pool.items(), key=lambda kv: kv[1]["p50"])
+                out.append(f"- ≥ 3× {label}, {k}: {r['ratio']:.2f}× ({r['ratio_min']:.2f}–"
+                           f"{r['ratio_max']:.2f}×) → {_ok(r['ratio'] >= 3)}")
+        e50 = summary[engine]["p50"]
+        out += [f"- p50 ≤ 100 µs (aim ≤ 40 µs): {_t(e50)} → {_ok(e50 <= 100e-6)}", ""]
+    return out
+
+
 def render(doc: dict) -> str:
     groups = _groups(doc)
     mi = doc.get("machine_info", {})
@@ -261,6 +325,7 @@ def render(doc: dict) -> str:
              "tags, five scored categories, `updated_at` over 30 days, access counts 1–5) and "
              "384-d random unit vectors, identical for every contender; see the docstring of "
              "`benchmarks/bench_memory.py`.", ""]
+    lines += section_interleaved(groups.get("interleaved", []))
     lines += section_recall500(groups.get("recall 500", []))
     lines += section_batch(groups.get("recall_batch 1000x500", []))
     lines += section_100k(groups.get("recall 100k", []))

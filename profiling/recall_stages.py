@@ -4,7 +4,8 @@
     python profiling/recall_stages.py --entries 100000 --queries 300
 
 Mirrors ``maclaw_fast.memory.recall.recall`` with a timer around every stage (validation, query
-vector, tokenising, cached plan, BM25, masks, kernel, typed hits) on the benchmark data of
+vector, tokenising, cached plan and masks, BM25, cosines, ranking, typed hits; at 500 entries the
+real call runs the last three kernels as one, ``recall_query``) on the benchmark data of
 ``benchmarks/bench_memory.py``, then times the real call for comparison. Keep it in step with
 ``recall()`` when that changes.
 """
@@ -26,11 +27,16 @@ import bench_memory as bm  # noqa: E402
 from maclaw_fast.memory import recall as R  # noqa: E402
 from maclaw_fast.memory import validate  # noqa: E402
 from maclaw_fast.text.tokenizer import tokenize  # noqa: E402
+from maclaw_kernels.bm25 import bm25_query  # noqa: E402
+from maclaw_kernels.vectors import dot_scores  # noqa: E402
 
-STAGES = ("validate + query vector", "tokenize", "plan", "bm25", "masks", "kernel", "hits")
+STAGES = ("validate + query vector", "tokenize", "plan + masks", "BM25 (arguments + kernel)",
+          "cosines (kernel)", "ranking (kernel)", "hits")
 
 
 def staged_recall(store, query, qvec_in, acc):
+    """``recall()`` with the fused kernel call (``recall_query``) split back into its three
+    kernels, so each can be timed; the real call is timed separately in :func:`main`."""
     pc = time.perf_counter
     t0 = pc()
     query = validate.query(query)
@@ -42,22 +48,26 @@ def staged_recall(store, query, qvec_in, acc):
         static = R._static(store, False, None)
         n = static.n
         now = float(store.clock())
-        t3 = pc()
-        bm25 = store._bm25.scores(tokens, n)
-        t4 = pc()
         eligible, affinity, scored = static.scope_masks(store, None)
-        rows = np.empty(static.width, np.int64)
-        parts = np.empty((9, static.width))
-        t5 = pc()
+        rows, parts = static.hit_buffers()
+        t3 = pc()
         if n * store.dim >= R.PARALLEL_ELEMENTS:
+            bm25 = store._bm25.scores(tokens, n)
+            t4 = pc()
             vec = store._vectors
             vec.keep_codes()
+            t5 = pc()  # the large-store kernel bounds and scores the cosines itself
             m = R.recall_large(vec.matrix[:n], vec.codes[:n], vec.scale[:n], vec.err[:n],
                                R.BOUND_SLACK, vec.has_vec[:n], qvec[0], *static.recency_args,
                                now, *static.recency_knobs, bm25, affinity, eligible, scored,
                                *static.kernel_args, R.LARGE_BLOCK, *static.scratch(), rows, parts)
         else:
-            cos = store._vectors.scores(qvec[0], n)
+            bm25, cos = static.score_buffers()
+            bm25[:] = 0.0
+            bm25_query(*store._bm25.query_args(tokens), bm25)
+            t4 = pc()
+            dot_scores(store._vectors.matrix, n, store._vectors.has_vec, qvec[0], cos)
+            t5 = pc()
             m = R.recall_single(*static.recency_args, now, *static.recency_knobs, bm25, cos,
                                 affinity, eligible, scored, *static.kernel_args, rows, parts)
         t6 = pc()

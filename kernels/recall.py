@@ -5,7 +5,7 @@ from numba import njit, prange
 
 from maclaw_kernels.bm25 import bm25_query
 from maclaw_kernels.graph import propagate_relevance
-from maclaw_kernels.topk import top_k_desc
+from maclaw_kernels.topk import top_k_desc, top_k_known
 from maclaw_kernels.vectors import dot_scores
 
 
@@ -80,6 +80,32 @@ def base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp,
         a = access[i]  # importance inline: a helper taking the table costs 2× (array refcounts)
         importance_out[i] = weight[i] + (log_table[a] if 0 <= a < 64 else np.log(1.0 + a))
         base_out[i] = w_rec * recency_out[i] + w_imp * importance_out[i]
+
+
+@njit(cache=True)
+def score_rows(base, bm25, cos, affinity, eligible, scored, norm_mode, bm25_w, cos_w, w_rel,
+               bm25_out, rel_out, score_out, graph_out):
+    """:func:`fuse_relevance` over the ``eligible`` rows, the score ``base + w_rel·rel`` of the
+    ``scored`` ones (−inf elsewhere) and ``graph_out`` zeroed, in one pass over the rows; returns
+    the scored rows' (lowest score, highest score, count) for :func:`top_k_known`."""
+    lo, hi = bm25_hit_range(bm25, eligible) if norm_mode != 0 else (np.inf, 0.0)
+    s_lo = np.inf
+    s_hi = -np.inf
+    count = 0
+    for i in range(base.shape[0]):
+        graph_out[i] = 0.0
+        bm25_out[i] = 0.0
+        rel_out[i] = 0.0
+        if eligible[i]:
+            bm25_out[i], rel_out[i] = row_relevance(bm25[i], cos[i], affinity[i], norm_mode, lo,
+                                                    hi, bm25_w, cos_w)
+        score_out[i] = -np.inf
+        if scored[i]:
+            score_out[i] = base[i] + w_rel * rel_out[i]
+            s_lo = min(s_lo, score_out[i])
+            s_hi = max(s_hi, score_out[i])
+            count += 1
+    return s_lo, s_hi, count
 
 
 @njit(cache=True)
@@ -165,14 +191,12 @@ def recall_one(base, bm25, cos, affinity, eligible, scored, access, seq, tokens,
     rel = np.empty(n)
     score = np.empty(n)
     graph = np.empty(n)
-    fuse_relevance(bm25, cos, affinity, eligible, norm_mode, bm25_w, cos_w, bm25n, rel)
-    n_scored = 0
-    for i in range(n):
-        if scored[i]:
-            n_scored += 1
+    s_lo, s_hi, n_scored = score_rows(base, bm25, cos, affinity, eligible, scored, norm_mode,
+                                      bm25_w, cos_w, w_rel, bm25n, rel, score, graph)
     k = min(max_entries + 8, n_scored)
-    ranked = rank_scored(base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hops,
-                         hop_factor, k, score, graph)
+    top = top_k_known(score, access, seq, scored, max(k, n_seeds), s_lo, s_hi, n_scored)
+    ranked = rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w,
+                               hops, hop_factor, k, score, graph)
     return select_ranked(ranked, k, n_scored, base, rel, bm25n, score, graph, scored, access,
                          seq, tokens, fixed_rows, lead_rows, w_rel, n_seeds, nbr, edge_w, hops,
                          hop_factor, max_entries, budget, out_rows, out_score, out_bm25, out_rel,

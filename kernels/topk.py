@@ -24,12 +24,8 @@ def ahead(score_a, access_a, seq_a, row_a, score_b, access_b, seq_b, row_b):
 
 
 @njit(cache=True)
-def bucket_floor(score, mask, k, n_buckets):
-    """``(lo, scale, b)`` such that every one of the ``k`` best ``mask`` rows has
-    ``int((score - lo) * scale) >= b``: a histogram of the scores over ``[min, max]`` and the
-    highest bucket with ``k`` rows at or above it. ``b`` is 0 (keep every row) when there are at
-    most ``k`` rows or a score is not finite. Branch-free counting: a running heap of the best
-    ``k`` mispredicts on nearly every replacement and took 3× as long at 500 rows."""
+def score_range(score, mask):
+    """(lowest, highest, count) of the ``mask`` rows' scores."""
     lo = np.inf
     hi = -np.inf
     count = 0
@@ -38,6 +34,17 @@ def bucket_floor(score, mask, k, n_buckets):
             lo = min(lo, score[i])
             hi = max(hi, score[i])
             count += 1
+    return lo, hi, count
+
+
+@njit(cache=True)
+def bucket_floor(score, mask, k, n_buckets, lo, hi, count):
+    """``(lo, scale, b)`` such that every one of the ``k`` best ``mask`` rows has
+    ``int((score - lo) * scale) >= b``, given the rows' :func:`score_range` ``lo``, ``hi``,
+    ``count``: a histogram of the scores over ``[lo, hi]`` and the highest bucket with ``k``
+    rows at or above it. ``b`` is 0 (keep every row) when there are at most ``k`` rows or a
+    score is not finite. Branch-free counting: a running heap of the best ``k`` mispredicts on
+    nearly every replacement and took 3× as long at 500 rows."""
     if count <= k or not (np.isfinite(lo) and np.isfinite(hi)) or hi == lo:
         return 0.0, 0.0, 0
     scale = n_buckets / (hi - lo)
@@ -55,7 +62,15 @@ def bucket_floor(score, mask, k, n_buckets):
 
 @njit(cache=True)
 def top_k_desc(score, access, seq, mask, k):
-    """Rows of ``mask`` ordered best first, the first ``k`` of them.
+    """Rows of ``mask`` ordered best first, the first ``k`` of them."""
+    lo, hi, count = score_range(score, mask)
+    return top_k_known(score, access, seq, mask, k, lo, hi, count)
+
+
+@njit(cache=True)
+def top_k_known(score, access, seq, mask, k, lo, hi, count):
+    """:func:`top_k_desc` given the :func:`score_range` of the ``mask`` rows (a caller that
+    computes the scores can take it on the way, saving a pass).
 
     Only rows in the score buckets that hold the best ``k`` can be among them (ties included),
     so the full-key heap below sees about ``k`` rows (:func:`bucket_floor`), not all of them.
@@ -64,7 +79,7 @@ def top_k_desc(score, access, seq, mask, k):
     kept = np.empty(max(k, 0))
     if k <= 0:
         return rows
-    lo, scale, floor = bucket_floor(score, mask, k, 64)
+    lo, scale, floor = bucket_floor(score, mask, k, 64, lo, hi, count)
     m = 0
     for i in range(score.shape[0]):
         if not mask[i] or (floor > 0 and int((score[i] - lo) * scale) < floor):

@@ -133,6 +133,26 @@ def query_idf(term_ids, df, n_live, term_weight):
 
 
 @njit(cache=True)
+def query_terms_batch(flat_ids, offsets, df, n_live, term_weight, q_indptr_out, ids_out,
+                      idf_out):
+    """:func:`query_idf` of every query (query ``q`` owns ``flat_ids[offsets[q]:offsets[q+1]]``),
+    as CSR: query ``q``'s terms, first seen first, are ``ids_out[q_indptr_out[q]:
+    q_indptr_out[q + 1]]``. The same order as one query alone, so the same sums. Returns the
+    total count. ``term_weight``: zeroed scratch over the vocabulary, zeroed again on return."""
+    m = 0
+    q_indptr_out[0] = 0
+    for q in range(offsets.shape[0] - 1):
+        uniq, idf = query_idf(flat_ids[offsets[q]:offsets[q + 1]], df, n_live, term_weight)
+        for j in range(uniq.shape[0]):
+            ids_out[m] = uniq[j]
+            idf_out[m] = idf[j]
+            term_weight[uniq[j]] = 0.0
+            m += 1
+        q_indptr_out[q + 1] = m
+    return m
+
+
+@njit(cache=True)
 def bm25_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,
                doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl,
                term_weight, out):

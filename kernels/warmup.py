@@ -30,7 +30,11 @@ def _memory_kernels():
                   np.ones(2, np.float32), *args[5:], np.zeros(4), np.zeros(n))
     bm25.bm25_query(*query_args)
     bm25.bm25_query_parallel(*query_args, 2)
-    bm25.bm25_scores_batch(np.array([0, 1], np.int64), *args, np.zeros((1, n)))
+    bm25.bm25_scores_batch(np.array([0, 1], np.int64), np.array([0], np.int64), *args[1:],
+                           np.zeros((1, n)))
+    bm25.query_terms_batch(np.array([0, -1], np.int64), np.array([0, 2], np.int64),
+                           np.ones(2, np.int64), n, np.zeros(4), np.zeros(2, np.int64),
+                           np.zeros(2, np.int64), np.zeros(2))
     m = np.ones((n, d), np.float32)
     for mat in (m, _ro(m)):
         vectors.dot_scores(mat, n, bools, np.ones(d, np.float32), np.zeros(n, np.float32))

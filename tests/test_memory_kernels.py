@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from maclaw_kernels.bm25 import (bm25_query, bm25_query_parallel, bm25_scores, bm25_scores_batch, bm25_scores_forward,
+from maclaw_kernels.bm25 import (bm25_query, bm25_query_parallel, bm25_scores, bm25_scores_batch, bm25_scores_forward, query_terms_batch,
                                  build_csr)
 from maclaw_kernels.decay import decay_pass, decay_pass_batch, touch_rows
 from maclaw_kernels.graph import propagate_relevance
@@ -261,6 +261,31 @@ def test_bm25_query_matches_reference(seed):
     assert got == len(uniq)
     np.testing.assert_allclose(out, ref, rtol=BM25_RTOL, atol=1e-12)
     assert not scratch.any()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_query_terms_batch_matches_reference(seed):
+    """Per query: known terms with df > 0, first seen first, each once, with their idf; the
+    scratch comes back zeroed."""
+    rng = np.random.default_rng(seed)
+    n_terms = int(rng.integers(1, 40))
+    df = rng.integers(0, 6, n_terms).astype(np.int64)
+    n_live = int(rng.integers(6, 50))
+    queries = [rng.integers(-1, n_terms + 2, int(rng.integers(0, 9))).tolist()
+               for _ in range(int(rng.integers(0, 12)))]
+    offsets = np.cumsum([0] + [len(q) for q in queries]).astype(np.int64)
+    flat = np.array([t for q in queries for t in q], np.int64)
+    scratch = np.zeros(n_terms + 4)
+    q_indptr = np.full(len(queries) + 1, -7, np.int64)
+    ids, idf = np.empty(flat.size, np.int64), np.empty(flat.size)
+    m = query_terms_batch(flat, offsets, df, n_live, scratch, q_indptr, ids, idf)
+    want = [[t for t in dict.fromkeys(q) if 0 <= t < n_terms and df[t] > 0] for q in queries]
+    assert m == sum(map(len, want)) and not scratch.any()
+    for qi, terms in enumerate(want):
+        lo, hi = q_indptr[qi], q_indptr[qi + 1]
+        assert ids[lo:hi].tolist() == terms
+        ref = [np.log((n_live - df[t] + 0.5) / (df[t] + 0.5) + 1.0) for t in terms]
+        np.testing.assert_allclose(idf[lo:hi], ref, rtol=1e-15)
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -38,8 +38,9 @@ _FLOAT32 = np.dtype(np.float32)  # native float32: NumPy keeps one instance, so 
 def check_vectors(vectors, dim: int, *, what: str = "vector") -> np.ndarray:
     """Validate user-given vectors: shape ``(n, dim)`` or ``(dim,)``, finite; returns normalised rows.
 
-    A float32 unit vector of shape ``(dim,)`` comes back as a view of itself (read it, do not
-    keep it).
+    Rows already of unit length (within 1e-6) come back as they are: a float32 unit vector of
+    shape ``(dim,)`` as a view of itself, a C-contiguous float32 matrix of unit rows as itself
+    (read them, do not keep them).
     """
     # (a read-only array would make the kernels compile another signature: copied below)
     if (type(vectors) is np.ndarray and vectors.dtype is _FLOAT32 and vectors.shape == (dim,)
@@ -59,6 +60,11 @@ def check_vectors(vectors, dim: int, *, what: str = "vector") -> np.ndarray:
         sq = float(np.dot(arr[0], arr[0]))
         if math.isfinite(sq):
             return np.ascontiguousarray(arr / np.float32(max(math.sqrt(sq), 1e-12)))
+    sq = np.einsum("ij,ij->i", arr, arr)
+    if np.all(np.abs(sq - 1.0) < 1e-6):  # finite and unit length already (NaN fails the test)
+        # kept as given, as the one-vector path keeps it (a read-only array is copied: the
+        # kernels would compile another signature for it)
+        return np.require(arr, requirements=["C", "W"])
     if not np.isfinite(arr).all():
         raise ValidationError(f"{what} contains NaN or infinity")
     return l2_normalise(arr)

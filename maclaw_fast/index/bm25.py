@@ -31,6 +31,7 @@ from maclaw_kernels.bm25 import (
     bm25_scores_batch,
     build_csr,
     count_terms,
+    query_terms_batch,
 )
 
 from maclaw_fast.config import Bm25Config
@@ -338,27 +339,19 @@ class Bm25Index:
         return self._delta
 
     def _query_terms_batch(self, token_lists: list[list[str]]):
-        """Unique known terms of many queries at once, as CSR (q_indptr, term ids, idf)."""
-        get = self.vocab.get
-        lengths = np.fromiter((len(t) for t in token_lists), np.int64, len(token_lists))
-        flat = np.fromiter((get(tok) for toks in token_lists for tok in toks), np.int64,
-                           int(lengths.sum()))
-        qidx = np.repeat(np.arange(len(token_lists), dtype=np.int64), lengths)
-        known = flat >= 0
-        flat, qidx = flat[known], qidx[known]
-        keep = self._df[flat] > 0
-        flat, qidx = flat[keep], qidx[keep]
-        # unique (query, term) pairs, in query order
-        pairs = np.unique(qidx * (len(self.vocab) + 1) + flat)
-        qidx = pairs // (len(self.vocab) + 1)
-        ids = (pairs % (len(self.vocab) + 1)).astype(np.int32)
-        q_indptr = np.zeros(len(token_lists) + 1, dtype=np.int64)
-        np.add.at(q_indptr, qidx + 1, 1)
-        np.cumsum(q_indptr, out=q_indptr)
-        n = len(self._key_doc)
-        df = self._df[ids].astype(np.float64)
-        idf = np.log((n - df + 0.5) / (df + 0.5) + 1.0)
-        return q_indptr, ids, idf
+        """Unique known terms of many queries at once, as CSR (q_indptr, term ids, idf), each
+        query's terms in the order :meth:`scores` sums them."""
+        get = self.vocab.ids_dict.get
+        lengths = np.fromiter(map(len, token_lists), np.int64, len(token_lists))
+        offsets = np.zeros(len(token_lists) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        flat = np.fromiter((get(tok, -1) for toks in token_lists for tok in toks), np.int64,
+                           int(offsets[-1]))
+        q_indptr = np.empty(len(token_lists) + 1, np.int64)
+        ids, idf = np.empty(flat.shape[0], np.int64), np.empty(flat.shape[0])
+        m = query_terms_batch(flat, offsets, self._df, len(self._key_doc),
+                              self._term_weight_scratch(), q_indptr, ids, idf)
+        return q_indptr, ids[:m], idf[:m]
 
     @property
     def avgdl(self) -> float:

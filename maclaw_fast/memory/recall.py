@@ -236,6 +236,15 @@ def _reason_codes(categories: np.ndarray, graph: np.ndarray) -> np.ndarray:
 
 _REASONS = ("scored", "graph", "self_identity", "user_fact")
 _REASON_OF = {float(code): name for code, name in enumerate(_REASONS)}  # the kernels' codes
+_REASON_NAMES = np.array(_REASONS, dtype=object)  # a take maps a batch's codes at once
+
+
+def _floats(column: np.ndarray) -> list[float]:
+    """``column.tolist()``; an all-zero column (affinity without a project, most graph parts)
+    as one shared 0.0: 20k float objects fewer per 1,000-query batch."""
+    if not column.any():
+        return [0.0] * column.shape[0]
+    return column.tolist()
 
 
 def _make_hits(store, rows: list[int], reasons, graph: list, total: list, bm25: list,
@@ -253,10 +262,10 @@ def _batch_hits(store, plan, rows, parts, counts, cos_sel, affinity,
                 scope_of) -> list[list[RecallHit]]:
     """Every query's hits, built in one pass over columns gathered for the whole batch."""
     col = _hit_columns(plan, rows, parts, counts, cos_sel, affinity, scope_of)
-    reason = _reason_codes(store._table.category[col["row"]], col["graph"]).tolist()
-    flat = _make_hits(store, col["row"].tolist(), map(_REASONS.__getitem__, reason),
-                      *(col[k].tolist() for k in ("graph", "score", "bm25", "recency",
-                                                  "importance", "cos", "affinity")))
+    reason = _REASON_NAMES[_reason_codes(store._table.category[col["row"]], col["graph"])]
+    columns = [_floats(col[k]) for k in ("graph", "score", "bm25", "recency", "importance",
+                                         "cos", "affinity")]
+    flat = _make_hits(store, col["row"].tolist(), reason.tolist(), *columns)
     out, start = [], 0
     for c in counts.tolist():
         out.append(flat[start: start + c])

@@ -1,11 +1,12 @@
-"""Deliberate thread counts for the numba batch kernels.
+"""Deliberate thread counts for the numba batch kernels and the BLAS product around them.
 
 On 2 cores a parallel region waits for its slowest thread and OpenMP workers keep spinning after
 it, taking the second core from the serial Python around the kernels: while another job holds a
 core, one thread is faster for a batch of 1,000 recalls (44k vs 21k q/s) and for routing. On an
 idle machine both cores pay (recall_batch_arrow 66k → 88k q/s, the list form 43k → 53k). So the
 batch recall's default (``"auto"``) uses every core only while no other thread is runnable
-(:func:`spare_core`), as the workspace search does. The setting is per calling thread.
+(:func:`spare_core`), as the workspace search does. The setting is per calling thread. The
+batch's one BLAS product runs on one thread (:func:`blas_threads`) for the same reason.
 """
 
 from __future__ import annotations
@@ -93,3 +94,30 @@ class numba_threads:
             import numba
 
             numba.set_num_threads(self.before)
+
+
+_BLAS: dict = {}
+
+
+def blas_threads(n: int):
+    """A context in which the BLAS behind NumPy's ``matmul`` runs ``n`` threads (threadpoolctl;
+    ~7 µs a call once the libraries are known).
+
+    The batch recall's one matrix product takes 1: OpenBLAS's workers keep spinning after a
+    product, and on 2 cores they took the second core from the numba ranking kernel and the
+    hit building that follow (1,000 × 500 list form 21.8 → 16.7 ms, Arrow 14.1 → 11.5 ms;
+    the product itself 1.3 → 2.4 ms).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> with blas_threads(1):
+    ...     float((np.ones((2, 2)) @ np.ones(2))[0])
+    2.0
+    """
+    controller = _BLAS.get("controller")
+    if controller is None:
+        from threadpoolctl import ThreadpoolController
+
+        controller = _BLAS["controller"] = ThreadpoolController()
+    return controller.limit(limits=n, user_api="blas")

@@ -12,7 +12,7 @@ from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, USER_FACT
 from maclaw_fast.persist.journal import TouchOp
 from maclaw_fast.records import RecallHit, ScoreBreakdown
 from maclaw_fast.text.tokenizer import tokenize
-from maclaw_fast.threads import batch_threads, numba_threads
+from maclaw_fast.threads import batch_threads, blas_threads, numba_threads
 from maclaw_kernels.recall import base_scores, recall_batch as recall_batch_kernel
 from maclaw_kernels.recall import recall_query, recall_single
 from maclaw_kernels.recall_large import recall_large
@@ -322,7 +322,7 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         parts = [np.zeros((nq, width)) for _ in range(4)]
         counts = np.zeros(nq, np.int64)
         cos_sel = np.zeros((nq, width), np.float32)  # each hit's cosine
-        with numba_threads(batch_threads(store.config.batch_threads)):
+        with numba_threads(batch_threads(store.config.batch_threads)), blas_threads(1):
             for lo in range(0, nq, static.batch_chunk):
                 hi = min(nq, lo + static.batch_chunk)
                 bm25_buf, cos_buf = static.batch_buffers(hi - lo)

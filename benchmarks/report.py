@@ -141,7 +141,8 @@ def section_batch(rows: list[dict]) -> list[str]:
         out.append(f"| {_name(b)} | {_t(s['median'])} | {_rate(n / s['median'])} | "
                    f"{_t(s['median'] / n)} | {rel} | "
                    f"{'—' if agree is None else f'{agree:.3f}'} |")
-    out += ["", "Target (issue 2) on these timings: ≥ 50,000 queries/s (aim ≥ 150,000):"]
+    out += ["", "Target (issue 2), judged here (the engine's batches back to back, steady "
+                "state): ≥ 50,000 queries/s (aim ≥ 150,000):"]
     for b in engines:
         qps = b["extra_info"]["per_call"] / b["stats"]["median"]
         out.append(f"- {_name(b)}: {_rate(qps)} q/s → {_ok(qps >= 50_000)}")
@@ -274,19 +275,19 @@ def section_interleaved(rows: list[dict]) -> list[str]:
             rng = "—" if name == engine else f"{r['ratio_min']:.2f}–{r['ratio_max']:.2f}×"
             out.append(f"| {name} | {speed} | {rel} | {rng} |")
         glues = {k: v for k, v in summary.items() if k in faiss}
-        out += ["", "Targets (issue 2), on these ratios:"]
         if batch:
-            for name, r in summary.items():
-                if name.startswith("maclaw_fast"):
-                    qps = n / r["p50"]
-                    out.append(f"- {name}: {_rate(qps)} q/s (≥ 50,000; aim ≥ 150,000) → "
-                               f"{_ok(qps >= 50_000)}")
             best = min(glues.items(), key=lambda kv: kv[1]["p50"]) if glues else None
+            out += ["", "Each engine batch here starts right after another library's batch, "
+                    "with the caches cold: a lower bound on its rate. The rate target "
+                    "(≥ 50,000 q/s) is judged on the engine's own batches back to back, in the "
+                    "`recall_batch` section below."]
             if best:
-                out.append(f"- fastest hand-glue ({best[0]}): {best[1]['ratio']:.2f}× the "
-                           "engine's list form")
+                out.append(f"The fastest hand-glue ({best[0]}) takes {best[1]['ratio']:.2f}× "
+                           f"({best[1]['ratio_min']:.2f}–{best[1]['ratio_max']:.2f}×) as long "
+                           "as the engine's list form.")
             out.append("")
             continue
+        out += ["", "Targets (issue 2), on these ratios:"]
         oracle = next((r for k, r in summary.items() if "oracle" in k), None)
         if oracle:
             out.append(f"- ≥ 100× the plain-Python oracle: {oracle['ratio']:.0f}× "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import secrets
+import random
 import threading
 import time
 from pathlib import Path
@@ -29,8 +29,10 @@ from maclaw_fast.text.tokenizer import analysed_text, tokenize
 
 
 def new_id(clock_ns: int) -> str:
-    """``"<unix_nanos>-<4 hex>"`` (SPEC §1)."""
-    return f"{clock_ns}-{secrets.token_hex(2)}"
+    """``"<unix_nanos>-<4 hex>"`` (SPEC §1). The suffix only separates ids of one nanosecond:
+    ``random`` (reseeded in a forked child) spares a ``getrandom`` call per save, which cost
+    ~15 µs inside the save loop."""
+    return f"{clock_ns}-{random.getrandbits(16):04x}"
 
 
 class MemoryStore:

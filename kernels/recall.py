@@ -152,6 +152,17 @@ def rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, 
     return rows[top_k_desc(score_out[rows], access[rows], seq[rows], np.ones(m, np.bool_), k)]
 
 
+@njit(cache=True, inline="always")
+def hit_reason(j, n_fixed, scored_row, graph):
+    """Why the ``j``-th selected row is a hit, as a code: 2 self identity (the fixed rows come
+    first), 3 user fact (a leading row, never scored), 1 reached by the graph walk, 0 scored."""
+    if j < n_fixed:
+        return 2.0
+    if not scored_row:
+        return 3.0
+    return 1.0 if graph > 0.0 else 0.0
+
+
 @njit(cache=True)
 def select_within_budget(pinned_rows, ranked_rows, tokens, max_entries, budget, out):
     """Assemble: every ``pinned_rows`` entry (self identity) always, then ``ranked_rows`` in order
@@ -180,8 +191,9 @@ def select_within_budget(pinned_rows, ranked_rows, tokens, max_entries, budget, 
 def recall_one(base, bm25, cos, affinity, eligible, scored, access, seq, tokens, fixed_rows,
                lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops,
                hop_factor, max_entries, budget, out_rows, out_score, out_bm25, out_rel,
-               out_graph):
-    """One query end to end; writes the selected rows and their score parts, returns the count.
+               out_graph, out_reason):
+    """One query end to end; writes the selected rows, their score parts and :func:`hit_reason`
+    codes, returns the count.
 
     ``fixed_rows`` are always included (self identity); ``lead_rows`` come before the ranked rows
     (user facts). The ranked candidate list grows until the budget loop is satisfied.
@@ -200,15 +212,17 @@ def recall_one(base, bm25, cos, affinity, eligible, scored, access, seq, tokens,
     return select_ranked(ranked, k, n_scored, base, rel, bm25n, score, graph, scored, access,
                          seq, tokens, fixed_rows, lead_rows, w_rel, n_seeds, nbr, edge_w, hops,
                          hop_factor, max_entries, budget, out_rows, out_score, out_bm25, out_rel,
-                         out_graph)
+                         out_graph, out_reason)
 
 
 @njit(cache=True)
 def select_ranked(ranked, k, n_scored, base, rel, bm25n, score, graph, scored, access, seq,
                   tokens, fixed_rows, lead_rows, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
-                  max_entries, budget, out_rows, out_score, out_bm25, out_rel, out_graph):
+                  max_entries, budget, out_rows, out_score, out_bm25, out_rel, out_graph,
+                  out_reason):
     """Assemble from the first ``k`` ranked rows; when entries over the budget leave the result
-    short, rank again with twice the candidates. Writes rows and score parts, returns the count."""
+    short, rank again with twice the candidates. Writes rows, score parts and reason codes,
+    returns the count."""
     while True:
         cand = np.concatenate((lead_rows, ranked))
         m = select_within_budget(fixed_rows, cand, tokens, max_entries, budget, out_rows)
@@ -223,18 +237,8 @@ def select_ranked(ranked, k, n_scored, base, rel, bm25n, score, graph, scored, a
         out_bm25[j] = bm25n[r]
         out_rel[j] = rel[r]
         out_graph[j] = graph[r]
+        out_reason[j] = hit_reason(j, fixed_rows.shape[0], scored[r], graph[r])
     return m
-
-
-@njit(cache=True, inline="always")
-def hit_reason(j, n_fixed, scored_row, graph):
-    """Why the ``j``-th selected row is a hit, as a code: 2 self identity (the fixed rows come
-    first), 3 user fact (a leading row, never scored), 1 reached by the graph walk, 0 scored."""
-    if j < n_fixed:
-        return 2.0
-    if not scored_row:
-        return 3.0
-    return 1.0 if graph > 0.0 else 0.0
 
 
 @njit(cache=True)
@@ -256,14 +260,13 @@ def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, bm25, c
     m = recall_one(base, bm25, cos, affinity, eligible, scored, access, seq, tokens, fixed_rows,
                    lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops,
                    hop_factor, max_entries, budget, out_rows, out_parts[0], out_parts[1],
-                   out_parts[2], out_parts[3])
+                   out_parts[2], out_parts[3], out_parts[8])
     for j in range(m):
         r = out_rows[j]
         out_parts[4, j] = recency[r]
         out_parts[5, j] = importance[r]
         out_parts[6, j] = max(np.float64(cos[r]), 0.0)
         out_parts[7, j] = affinity[r]
-        out_parts[8, j] = hit_reason(j, fixed_rows.shape[0], scored[r], out_parts[3, j])
     return m
 
 
@@ -296,7 +299,7 @@ def recall_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n
 def recall_batch(base, bm25, cos, affinity, eligible, scored, scope_of, access, seq, tokens,
                  fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w,
                  hops, hop_factor, max_entries, budget, out_rows, out_score, out_bm25, out_rel,
-                 out_graph, out_count):
+                 out_graph, out_reason, out_count):
     """:func:`recall_one` per query row of ``bm25``/``cos``; query ``q`` takes its masks from
     row ``scope_of[q]`` of ``affinity``/``eligible``/``scored`` (one row per distinct project,
     not one per query)."""
@@ -306,4 +309,4 @@ def recall_batch(base, bm25, cos, affinity, eligible, scored, scope_of, access, 
                                   access, seq, tokens, fixed_rows, lead_rows, norm_mode, bm25_w,
                                   cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
                                   max_entries, budget, out_rows[q], out_score[q], out_bm25[q],
-                                  out_rel[q], out_graph[q])
+                                  out_rel[q], out_graph[q], out_reason[q])

@@ -50,7 +50,7 @@ def _memory_kernels():
               5, nbr, np.zeros((n, 5)), 1, 0.5, 3, 100)
     rec, imp, base = np.zeros(n), np.zeros(n), np.zeros(n)
     recall.base_scores(f64, f64, i64, 0.0, 0.005, 1.0, 1.0, rec, imp, base)
-    outs = [np.zeros(8, np.int64)] + [np.zeros(8) for _ in range(4)]
+    outs = [np.zeros(8, np.int64)] + [np.zeros(8) for _ in range(5)]
     recall.recall_one(base, f64, np.zeros(n, np.float32), f64, bools, bools, *common, *outs)
     recall.recall_single(f64, f64, 0.0, 0.005, 1.0, 1.0, f64, np.zeros(n, np.float32), f64, bools,
                          bools, *common, np.zeros(8, np.int64), np.zeros((9, 8)))
@@ -65,7 +65,7 @@ def _memory_kernels():
                               f64, f64, bools, bools, *common, 2048, np.zeros(n, np.float32),
                               np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(8, np.int64),
                               np.zeros((9, 8)))
-    outs_b = [np.zeros((1, 8), np.int64)] + [np.zeros((1, 8)) for _ in range(4)]
+    outs_b = [np.zeros((1, 8), np.int64)] + [np.zeros((1, 8)) for _ in range(5)]
     recall.recall_batch(base, f64[None], np.zeros((1, n), np.float32), f64[None], bools[None],
                         bools[None], np.zeros(1, np.int64), *common, *outs_b,
                         np.zeros(1, np.int64))

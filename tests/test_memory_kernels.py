@@ -841,7 +841,7 @@ def ref_recall_one(c, bm25, cos, affinity, eligible, scored, mode, n_seeds, hops
 def recall_call(c, q, mode, n_seeds, hops, max_entries, budget, readonly=False):
     width = max_entries + c["fixed"].size
     rows = np.full(width, -1, np.int64)
-    parts = [np.full(width, np.nan) for _ in range(4)]
+    parts = [np.full(width, np.nan) for _ in range(5)]
     arrays = [c["base"], q["bm25"], q["cos"], q["affinity"], q["eligible"], q["scored"],
               c["access"], c["seq"], c["tokens"], c["fixed"], c["lead"]]
     if readonly:
@@ -855,11 +855,14 @@ def recall_call(c, q, mode, n_seeds, hops, max_entries, budget, readonly=False):
 def check_recall_rows(c, q, got_rows, parts, ref, ctx):
     rows, full, bn, rel, graph = ref
     assert_order(got_rows, rows, lambda i: full[i], ctx)
-    score, bm, rl, gr = parts
+    score, bm, rl, gr, reason = parts
+    fixed, lead = set(c["fixed"].tolist()), set(c["lead"].tolist())
     for j, r in enumerate(got_rows.tolist()):
         assert score[j] == pytest.approx(full[r], rel=1e-12), ctx
         assert bm[j] == pytest.approx(bn[r], rel=1e-12) and rl[j] == pytest.approx(rel[r])
         assert gr[j] == pytest.approx(graph[r], abs=1e-12), ctx
+        want = 2 if r in fixed else 3 if r in lead else 1 if graph[r] > 0 else 0
+        assert reason[j] == want, ctx
 
 
 def query_case(c, rng):
@@ -894,7 +897,7 @@ def test_recall_one_and_batch_match_reference(seed):
         nq = len(qs)
         width = max_entries + c["fixed"].size
         rows = np.full((nq, width), -1, np.int64)
-        parts = [np.zeros((nq, width)) for _ in range(4)]
+        parts = [np.zeros((nq, width)) for _ in range(5)]
         counts = np.zeros(nq, np.int64)
         stack = [np.stack([q[k] for q in qs]) for k in ("bm25", "cos", "affinity", "eligible",
                                                            "scored")]
@@ -1002,7 +1005,7 @@ def test_recall_single_is_base_scores_then_recall_one(seed):
               c["w"], 1, 0.5, 20, 2000)
     width = 20 + c["fixed"].size
     rows_ref = np.full(width, -1, np.int64)
-    parts_ref = [np.zeros(width) for _ in range(4)]
+    parts_ref = [np.zeros(width) for _ in range(5)]
     m_ref = recall_one(base, *common, rows_ref, *parts_ref)
     rows = np.full(width, -1, np.int64)
     parts = np.zeros((9, width))
@@ -1018,4 +1021,4 @@ def test_recall_single_is_base_scores_then_recall_one(seed):
     fixed, lead = set(c["fixed"].tolist()), set(c["lead"].tolist())
     reason = [2 if r in fixed else 3 if r in lead else int(parts[3, j] > 0)
               for j, r in enumerate(sel.tolist())]
-    assert parts[8, :m].tolist() == reason
+    assert parts[8, :m].tolist() == reason == parts_ref[4][:m].tolist()

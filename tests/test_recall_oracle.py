@@ -392,6 +392,8 @@ def check_batch(w: World, n_queries: int = 6) -> None:
         assert_same_hits(got, exp, oracle.last_scores, tie_tol, ctx)
         # batch vs single on the same snapshot (cosines: BLAS there, the numba kernel here)
         assert_same_hits(got, engine_rows(single), oracle.last_scores, tie_tol, ctx + " vs recall")
+        if [h.entry.id for h in batch[q]] == [h.entry.id for h in single]:
+            assert [h.reason for h in batch[q]] == [h.reason for h in single], ctx
         mine = [r for r in rows if r["query_index"] == q]
         assert [r["rank"] for r in mine] == list(range(len(got))), ctx
         for r, (gid, gs, gbd) in zip(mine, got):

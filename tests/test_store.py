@@ -289,6 +289,7 @@ def test_recall_batch_equals_recall(store):
         single = store.recall(query, project=proj, reinforce=False)
         assert [h.entry.id for h in batch[q]] == [h.entry.id for h in single]
         assert [h.score for h in batch[q]] == pytest.approx([h.score for h in single], rel=1e-5)
+        assert [h.reason for h in batch[q]] == [h.reason for h in single]
         rows = table.filter(table.column("query_index").to_numpy() == q)
         assert rows.column("id").to_pylist() == [h.entry.id for h in single]
 

@@ -227,13 +227,6 @@ def _hits(store, rows, parts) -> list[RecallHit]:
                       bm25, recency, importance, cos, affinity)
 
 
-def _reason_codes(categories: np.ndarray, graph: np.ndarray) -> np.ndarray:
-    """The kernels' reason code per hit of a batch (an index into ``_REASONS``): self identity,
-    user fact, reached by the graph, scored."""
-    return np.where(categories == SELF_IDENTITY, 2,
-                    np.where(categories == USER_FACT, 3, graph > 0))
-
-
 _REASONS = ("scored", "graph", "self_identity", "user_fact")
 _REASON_OF = {float(code): name for code, name in enumerate(_REASONS)}  # the kernels' codes
 _REASON_NAMES = np.array(_REASONS, dtype=object)  # a take maps a batch's codes at once
@@ -262,7 +255,7 @@ def _batch_hits(store, plan, rows, parts, counts, cos_sel, affinity,
                 scope_of) -> list[list[RecallHit]]:
     """Every query's hits, built in one pass over columns gathered for the whole batch."""
     col = _hit_columns(plan, rows, parts, counts, cos_sel, affinity, scope_of)
-    reason = _REASON_NAMES[_reason_codes(store._table.category[col["row"]], col["graph"])]
+    reason = _REASON_NAMES[col["reason"].astype(np.int64)]
     columns = [_floats(col[k]) for k in ("graph", "score", "bm25", "recency", "importance",
                                          "cos", "affinity")]
     flat = _make_hits(store, col["row"].tolist(), reason.tolist(), *columns)
@@ -279,8 +272,9 @@ def _hit_columns(plan, rows, parts, counts, cos_sel, affinity, scope_of) -> dict
     valid = np.arange(rows.shape[1])[None, :] < counts[:, None]
     q_index, rank = np.nonzero(valid)
     sel = rows[q_index, rank]
-    score, bm25n, _rel, graph = parts
+    score, bm25n, _rel, graph, reason = parts
     return {"query_index": q_index, "rank": rank, "row": sel, "score": score[q_index, rank],
+            "reason": reason[q_index, rank],
             "recency": plan.recency[sel], "importance": plan.importance[sel],
             "bm25": bm25n[q_index, rank],
             "cos": np.maximum(cos_sel[q_index, rank], 0.0).astype(np.float64),
@@ -319,7 +313,7 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         eligible, affinity, scored = (np.stack([m[i] for m in masks]) for i in range(3))
         width = static.width
         rows = np.full((nq, width), -1, np.int64)
-        parts = [np.zeros((nq, width)) for _ in range(4)]
+        parts = [np.zeros((nq, width)) for _ in range(5)]  # score, bm25, rel, graph, reason
         counts = np.zeros(nq, np.int64)
         cos_sel = np.zeros((nq, width), np.float32)  # each hit's cosine
         with numba_threads(batch_threads(store.config.batch_threads)), blas_threads(1):

@@ -12,6 +12,7 @@ batch's one BLAS product runs on one thread (:func:`blas_threads`) for the same 
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 from maclaw_fast.errors import ValidationError
@@ -96,17 +97,19 @@ class numba_threads:
             numba.set_num_threads(self.before)
 
 
-_BLAS: dict = {}
+_BLAS: dict = {"depth": 0}
+_BLAS_LOCK = threading.Lock()
 
 
-def blas_threads(n: int):
+class blas_threads:
     """A context in which the BLAS behind NumPy's ``matmul`` runs ``n`` threads (threadpoolctl;
     ~7 µs a call once the libraries are known).
 
     The batch recall's one matrix product takes 1: OpenBLAS's workers keep spinning after a
     product, and on 2 cores they took the second core from the numba ranking kernel and the
     hit building that follow (1,000 × 500 list form 21.8 → 16.7 ms, Arrow 14.1 → 11.5 ms;
-    the product itself 1.3 → 2.4 ms).
+    the product itself 1.3 → 2.4 ms). The limit is process-wide, so overlapping contexts (two
+    threads' batches) share one: the first sets it, the last one out restores the user's.
 
     Examples
     --------
@@ -115,9 +118,24 @@ def blas_threads(n: int):
     ...     float((np.ones((2, 2)) @ np.ones(2))[0])
     2.0
     """
-    controller = _BLAS.get("controller")
-    if controller is None:
-        from threadpoolctl import ThreadpoolController
 
-        controller = _BLAS["controller"] = ThreadpoolController()
-    return controller.limit(limits=n, user_api="blas")
+    def __init__(self, n: int) -> None:
+        self.n = int(n)
+
+    def __enter__(self) -> blas_threads:
+        with _BLAS_LOCK:
+            if _BLAS["depth"] == 0:
+                controller = _BLAS.get("controller")
+                if controller is None:
+                    from threadpoolctl import ThreadpoolController
+
+                    controller = _BLAS["controller"] = ThreadpoolController()
+                _BLAS["limiter"] = controller.limit(limits=self.n, user_api="blas")
+            _BLAS["depth"] += 1
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with _BLAS_LOCK:
+            _BLAS["depth"] -= 1
+            if _BLAS["depth"] == 0:
+                _BLAS.pop("limiter").restore_original_limits()

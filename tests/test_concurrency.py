@@ -60,3 +60,38 @@ def test_threads_saving_recalling_deleting_keep_a_consistent_store(tmp_path):
     with MemoryStore.open(path, embedder="hash") as again:
         assert {e.id for e in again.entries()} == expected
         assert len(again) == len(expected)
+
+
+def test_blas_limit_is_restored_when_batches_overlap():
+    """The batch recall runs its BLAS product on one thread; overlapping batches on several
+    threads share that limit, and the BLAS thread count the process had comes back once the
+    last one ends."""
+    import threadpoolctl
+
+    import numpy as np
+    from maclaw_fast.threads import blas_threads
+
+    def blas_count() -> int:
+        return threadpoolctl.threadpool_info()[0]["num_threads"]
+
+    before = blas_count()
+    with blas_threads(1):
+        assert blas_count() == 1
+    assert blas_count() == before
+    errors = []
+
+    def work():
+        try:
+            for _ in range(100):
+                with blas_threads(1):
+                    np.ones((8, 8)) @ np.ones(8)
+        except Exception as exc:  # surfaced below, not lost in the thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert blas_count() == before

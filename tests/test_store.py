@@ -292,6 +292,7 @@ def test_recall_batch_equals_recall(store):
         assert [h.reason for h in batch[q]] == [h.reason for h in single]
         rows = table.filter(table.column("query_index").to_numpy() == q)
         assert rows.column("id").to_pylist() == [h.entry.id for h in single]
+        assert rows.column("reason").to_pylist() == [h.reason for h in single]
 
 
 def test_recall_batch_is_the_same_on_any_thread_count(clock, monkeypatch):

@@ -361,6 +361,8 @@ def _arrow(store, plan, rows, parts, counts, cos_sel, affinity, scope_of):
              "id": _ids_array(store).take(pa.array(col["row"]))}
     for name in ("score", "recency", "importance", "bm25", "cos", "affinity", "graph"):
         table[name] = pa.array(col[name])
+    table["reason"] = pa.DictionaryArray.from_arrays(  # RecallHit.reason, dictionary-encoded
+        pa.array(col["reason"].astype(np.int8)), pa.array(_REASONS))
     return pa.table(table)
 
 

@@ -396,7 +396,7 @@ class MemoryStore:
     def recall_batch_arrow(self, queries, *, projects=None, reinforce: bool = True,
                            query_vectors=None):
         """:meth:`recall_batch` as a ``pyarrow.Table`` (query_index, rank, id, score, recency,
-        importance, bm25, cos, affinity, graph) — the form for thousands of queries."""
+        importance, bm25, cos, affinity, graph, reason) — the form for thousands of queries."""
         return _recall_batch(self, queries, projects=projects, reinforce=reinforce,
                              query_vectors=query_vectors, as_arrow=True)
 

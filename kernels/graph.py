@@ -9,11 +9,20 @@ def propagate_relevance(seeds, seed_values, nbr, edge_w, hops, hop_factor, eligi
     """Breadth-first from ``seeds``: a node reached gets ``value · edge · hop_factor`` per hop,
     compounding, keeping the maximum when reached twice; seeds are never re-added. Returns a dense
     array (0 where nothing arrived) over ``eligible`` rows only."""
+    return propagate_reached(seeds, seed_values, nbr, edge_w, hops, hop_factor, eligible)[0]
+
+
+@njit(cache=True)
+def propagate_reached(seeds, seed_values, nbr, edge_w, hops, hop_factor, eligible):
+    """:func:`propagate_relevance` and the rows it raised above 0, each once, in the order they
+    were first reached: a caller can visit those instead of every row."""
     n = nbr.shape[0]
     best = np.zeros(n, dtype=np.float64)
     is_seed = np.zeros(n, dtype=np.bool_)
     for s in seeds:
         is_seed[s] = True
+    reached = np.empty(n, dtype=np.int64)
+    n_reached = 0
     frontier = seeds.copy()
     values = seed_values.astype(np.float64).copy()
     for _ in range(hops):
@@ -28,6 +37,9 @@ def propagate_relevance(seeds, seed_values, nbr, edge_w, hops, hop_factor, eligi
                     continue
                 v = values[f] * edge_w[node, e] * hop_factor
                 if v > best[t]:
+                    if best[t] == 0.0:
+                        reached[n_reached] = t
+                        n_reached += 1
                     best[t] = v
                     nxt[m] = t
                     nval[m] = v
@@ -36,7 +48,7 @@ def propagate_relevance(seeds, seed_values, nbr, edge_w, hops, hop_factor, eligi
         values = nval[:m]
         if m == 0:
             break
-    return best
+    return best, reached[:n_reached]
 
 
 @njit(cache=True)

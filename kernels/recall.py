@@ -4,7 +4,7 @@ import numpy as np
 from numba import njit, prange
 
 from maclaw_kernels.bm25 import bm25_query
-from maclaw_kernels.graph import propagate_relevance
+from maclaw_kernels.graph import propagate_reached
 from maclaw_kernels.topk import top_k_desc, top_k_known
 from maclaw_kernels.vectors import dot_scores
 
@@ -133,23 +133,23 @@ def rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, 
     seeds = top[:min(n_seeds, top.shape[0])]
     if hops <= 0 or seeds.shape[0] == 0:
         return top[:k]
-    n = base.shape[0]
-    gained = propagate_relevance(seeds, rel[seeds], nbr, edge_w, hops, hop_factor, scored)
-    candidate = np.zeros(n, np.bool_)
-    candidate[top] = True
-    rows = np.empty(n, np.int64)  # the candidates in row order: ranked apart from the others
-    m = 0
-    for i in range(n):
-        if gained[i] > rel[i]:
-            graph_out[i] = gained[i] - rel[i]
-            score_out[i] = base[i] + w_rel * gained[i]
-            candidate[i] = True
-        if candidate[i]:
-            rows[m] = i
+    gained, reached = propagate_reached(seeds, rel[seeds], nbr, edge_w, hops, hop_factor,
+                                        scored)
+    rows = np.empty(top.shape[0] + reached.shape[0], np.int64)
+    rows[:top.shape[0]] = top
+    m = top.shape[0]
+    for r in reached:
+        if gained[r] > rel[r]:
+            graph_out[r] = gained[r] - rel[r]
+            score_out[r] = base[r] + w_rel * gained[r]
+            rows[m] = r
             m += 1
-    rows = rows[:m]
-    # position order is row order, so full ties break as over the whole array
-    return rows[top_k_desc(score_out[rows], access[rows], seq[rows], np.ones(m, np.bool_), k)]
+    if m == top.shape[0]:  # no row gained: the order stands
+        return top[:k]
+    # in row order, so full ties break as over the whole array (a top row may have gained too)
+    rows = np.unique(rows[:m])
+    return rows[top_k_desc(score_out[rows], access[rows], seq[rows], np.ones(rows.shape[0],
+                                                                           np.bool_), k)]
 
 
 @njit(cache=True, inline="always")

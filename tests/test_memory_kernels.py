@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from maclaw_kernels.bm25 import (bm25_query, bm25_query_parallel, bm25_scores, bm25_scores_batch, bm25_scores_forward, query_terms_batch,
                                  build_csr)
 from maclaw_kernels.decay import decay_pass, decay_pass_batch, touch_rows
-from maclaw_kernels.graph import propagate_relevance
+from maclaw_kernels.graph import propagate_reached, propagate_relevance
 from maclaw_kernels.recall import (
     base_scores,
     fuse_relevance,
@@ -659,6 +659,9 @@ def test_propagate_relevance_matches_reference(seed):
             got = propagate_relevance(*args)
             ref = ref_propagate(seeds, vals, nbr, w, hops, factor, eligible)
             np.testing.assert_allclose(got, ref, rtol=1e-12, atol=0, err_msg=f"hops {hops}")
+            best, reached = propagate_reached(*args)
+            assert best.tolist() == got.tolist()
+            assert sorted(reached.tolist()) == np.flatnonzero(np.asarray(ref) > 0).tolist()
 
 
 # ================================================================== kernels/recall.py

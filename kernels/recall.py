@@ -33,29 +33,6 @@ def row_relevance(x, cos_i, affinity_i, norm_mode, lo, hi, bm25_w, cos_w):
 
 
 @njit(cache=True)
-def fuse_rows(bm25, cos, affinity, scored, norm_mode, lo, hi, bm25_w, cos_w, bm25_out, rel_out):
-    """The per-row half of :func:`fuse_relevance`, given the hit range ``lo``/``hi``."""
-    for i in range(scored.shape[0]):
-        if not scored[i]:
-            bm25_out[i] = 0.0
-            rel_out[i] = 0.0
-            continue
-        bm25_out[i], rel_out[i] = row_relevance(bm25[i], cos[i], affinity[i], norm_mode, lo, hi,
-                                                bm25_w, cos_w)
-
-
-@njit(cache=True)
-def fuse_relevance(bm25, cos, affinity, scored, norm_mode, bm25_w, cos_w, bm25_out, rel_out):
-    """``rel = bm25_w·norm(bm25) + cos_w·max(cos, 0) + affinity`` over ``scored`` rows.
-
-    ``norm_mode``: 0 raw, 1 divide by the best BM25, 2 min-max over the hits (a lone or all-equal
-    hit maps to 1).
-    """
-    lo, hi = bm25_hit_range(bm25, scored) if norm_mode != 0 else (np.inf, 0.0)
-    fuse_rows(bm25, cos, affinity, scored, norm_mode, lo, hi, bm25_w, cos_w, bm25_out, rel_out)
-
-
-@njit(cache=True)
 def row_recency(updated_at_i, now, decay_per_hour):
     hours = max(now - updated_at_i, 0.0) / 3600.0
     return np.exp(-decay_per_hour * hours)
@@ -85,9 +62,14 @@ def base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp,
 @njit(cache=True)
 def score_rows(base, bm25, cos, affinity, eligible, scored, norm_mode, bm25_w, cos_w, w_rel,
                bm25_out, rel_out, score_out, graph_out):
-    """:func:`fuse_relevance` over the ``eligible`` rows, the score ``base + w_rel·rel`` of the
-    ``scored`` ones (−inf elsewhere) and ``graph_out`` zeroed, in one pass over the rows; returns
-    the scored rows' (lowest score, highest score, count) for :func:`top_k_known`."""
+    """``rel = bm25_w·norm(bm25) + cos_w·max(cos, 0) + affinity`` over the ``eligible`` rows
+    (0 elsewhere), the score ``base + w_rel·rel`` of the ``scored`` ones (−inf elsewhere) and
+    ``graph_out`` zeroed, in one pass over the rows; returns the scored rows' (lowest score,
+    highest score, count) for :func:`top_k_known`.
+
+    ``norm_mode``: 0 raw, 1 divide by the best BM25, 2 min-max over the eligible hits (a lone or
+    all-equal hit maps to 1).
+    """
     lo, hi = bm25_hit_range(bm25, eligible) if norm_mode != 0 else (np.inf, 0.0)
     s_lo = np.inf
     s_hi = -np.inf

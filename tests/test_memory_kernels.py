@@ -31,11 +31,11 @@ from maclaw_kernels.decay import decay_pass, decay_pass_batch, touch_rows
 from maclaw_kernels.graph import propagate_reached, propagate_relevance
 from maclaw_kernels.recall import (
     base_scores,
-    fuse_relevance,
     rank_scored,
     recall_batch,
     recall_one,
     recall_single,
+    score_rows,
     select_within_budget,
 )
 from maclaw_kernels.topk import top_k_desc
@@ -709,28 +709,38 @@ def recall_inputs(seed):
 
 
 @pytest.mark.parametrize("seed", range(30))
-def test_fuse_relevance_matches_reference(seed):
+def test_score_rows_matches_reference(seed):
+    """Fusion over the eligible rows, scores over the scored ones, graph zeroed, and the scored
+    scores' range."""
     c = recall_inputs(seed)
     n = c["n"]
     for mode in (0, 1, 2):
-        bo, ro_ = np.full(n, np.nan), np.full(n, np.nan)
-        args = (c["bm25"], c["cos"], c["affinity"], c["eligible"])
+        out = [np.full(n, np.nan) for _ in range(4)]
+        args = (c["base"], c["bm25"], c["cos"], c["affinity"], c["eligible"], c["scored"])
         if seed % 5 == 0:
             args = ro(*args)
-        fuse_relevance(*args, mode, 0.4, 0.6, bo, ro_)
+        lo, hi, count = score_rows(*args, mode, 0.4, 0.6, 1.5, *out)
         rb, rr = ref_fuse(c["bm25"], c["cos"], c["affinity"], c["eligible"], mode, 0.4, 0.6)
-        np.testing.assert_allclose(bo, rb, rtol=1e-12, atol=0)
-        np.testing.assert_allclose(ro_, rr, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(out[0], rb, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(out[1], rr, rtol=1e-12, atol=0)
+        want = [c["base"][i] + 1.5 * rr[i] if c["scored"][i] else -np.inf for i in range(n)]
+        np.testing.assert_allclose(out[2], want, rtol=1e-12, atol=0)
+        assert not out[3].any()
+        scored = [want[i] for i in range(n) if c["scored"][i]]
+        assert count == len(scored)
+        if scored:
+            assert (lo, hi) == (min(scored), max(scored))
 
 
-def test_fuse_relevance_spec_minmax_examples():
+def test_score_rows_spec_minmax_examples():
     """SPEC §15: minmax {a:1, b:3, c:2} → {0, 1, 0.5}; minmax {a:2} → {1.0}."""
     for vals, want in (([1.0, 3.0, 2.0], [0.0, 1.0, 0.5]), ([2.0], [1.0])):
         n = len(vals)
-        bo, rel = np.empty(n), np.empty(n)
-        fuse_relevance(np.array(vals), np.zeros(n), np.zeros(n), np.ones(n, np.bool_), 2, 1.0,
-                       0.0, bo, rel)
-        assert bo.tolist() == want
+        out = [np.empty(n) for _ in range(4)]
+        yes = np.ones(n, np.bool_)
+        score_rows(np.zeros(n), np.array(vals), np.zeros(n), np.zeros(n), yes, yes, 2, 1.0, 0.0,
+                   1.0, *out)
+        assert out[0].tolist() == want
 
 
 @pytest.mark.parametrize("seed", range(10))

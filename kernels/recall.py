@@ -6,7 +6,7 @@ from numba import njit, prange
 from maclaw_kernels.bm25 import bm25_query
 from maclaw_kernels.graph import propagate_reached
 from maclaw_kernels.topk import top_k_desc, top_k_known
-from maclaw_kernels.vectors import dot_scores
+from maclaw_kernels.vectors import dot_scores, is_unit_vector
 
 
 @njit(cache=True)
@@ -33,30 +33,59 @@ def row_relevance(x, cos_i, affinity_i, norm_mode, lo, hi, bm25_w, cos_w):
 
 
 @njit(cache=True)
-def row_recency(updated_at_i, now, decay_per_hour):
-    hours = max(now - updated_at_i, 0.0) / 3600.0
-    return np.exp(-decay_per_hour * hours)
+def recency_epoch(now, decay_per_hour):
+    """The epoch of the recency memo at ``now``: ``now`` rounded down to a multiple of the span
+    over which the decay falls by e^15, so every call at ``now`` (any process, any history)
+    shares it and the memo's factors stay within float64 range."""
+    rate = abs(decay_per_hour)
+    span = 54000.0 / rate if rate > 1e-12 else 1e300
+    return np.floor(now / span) * span
 
 
 @njit(cache=True)
-def log_access_table(size):
-    """``ln(1 + a)`` for access counts ``a < size``: counts are small and repeat across rows."""
-    table = np.empty(size)
-    for a in range(size):
-        table[a] = np.log(1.0 + a)
-    return table
+def refresh_recency(updated_at, now, decay_per_hour, memo_key, memo_at, memo_factor):
+    """Bring the memo up to date and return ``decay_now`` for :func:`row_recency`.
+
+    ``memo_factor[i] = exp(decay·(updated_at[i] − epoch)/3600)`` is recomputed only for rows
+    whose ``updated_at`` differs from ``memo_at`` (all of them when the epoch or the decay
+    changed: ``memo_key`` holds both): recency then costs a multiply per row, not an exp."""
+    epoch = recency_epoch(now, decay_per_hour)
+    if memo_key[0] != epoch or memo_key[1] != decay_per_hour:
+        memo_at[:] = np.nan
+        memo_key[0] = epoch
+        memo_key[1] = decay_per_hour
+    stale = 0
+    for i in range(updated_at.shape[0]):  # branch-free: the common case is no stale row
+        stale += updated_at[i] != memo_at[i]
+    if stale:
+        for i in range(updated_at.shape[0]):
+            if updated_at[i] != memo_at[i]:
+                memo_at[i] = updated_at[i]
+                memo_factor[i] = np.exp(decay_per_hour * (updated_at[i] - epoch) / 3600.0)
+    return np.exp(-decay_per_hour * (now - epoch) / 3600.0)
+
+
+@njit(cache=True, inline="always")
+def row_recency(updated_at_i, now, decay_now, factor_i):
+    """``exp(-decay·max(now − updated_at, 0)/3600)`` from :func:`refresh_recency`."""
+    return 1.0 if updated_at_i >= now else decay_now * factor_i
 
 
 @njit(cache=True)
-def base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp,
-                recency_out, importance_out, base_out):
-    """Recency and importance of every row, and their weighted sum."""
-    log_table = log_access_table(64)
+def base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
+                memo_factor, log_table, recency_out, importance_out, base_out):
+    """Recency and importance (``weight + ln(1 + access)``, ``log_table[a] = ln(1 + a)`` for
+    the small counts) of every row, and their weighted sum; the recency memo is
+    :func:`refresh_recency`'s."""
+    decay_now = refresh_recency(updated_at, now, decay_per_hour, memo_key, memo_at, memo_factor)
+    n_logged = log_table.shape[0]
     for i in range(updated_at.shape[0]):
-        recency_out[i] = row_recency(updated_at[i], now, decay_per_hour)
-        a = access[i]  # importance inline: a helper taking the table costs 2× (array refcounts)
-        importance_out[i] = weight[i] + (log_table[a] if 0 <= a < 64 else np.log(1.0 + a))
-        base_out[i] = w_rec * recency_out[i] + w_imp * importance_out[i]
+        rec = row_recency(updated_at[i], now, decay_now, memo_factor[i])
+        a = access[i]  # inline: a helper taking the table costs 5× here (array refcounts)
+        imp = weight[i] + (log_table[a] if 0 <= a < n_logged else np.log(1.0 + a))
+        recency_out[i] = rec
+        importance_out[i] = imp
+        base_out[i] = w_rec * rec + w_imp * imp
 
 
 @njit(cache=True)
@@ -172,19 +201,20 @@ def select_within_budget(pinned_rows, ranked_rows, tokens, max_entries, budget, 
 @njit(cache=True)
 def recall_one(base, bm25, cos, affinity, eligible, scored, access, seq, tokens, fixed_rows,
                lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops,
-               hop_factor, max_entries, budget, out_rows, out_score, out_bm25, out_rel,
+               hop_factor, max_entries, budget, work, out_rows, out_score, out_bm25, out_rel,
                out_graph, out_reason):
     """One query end to end; writes the selected rows, their score parts and :func:`hit_reason`
     codes, returns the count.
 
     ``fixed_rows`` are always included (self identity); ``lead_rows`` come before the ranked rows
-    (user facts). The ranked candidate list grows until the budget loop is satisfied.
+    (user facts). The ranked candidate list grows until the budget loop is satisfied. ``work``:
+    four float64 rows of at least ``n`` each, scratch (a caller's buffer spares allocations).
     """
     n = base.shape[0]
-    bm25n = np.empty(n)
-    rel = np.empty(n)
-    score = np.empty(n)
-    graph = np.empty(n)
+    bm25n = work[0, :n]
+    rel = work[1, :n]
+    score = work[2, :n]
+    graph = work[3, :n]
     s_lo, s_hi, n_scored = score_rows(base, bm25, cos, affinity, eligible, scored, norm_mode,
                                       bm25_w, cos_w, w_rel, bm25n, rel, score, graph)
     k = min(max_entries + 8, n_scored)
@@ -224,24 +254,25 @@ def select_ranked(ranked, k, n_scored, base, rel, bm25n, score, graph, scored, a
 
 
 @njit(cache=True)
-def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, bm25, cos, affinity,
-                  eligible, scored, access, seq, tokens, fixed_rows, lead_rows, norm_mode, bm25_w,
-                  cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor, max_entries, budget,
-                  out_rows, out_parts):
+def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
+                  memo_factor, log_table, bm25, cos, affinity, eligible, scored, access, seq,
+                  tokens, fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr,
+                  edge_w, hops, hop_factor, max_entries, budget, work, out_rows, out_parts):
     """:func:`base_scores` then :func:`recall_one`, in one call for the single-query path.
 
-    ``out_parts`` rows, per selected row: score, bm25, rel, graph (as :func:`recall_one`), then
-    recency, importance, max(cos, 0), affinity and the :func:`hit_reason` code.
+    ``work``: seven float64 rows of at least ``n``, scratch. ``out_parts`` rows, per selected
+    row: score, bm25, rel, graph (as :func:`recall_one`), then recency, importance, max(cos, 0),
+    affinity and the :func:`hit_reason` code.
     """
     n = updated_at.shape[0]
-    recency = np.empty(n)
-    importance = np.empty(n)
-    base = np.empty(n)
-    base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, recency,
-                importance, base)
+    recency = work[4, :n]
+    importance = work[5, :n]
+    base = work[6, :n]
+    base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
+                memo_factor, log_table, recency, importance, base)
     m = recall_one(base, bm25, cos, affinity, eligible, scored, access, seq, tokens, fixed_rows,
                    lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops,
-                   hop_factor, max_entries, budget, out_rows, out_parts[0], out_parts[1],
+                   hop_factor, max_entries, budget, work, out_rows, out_parts[0], out_parts[1],
                    out_parts[2], out_parts[3], out_parts[8])
     for j in range(m):
         r = out_rows[j]
@@ -255,13 +286,20 @@ def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, bm25, c
 @njit(cache=True)
 def recall_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,
                  doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl,
-                 term_weight, matrix, has_vec, query, updated_at, weight, now, decay_per_hour,
-                 w_rec, w_imp, affinity, eligible, scored, access, seq, tokens, fixed_rows,
-                 lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops,
-                 hop_factor, max_entries, budget, bm25, cos, out_rows, out_parts):
+                 term_weight, matrix, has_vec, query, check_unit, updated_at, weight, now,
+                 decay_per_hour, w_rec, w_imp, memo_key, memo_at, memo_factor, log_table,
+                 affinity, eligible, scored, access, seq, tokens, fixed_rows, lead_rows,
+                 norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
+                 max_entries, budget, bm25, cos, work, out_rows, out_parts):
     """One query from its term ids (the arguments of :func:`bm25_query` first) and its vector
     (``query``; empty: no vector, every cosine 0): BM25 into ``bm25``, cosines into ``cos``,
-    then :func:`recall_single`. One call instead of three for the single-query path."""
+    then :func:`recall_single`. One call instead of three for the single-query path.
+
+    With ``check_unit``, a query vector that is not finite and of unit length (within 1e-6 in
+    its squared norm) returns -1 before anything is written: the caller checks it its own way.
+    """
+    if check_unit and query.shape[0] and not is_unit_vector(query, 1e-6):
+        return -1
     n = updated_at.shape[0]
     bm25[:n] = 0.0
     bm25_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,
@@ -271,10 +309,11 @@ def recall_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n
         dot_scores(matrix, n, has_vec, query, cos)
     else:
         cos[:n] = 0.0
-    return recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, bm25[:n],
-                         cos[:n], affinity, eligible, scored, access, seq, tokens, fixed_rows,
-                         lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops,
-                         hop_factor, max_entries, budget, out_rows, out_parts)
+    return recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key,
+                         memo_at, memo_factor, log_table, bm25[:n], cos[:n], affinity, eligible,
+                         scored, access, seq, tokens, fixed_rows, lead_rows, norm_mode, bm25_w,
+                         cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor, max_entries,
+                         budget, work, out_rows, out_parts)
 
 
 @njit(cache=True, parallel=True)
@@ -290,5 +329,6 @@ def recall_batch(base, bm25, cos, affinity, eligible, scored, scope_of, access, 
         out_count[q] = recall_one(base, bm25[q], cos[q], affinity[s], eligible[s], scored[s],
                                   access, seq, tokens, fixed_rows, lead_rows, norm_mode, bm25_w,
                                   cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
-                                  max_entries, budget, out_rows[q], out_score[q], out_bm25[q],
-                                  out_rel[q], out_graph[q], out_reason[q])
+                                  max_entries, budget, np.empty((4, base.shape[0])), out_rows[q],
+                                  out_score[q], out_bm25[q], out_rel[q], out_graph[q],
+                                  out_reason[q])

@@ -15,22 +15,31 @@ from numba import njit, prange
 
 from maclaw_kernels.graph import propagate_relevance
 from maclaw_kernels.quantized import bound_rows, kth_largest, query_norm
-from maclaw_kernels.recall import (bm25_hit_range, hit_reason, log_access_table, recall_single,
+from maclaw_kernels.recall import (bm25_hit_range, hit_reason, recall_single, refresh_recency,
                                    row_recency, row_relevance, select_within_budget)
 from maclaw_kernels.topk import top_k_desc
 from maclaw_kernels.vectors import dot_scores, row_dot
 
 
 @njit(cache=True, inline="always")
-def _row_base(updated_at_i, weight_i, access_i, now, decay_per_hour, w_rec, w_imp, log_table):
-    """Row base score (recency and importance) as :func:`recall_single` computes it."""
-    imp = weight_i + (log_table[access_i] if 0 <= access_i < 64 else np.log(1.0 + access_i))
-    return w_rec * row_recency(updated_at_i, now, decay_per_hour) + w_imp * imp
+def _row_base(updated_at_i, weight_i, now, decay_now, factor_i, w_rec, w_imp, logged):
+    """Row base score (recency and importance) as :func:`recall_single` computes it, given
+    ``logged`` = :func:`_log_access` of the row."""
+    return (w_rec * row_recency(updated_at_i, now, decay_now, factor_i)
+            + w_imp * (weight_i + logged))
+
+
+@njit(cache=True)
+def _log_access(access_i, log_table):
+    """``ln(1 + access)`` as :func:`maclaw_kernels.recall.base_scores` takes it."""
+    if 0 <= access_i < log_table.shape[0]:
+        return log_table[access_i]
+    return np.log(1.0 + access_i)
 
 
 @njit(cache=True)
 def score_block(matrix, codes, scale, err, has_vec, query, q_norm, slack, updated_at, weight,
-                access, seq, now, decay_per_hour, w_rec, w_imp, bm25, affinity, scored,
+                access, seq, now, decay_now, memo_factor, w_rec, w_imp, bm25, affinity, scored,
                 norm_mode, lo, hi, bm25_w, cos_w, w_rel, log_table, start, end, cos, score,
                 low, high, cand_rows):
     """Rows ``start..end``: score bounds from the int8 codes, then the exact cosine and score of
@@ -44,8 +53,10 @@ def score_block(matrix, codes, scale, err, has_vec, query, q_norm, slack, update
             low[i] = -np.inf
             continue
         count += 1
-        base = _row_base(updated_at[i], weight[i], access[i], now, decay_per_hour, w_rec, w_imp,
-                         log_table)
+        a = access[i]
+        logged = log_table[a] if 0 <= a < log_table.shape[0] else np.log(1.0 + a)
+        base = _row_base(updated_at[i], weight[i], now, decay_now, memo_factor[i], w_rec, w_imp,
+                         logged)
         score[i] = base  # kept for the exact pass below
         s1 = base + w_rel * row_relevance(bm25[i], low[i], affinity[i], norm_mode, lo, hi,
                                           bm25_w, cos_w)[1]
@@ -70,20 +81,20 @@ def score_block(matrix, codes, scale, err, has_vec, query, q_norm, slack, update
 
 @njit(cache=True, parallel=True)
 def score_blocks(matrix, codes, scale, err, has_vec, query, slack, updated_at, weight, access,
-                 seq, now, decay_per_hour, w_rec, w_imp, bm25, affinity, scored, norm_mode, lo,
-                 hi, bm25_w, cos_w, w_rel, block, cos, score, low, high, cand_rows, n_scored):
+                 seq, now, decay_now, memo_factor, w_rec, w_imp, log_table, bm25, affinity,
+                 scored, norm_mode, lo, hi, bm25_w, cos_w, w_rel, block, cos, score, low, high,
+                 cand_rows, n_scored):
     """:func:`score_block` for blocks of ``block`` rows across numba's threads; block ``b``
     writes ``cand_rows[b]`` and ``n_scored[b]``."""
     n = updated_at.shape[0]
-    log_table = log_access_table(64)
     q_norm = query_norm(query)
     for b in prange(cand_rows.shape[0]):
         s = b * block
         n_scored[b] = score_block(matrix, codes, scale, err, has_vec, query, q_norm, slack,
-                                  updated_at, weight, access, seq, now, decay_per_hour, w_rec,
-                                  w_imp, bm25, affinity, scored, norm_mode, lo, hi, bm25_w,
-                                  cos_w, w_rel, log_table, s, min(n, s + block), cos, score,
-                                  low, high, cand_rows[b])
+                                  updated_at, weight, access, seq, now, decay_now,
+                                  memo_factor, w_rec, w_imp, bm25, affinity, scored, norm_mode,
+                                  lo, hi, bm25_w, cos_w, w_rel, log_table, s, min(n, s + block),
+                                  cos, score, low, high, cand_rows[b])
 
 
 @njit(cache=True)
@@ -124,12 +135,12 @@ def within_hops(seeds, nbr, hops):
 
 
 @njit(cache=True)
-def row_parts(r, updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, bm25, cos,
-              affinity, eligible, norm_mode, lo, hi, bm25_w, cos_w):
+def row_parts(r, updated_at, weight, access, now, decay_now, memo_factor, log_table, w_rec,
+              w_imp, bm25, cos, affinity, eligible, norm_mode, lo, hi, bm25_w, cos_w):
     """(recency, importance, base, normalised bm25, relevance) of row ``r``, as the dense
     kernels compute them."""
-    rec = row_recency(updated_at[r], now, decay_per_hour)
-    imp = weight[r] + np.log(1.0 + access[r])
+    rec = row_recency(updated_at[r], now, decay_now, memo_factor[r])
+    imp = weight[r] + _log_access(access[r], log_table)
     bn, rel = 0.0, 0.0
     if eligible[r]:
         bn, rel = row_relevance(bm25[r], cos[r], affinity[r], norm_mode, lo, hi, bm25_w, cos_w)
@@ -163,38 +174,42 @@ def rank_sparse(top, k, n_seeds, hops, hop_factor, nbr, edge_w, scored, access, 
 
 @njit(cache=True)
 def recall_large(matrix, codes, scale, err, slack, has_vec, query, updated_at, weight, now,
-                 decay_per_hour, w_rec, w_imp, bm25, affinity, eligible, scored, access, seq,
-                 tokens, fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr,
-                 edge_w, hops, hop_factor, max_entries, budget, block, cos, score, low, high,
-                 out_rows, out_parts):
+                 decay_per_hour, w_rec, w_imp, memo_key, memo_at, memo_factor, log_table, bm25,
+                 affinity, eligible, scored, access, seq, tokens, fixed_rows, lead_rows,
+                 norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
+                 max_entries, budget, block, cos, score, low, high, out_rows, out_parts):
     """:func:`maclaw_kernels.recall.recall_single` from the query vector (same ``out_parts``
     rows), given the int8 ``codes``, ``scale`` and error bound ``err`` of every row
     (``quantized.quantize_rows``) and the rounding ``slack``; ``cos`` (float32), ``score``,
-    ``low`` and ``high`` (float64), one per row, are scratch a caller may reuse."""
+    ``low`` and ``high`` (float64), one per row, are scratch a caller may reuse; the recency
+    memo and ``log_table`` are those of :func:`maclaw_kernels.recall.base_scores`."""
     n = updated_at.shape[0]
+    decay_now = refresh_recency(updated_at, now, decay_per_hour, memo_key, memo_at, memo_factor)
     lo, hi = bm25_hit_range(bm25, eligible) if norm_mode != 0 else (np.inf, 0.0)
     k_top = max(max_entries + 8, n_seeds)
     n_blocks = (n + block - 1) // block
     cand_rows = np.empty((n_blocks, k_top), np.int64)
     counts = np.zeros(n_blocks, np.int64)
     score_blocks(matrix, codes, scale, err, has_vec, query, slack, updated_at, weight, access,
-                 seq, now, decay_per_hour, w_rec, w_imp, bm25, affinity, scored, norm_mode, lo,
-                 hi, bm25_w, cos_w, w_rel, block, cos, score, low, high, cand_rows, counts)
+                 seq, now, decay_now, memo_factor, w_rec, w_imp, log_table, bm25, affinity,
+                 scored, norm_mode, lo, hi, bm25_w, cos_w, w_rel, block, cos, score, low, high,
+                 cand_rows, counts)
     n_scored = counts.sum()
     k = min(max_entries + 8, n_scored)
     top = top_of(cand_rows.ravel(), score, access, seq, max(k, n_seeds))
-    parts_args = (updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, bm25, cos,
-                  affinity, eligible, norm_mode, lo, hi, bm25_w, cos_w)
+    parts_args = (updated_at, weight, access, now, decay_now, memo_factor, log_table, w_rec,
+                  w_imp, bm25, cos, affinity, eligible, norm_mode, lo, hi, bm25_w, cos_w)
     ranked, gained = rank_sparse(top, k, n_seeds, hops, hop_factor, nbr, edge_w, scored, access,
                                  seq, w_rel, score, parts_args, (matrix, has_vec, query, cos))
     m = select_within_budget(fixed_rows, np.concatenate((lead_rows, ranked)), tokens,
                              max_entries, budget, out_rows)
     if m < max_entries and k < n_scored:  # entries over budget left it short: rank deeper
         dot_scores(matrix, n, has_vec, query, cos)
-        return recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, bm25, cos,
-                             affinity, eligible, scored, access, seq, tokens, fixed_rows,
-                             lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w,
-                             hops, hop_factor, max_entries, budget, out_rows, out_parts)
+        return recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key,
+                             memo_at, memo_factor, log_table, bm25, cos, affinity, eligible,
+                             scored, access, seq, tokens, fixed_rows, lead_rows, norm_mode,
+                             bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
+                             max_entries, budget, np.empty((7, n)), out_rows, out_parts)
     fill_cosines(out_rows[:m], matrix, has_vec, query, cos)  # fixed and leading rows
     for j in range(m):
         r = out_rows[j]

@@ -63,3 +63,12 @@ def dot_scores_parallel(matrix, n_rows, has_vec, query, out):
     the cache is bound by memory bandwidth, which one core cannot saturate."""
     for i in prange(n_rows):
         out[i] = row_dot(matrix, i, query) if has_vec[i] else np.float32(0.0)
+
+
+@njit(cache=True)
+def is_unit_vector(vector, tol):
+    """``|‖vector‖² − 1| < tol``, the squares summed in float64 (False for NaN or inf)."""
+    total = 0.0
+    for j in range(vector.shape[0]):
+        total += np.float64(vector[j]) * np.float64(vector[j])
+    return abs(total - 1.0) < tol

@@ -49,19 +49,23 @@ def _memory_kernels():
     common = (i64, i64, i64, np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0.4, 0.6, 1.0,
               5, nbr, np.zeros((n, 5)), 1, 0.5, 3, 100)
     rec, imp, base = np.zeros(n), np.zeros(n), np.zeros(n)
-    recall.base_scores(f64, f64, i64, 0.0, 0.005, 1.0, 1.0, rec, imp, base)
+    # recency knobs: decay, weights, the recency memo (key, updated_at seen, factors), log table
+    knobs = (0.005, 1.0, 1.0, np.full(2, np.nan), np.full(n, np.nan), np.zeros(n), np.zeros(64))
+    recall.base_scores(f64, f64, i64, 0.0, *knobs, rec, imp, base)
     outs = [np.zeros(8, np.int64)] + [np.zeros(8) for _ in range(5)]
-    recall.recall_one(base, f64, np.zeros(n, np.float32), f64, bools, bools, *common, *outs)
-    recall.recall_single(f64, f64, 0.0, 0.005, 1.0, 1.0, f64, np.zeros(n, np.float32), f64, bools,
-                         bools, *common, np.zeros(8, np.int64), np.zeros((9, 8)))
+    recall.recall_one(base, f64, np.zeros(n, np.float32), f64, bools, bools, *common,
+                      np.zeros((4, n)), *outs)
+    recall.recall_single(f64, f64, 0.0, *knobs, f64, np.zeros(n, np.float32), f64, bools, bools,
+                         *common, np.zeros((7, n)), np.zeros(8, np.int64), np.zeros((9, 8)))
     for mat in (m, _ro(m)):
-        recall.recall_query(*query_args[:-1], mat, bools, np.ones(d, np.float32), f64, f64, 0.0,
-                            0.005, 1.0, 1.0, f64, bools, bools, *common, np.zeros(n),
-                            np.zeros(n, np.float32), np.zeros(8, np.int64), np.zeros((9, 8)))
+        recall.recall_query(*query_args[:-1], mat, bools, np.ones(d, np.float32), True, f64, f64,
+                            0.0, *knobs, f64, bools, bools, *common, np.zeros(n),
+                            np.zeros(n, np.float32), np.zeros((7, n)), np.zeros(8, np.int64),
+                            np.zeros((9, 8)))
     from maclaw_kernels import recall_large
 
     recall_large.recall_large(m, np.zeros((n, d), np.int8), np.zeros(n, np.float32), f64, 2e-4,
-                              bools, np.ones(d, np.float32), f64, f64, 0.0, 0.005, 1.0, 1.0,
+                              bools, np.ones(d, np.float32), f64, f64, 0.0, *knobs,
                               f64, f64, bools, bools, *common, 2048, np.zeros(n, np.float32),
                               np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(8, np.int64),
                               np.zeros((9, 8)))

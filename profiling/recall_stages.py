@@ -49,7 +49,7 @@ def staged_recall(store, query, qvec_in, acc):
         n = static.n
         now = float(store.clock())
         eligible, affinity, scored = static.scope_masks(store, None)
-        rows, parts = static.hit_buffers()
+        rows, parts, work = static.hit_buffers()
         t3 = pc()
         if n * store.dim >= R.PARALLEL_ELEMENTS:
             bm25 = store._bm25.scores(tokens, n)
@@ -69,7 +69,8 @@ def staged_recall(store, query, qvec_in, acc):
             dot_scores(store._vectors.matrix, n, store._vectors.has_vec, qvec[0], cos)
             t5 = pc()
             m = R.recall_single(*static.recency_args, now, *static.recency_knobs, bm25, cos,
-                                affinity, eligible, scored, *static.kernel_args, rows, parts)
+                                affinity, eligible, scored, *static.kernel_args, work, rows,
+                                parts)
         t6 = pc()
         hits = R._hits(store, rows[:m], parts[:, :m])
         t7 = pc()

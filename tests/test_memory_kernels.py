@@ -35,11 +35,13 @@ from maclaw_kernels.recall import (
     recall_batch,
     recall_one,
     recall_single,
+    recency_epoch,
+    refresh_recency,
     score_rows,
     select_within_budget,
 )
 from maclaw_kernels.topk import top_k_desc
-from maclaw_kernels.vectors import dot_scores, dot_scores_batch, dot_scores_parallel
+from maclaw_kernels.vectors import dot_scores, dot_scores_batch, dot_scores_parallel, is_unit_vector
 
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.vectors import VectorColumn
@@ -52,6 +54,13 @@ JIT = not numba.config.DISABLE_JIT
 # pure-Python lane compares BM25 at float32 precision, the JIT lane at float64.
 BM25_RTOL = 1e-12 if JIT else 1e-6
 MIRROR_REL = 1e-9 if JIT else 1e-6
+
+
+def recency_knobs(n, decay=0.005, w_rec=1.0, w_imp=0.7):
+    """decay, weights, a fresh recency memo (key, updated_at seen, factors) and the log table:
+    the kernels' recency arguments after ``now``."""
+    return (decay, w_rec, w_imp, np.full(2, np.nan), np.full(n, np.nan), np.zeros(n),
+            np.log1p(np.arange(64.0)))
 
 
 def ro(*arrays):
@@ -753,7 +762,8 @@ def test_base_scores_matches_reference(seed):
     access = rng.integers(0, 100, n).astype(np.int64)  # ≥ 64: past the kernel's log table
     rec, imp, base = np.empty(n), np.empty(n), np.empty(n)
     args = (updated, weight, access) if seed % 3 else ro(updated, weight, access)
-    base_scores(*args, now, 0.005, 1.0, 0.7, rec, imp, base)
+    knobs = recency_knobs(n)
+    base_scores(*args, now, *knobs, rec, imp, base)
     for i in range(n):
         r = math.exp(-0.005 * max(now - updated[i], 0.0) / 3600)
         m = weight[i] + math.log(1 + access[i])
@@ -762,9 +772,63 @@ def test_base_scores_matches_reference(seed):
         assert base[i] == pytest.approx(r + 0.7 * m, rel=1e-12)
     if seed == 0:  # SPEC §15: recency after 24 h
         r = np.empty(1)
-        base_scores(np.array([now - 86400.0]), np.array([2.0]), np.array([1]), now, 0.005, 1.0,
-                    1.0, r, np.empty(1), np.empty(1))
+        base_scores(np.array([now - 86400.0]), np.array([2.0]), np.array([1]), now,
+                    *recency_knobs(1, w_imp=1.0), r, np.empty(1), np.empty(1))
         assert round(float(r[0]), 4) == 0.8869
+
+
+def ref_recency(updated, now, decay):
+    return np.array([math.exp(-decay * max(now - u, 0.0) / 3600) for u in updated])
+
+
+@pytest.mark.parametrize("decay", [0.005, 0.0, 1.0, -0.01])
+def test_refresh_recency_matches_exp_and_heals_stale_rows(decay):
+    """The memo gives exp(-decay·age) (age 0 in the future) to 1e-12, recomputes exactly the
+    rows whose updated_at changed, starts over in a new epoch or with a new decay, and gives the
+    same bits as a fresh memo whatever happened before."""
+    rng = np.random.default_rng(7)
+    n = 300
+    now = 1.8e9
+    updated = now - rng.uniform(-7200, 60 * 86400, n)
+    memo = recency_knobs(n, decay)[3:6]
+
+    def recency(upd, t, m):
+        return np.array([1.0 if upd[i] >= t else
+                         refresh_recency(upd, t, decay, *m) * m[2][i] for i in range(n)])
+
+    np.testing.assert_allclose(recency(updated, now, memo), ref_recency(updated, now, decay),
+                               rtol=1e-12, atol=1e-300)
+    assert memo[1].tolist() == updated.tolist()
+    touched = rng.choice(n, 20, replace=False)
+    factors = memo[2].copy()
+    updated[touched] = now  # what reinforcement does
+    got = recency(updated, now + 60, memo)
+    np.testing.assert_allclose(got, ref_recency(updated, now + 60, decay), rtol=1e-12,
+                               atol=1e-300)
+    untouched = np.setdiff1d(np.arange(n), touched)
+    assert memo[2][untouched].tolist() == factors[untouched].tolist()
+    fresh = recency_knobs(n, decay)[3:6]
+    assert got.tolist() == recency(updated, now + 60, fresh).tolist()
+    later = now + 400 * 86400  # past the epoch's span for every decay here but 0
+    key = memo[0].copy()
+    np.testing.assert_allclose(recency(updated, later, memo), ref_recency(updated, later, decay),
+                               rtol=1e-12, atol=1e-300)
+    assert decay == 0.0 or memo[0][0] != key[0]
+    assert memo[0][0] == recency_epoch(later, decay) <= later
+
+
+def test_is_unit_vector():
+    rng = np.random.default_rng(3)
+    for d in (1, 8, 384):
+        v = rng.normal(size=d).astype(np.float32)
+        v /= np.linalg.norm(v)
+        assert is_unit_vector(v, 1e-6)
+        assert not is_unit_vector(v * np.float32(1.01), 1e-6)
+        assert not is_unit_vector(np.zeros(d, np.float32), 1e-6)
+        for bad in (np.nan, np.inf):
+            w = v.copy()
+            w[0] = bad
+            assert not is_unit_vector(w, 1e-6)
 
 
 def ref_rank(base, rel, scored, access, seq, w_rel, n_seeds, nbr, w, hops, factor):
@@ -861,7 +925,7 @@ def recall_call(c, q, mode, n_seeds, hops, max_entries, budget, readonly=False):
         arrays = ro(*arrays)
     nbr, w = (ro(c["nbr"], c["w"]) if readonly else (c["nbr"], c["w"]))
     m = recall_one(*arrays, mode, 0.4, 0.6, 1.0, n_seeds, nbr, w, hops, 0.5, max_entries,
-                   budget, rows, *parts)
+                   budget, np.full((4, c["n"]), np.nan), rows, *parts)
     return rows[:m], [p[:m] for p in parts]
 
 
@@ -1012,17 +1076,18 @@ def test_recall_single_is_base_scores_then_recall_one(seed):
     updated = now - rng.uniform(-3600, 90 * 86400, n)  # a few in the future: recency 1
     weight = rng.uniform(0.5, 3, n)
     rec, imp, base = np.empty(n), np.empty(n), np.empty(n)
-    base_scores(updated, weight, c["access"], now, 0.005, 1.0, 0.7, rec, imp, base)
+    base_scores(updated, weight, c["access"], now, *recency_knobs(n), rec, imp, base)
     common = (q["bm25"], q["cos"], q["affinity"], q["eligible"], q["scored"], c["access"],
               c["seq"], c["tokens"], c["fixed"], c["lead"], 1, 0.4, 0.6, 1.0, 5, c["nbr"],
               c["w"], 1, 0.5, 20, 2000)
     width = 20 + c["fixed"].size
     rows_ref = np.full(width, -1, np.int64)
     parts_ref = [np.zeros(width) for _ in range(5)]
-    m_ref = recall_one(base, *common, rows_ref, *parts_ref)
+    m_ref = recall_one(base, *common, np.empty((4, n)), rows_ref, *parts_ref)
     rows = np.full(width, -1, np.int64)
     parts = np.zeros((9, width))
-    m = recall_single(updated, weight, now, 0.005, 1.0, 0.7, *common, rows, parts)
+    m = recall_single(updated, weight, now, *recency_knobs(n), *common, np.empty((7, n)), rows,
+                      parts)
     assert m == m_ref and rows[:m].tolist() == rows_ref[:m].tolist()
     for j in range(4):
         assert parts[j, :m].tolist() == parts_ref[j][:m].tolist()

@@ -12,7 +12,7 @@ from maclaw_kernels.recall import recall_single
 from maclaw_kernels.recall_large import recall_large, top_of, within_hops
 from maclaw_kernels.topk import top_k_desc
 from maclaw_kernels.vectors import dot_scores
-from tests.test_memory_kernels import random_graph, ro
+from tests.test_memory_kernels import random_graph, recency_knobs, ro
 
 
 def large_case(seed):
@@ -55,16 +55,18 @@ def run_both(c, mode, n_seeds, hops, max_entries, budget, block, readonly=False,
     cos = np.empty(c["n"], np.float32)
     dot_scores(c["matrix"], c["n"], c["has_vec"], c["query"], cos)
     ref_rows, ref_parts = np.full(width, -1, np.int64), np.zeros((9, width))
-    m_ref = recall_single(c["updated"], c["weight"], c["now"], 0.005, w_rec, 0.8, cols[0], cos,
-                          *cols[1:], *knobs, ref_rows, ref_parts)
+    m_ref = recall_single(c["updated"], c["weight"], c["now"],
+                          *recency_knobs(c["n"], 0.005, w_rec, 0.8), cols[0], cos, *cols[1:],
+                          *knobs, np.empty((7, c["n"])), ref_rows, ref_parts)
     rows, parts = np.full(width, -1, np.int64), np.zeros((9, width))
     n, d = c["matrix"].shape
     codes, scale, err = np.zeros((n, d), np.int8), np.zeros(n, np.float32), np.zeros(n)
     quantize_rows(c["matrix"], codes, scale, err)
     scratch = [np.full(n, np.nan, np.float32)] + [np.full(n, np.nan) for _ in range(3)]
     m = recall_large(c["matrix"], codes, scale, err, BOUND_SLACK, c["has_vec"], c["query"],
-                     c["updated"], c["weight"], c["now"], 0.005, w_rec, 0.8, *cols, *knobs, block,
-                     *scratch, rows, parts)
+                     c["updated"], c["weight"], c["now"],  # a memo of its own: same bits
+                     *recency_knobs(c["n"], 0.005, w_rec, 0.8), *cols, *knobs, block, *scratch,
+                     rows, parts)
     return (m_ref, ref_rows[:m_ref], ref_parts[:, :m_ref]), (m, rows[:m], parts[:, :m])
 
 

@@ -156,6 +156,8 @@ def snapshot_state(store):
     lambda s: s.recall(None),
     lambda s: s.recall("q", query_vector=np.ones(3)),
     lambda s: s.recall("q", query_vector=np.full(384, np.nan)),
+    lambda s: s.recall("q", query_vector=np.full(384, np.nan, np.float32)),  # the kernel's check
+    lambda s: s.recall("q", query_vector=np.full(384, np.inf, np.float32)),
     lambda s: s.recall("q", project=5),
     lambda s: s.recall_batch(["a", "b"], query_vectors=np.ones((1, 384))),
     lambda s: s.recall_batch("not a list"),
@@ -396,6 +398,31 @@ def test_query_vector_check_uses_unit_vectors_as_given_and_copies_the_rest():
         v[:] = 0.0
         hits = s.recall("reused buffer", query_vector=q, reinforce=False)
         assert hits[0].entry.id == e.id and hits[0].breakdown.cos == pytest.approx(1.0, abs=1e-5)
+
+
+def test_query_vector_of_any_length_recalls_as_its_unit_vector(clock):
+    """A float32 vector passed as it is (the fused kernel checks its length) that is not of unit
+    length recalls exactly as its normalised form, and a zero vector as no vector at all."""
+    from maclaw_fast.embedding import check_vectors
+
+    rng = np.random.default_rng(5)
+    with MemoryStore.in_memory(embedder="hash", clock=clock) as s:
+        for i in range(40):
+            v = rng.normal(size=s.dim).astype(np.float32)
+            s.save(f"note {i} on topic {i % 5}", category="preference",
+                   vector=v / np.linalg.norm(v))
+        q = rng.normal(size=s.dim).astype(np.float32)
+
+        def key(hits):
+            return [(h.entry.id, h.score, h.breakdown.cos) for h in hits]
+
+        def recall(v):
+            return key(s.recall("topic 3", query_vector=v, reinforce=False))
+
+        for given in (q, q * np.float32(3), q.astype(np.float64)):
+            assert recall(given) == recall(check_vectors(given, s.dim)[0].copy())
+        zero = recall(np.zeros(s.dim, np.float32))
+        assert zero and [c for _, _, c in zero] == [0.0] * len(zero)
 
 
 def test_reinforced_entries_match_a_fresh_build(clock):

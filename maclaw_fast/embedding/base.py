@@ -35,6 +35,13 @@ def l2_normalise(matrix: np.ndarray) -> np.ndarray:
 _FLOAT32 = np.dtype(np.float32)  # native float32: NumPy keeps one instance, so ``is`` tests it
 
 
+def plain_vector(vector, dim: int) -> bool:
+    """``vector`` is a writeable, C-contiguous float32 NumPy array of shape ``(dim,)``: the form
+    the kernels take as it is (a read-only array would make them compile another signature)."""
+    return (type(vector) is np.ndarray and vector.dtype is _FLOAT32 and vector.shape == (dim,)
+            and (flags := vector.flags).c_contiguous and flags.writeable)
+
+
 def check_vectors(vectors, dim: int, *, what: str = "vector") -> np.ndarray:
     """Validate user-given vectors: shape ``(n, dim)`` or ``(dim,)``, finite; returns normalised rows.
 
@@ -42,9 +49,7 @@ def check_vectors(vectors, dim: int, *, what: str = "vector") -> np.ndarray:
     shape ``(dim,)`` as a view of itself, a C-contiguous float32 matrix of unit rows as itself
     (read them, do not keep them).
     """
-    # (a read-only array would make the kernels compile another signature: copied below)
-    if (type(vectors) is np.ndarray and vectors.dtype is _FLOAT32 and vectors.shape == (dim,)
-            and (flags := vectors.flags).c_contiguous and flags.writeable):
+    if plain_vector(vectors, dim):
         sq = float(np.dot(vectors, vectors))
         if abs(sq - 1.0) < 1e-6:  # finite and already unit length: use it as given (read only)
             return vectors[None, :]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from maclaw_fast.embedding import check_vectors
+from maclaw_fast.embedding.base import plain_vector
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.index.vectors import BOUND_SLACK, PARALLEL_ELEMENTS
 from maclaw_fast.memory import validate
@@ -24,6 +25,8 @@ _NO_VECTOR = np.zeros(0, np.float32)  # the query vector of a query without one
 LARGE_BLOCK = 2048
 # the most score-matrix elements a batch chunk holds (two buffers: ~24 MB at this size)
 BATCH_CHUNK_ELEMENTS = 2_000_000
+# ln(1 + a) for the small access counts, read by the kernels instead of a log per row
+LOG_ACCESS = np.log1p(np.arange(64, dtype=np.float64))
 
 
 class _Static:
@@ -62,7 +65,11 @@ class _Static:
         self.n = n
         self.width = self.max_entries + self.fixed.shape[0]
         self.recency_args = (t.updated_at[:n], t.weight[:n])
-        self.recency_knobs = (rc.recency_decay_per_hour, rc.weight_recency, rc.weight_importance)
+        # the kernels' recency memo (key, updated_at seen, factor per row): refreshed in
+        # place by each recall, so recency is a multiply per row, not an exp
+        memo = (np.full(2, np.nan), np.full(n, np.nan), np.zeros(n))
+        self.recency_knobs = (rc.recency_decay_per_hour, rc.weight_recency, rc.weight_importance,
+                              *memo, LOG_ACCESS)
         self.no_cos = np.zeros(n, np.float32)  # read only: the query has no vector
         self._scratch = None
         self._hits = None
@@ -81,11 +88,12 @@ class _Static:
                              np.empty(self.n))
         return self._scratch
 
-    def hit_buffers(self) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, parts) written by the single-query kernels, reused under the store lock (the
-        hits are built from them before it is released)."""
+    def hit_buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, parts, work) written by the single-query kernels, reused under the store lock
+        (the hits are built from them before it is released; ``work`` is their scratch)."""
         if self._hits is None:
-            self._hits = (np.empty(self.width, np.int64), np.empty((9, self.width)))
+            self._hits = (np.empty(self.width, np.int64), np.empty((9, self.width)),
+                          np.empty((7, self.n)))
         return self._hits
 
     def score_buffers(self) -> tuple[np.ndarray, np.ndarray]:
@@ -176,15 +184,31 @@ def _query_vectors(store, queries: list[str], given) -> np.ndarray | None:
     return out
 
 
+def _query_vector(store, query: str, given) -> tuple[np.ndarray | None, bool]:
+    """(the query's vector or None, whether its length is still to be checked). A vector given
+    in the kernels' own form (:func:`plain_vector`) is passed on as it is: the fused kernel checks
+    that it is finite and of unit length itself, saving a NumPy call per recall."""
+    if given is None:
+        if store._qcache is not None and query.strip():
+            return store._qcache.get_many([query])[0], False  # embed outside the store lock
+        return None, False
+    if store.dim and plain_vector(given, store.dim):
+        return given, True
+    return _query_vectors(store, [query], given)[0], False
+
+
+def _checked(store, qvec: np.ndarray) -> np.ndarray:
+    """``qvec`` through :func:`check_vectors`: normalised, or a ValidationError."""
+    return check_vectors(qvec, store.dim, what="query vector")[0]
+
+
 def recall(store, query, *, project=None, reinforce=True, query_vector=None, dynamic=False,
            category=None) -> list[RecallHit]:
     query = validate.query(query)
     project = validate.project(project)
     reinforce = validate.flag(reinforce, "reinforce")
     category = validate.category(category) if category is not None else None
-    qvec = _query_vectors(store, [query], query_vector) if query_vector is not None else None
-    if qvec is None and store._qcache is not None and query.strip():
-        qvec = store._qcache.get_many([query])  # embed outside the store lock
+    qvec, unchecked = _query_vector(store, query, query_vector)
     tokens = tokenize(query)
     with store._lock:
         store._check_open()
@@ -192,26 +216,35 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         n = static.n
         now = float(store.clock())
         eligible, affinity, scored = static.scope_masks(store, project)
-        rows, parts = static.hit_buffers()
+        rows, parts, work = static.hit_buffers()
         vec, bm25_index = store._vectors, store._bm25
+        if unchecked and (bm25_index.is_large or n * store.dim >= PARALLEL_ELEMENTS):
+            qvec, unchecked = _checked(store, qvec), False  # only the fused kernel checks it
         if qvec is not None and n * store.dim >= PARALLEL_ELEMENTS:
             vec.keep_codes()  # recall over a large store reads int8 codes first
             m = recall_large(vec.matrix[:n], vec.codes[:n], vec.scale[:n], vec.err[:n],
-                             BOUND_SLACK, vec.has_vec[:n], qvec[0], *static.recency_args, now,
+                             BOUND_SLACK, vec.has_vec[:n], qvec, *static.recency_args, now,
                              *static.recency_knobs, bm25_index.scores(tokens, n), affinity,
                              eligible, scored, *static.kernel_args, LARGE_BLOCK,
                              *static.scratch(), rows, parts)
         elif bm25_index.is_large:  # a large BM25-only store: BM25 across threads
-            cos = vec.scores(qvec[0], n) if qvec is not None else static.no_cos
+            cos = vec.scores(qvec, n) if qvec is not None else static.no_cos
             m = recall_single(*static.recency_args, now, *static.recency_knobs,
                               bm25_index.scores(tokens, n), cos, affinity, eligible, scored,
-                              *static.kernel_args, rows, parts)
+                              *static.kernel_args, work, rows, parts)
         else:  # BM25, cosines and ranking in one kernel call
+            bm25_args = bm25_index.query_args(tokens)
             bm25, cos = static.score_buffers()
-            m = recall_query(*bm25_index.query_args(tokens), vec.matrix, vec.has_vec,
-                             _NO_VECTOR if qvec is None else qvec[0], *static.recency_args, now,
-                             *static.recency_knobs, affinity, eligible, scored,
-                             *static.kernel_args, bm25, cos, rows, parts)
+            while True:
+                m = recall_query(*bm25_args, vec.matrix, vec.has_vec,
+                                 _NO_VECTOR if qvec is None else qvec, unchecked,
+                                 *static.recency_args, now, *static.recency_knobs, affinity,
+                                 eligible, scored, *static.kernel_args, bm25, cos, work, rows,
+                                 parts)
+                if m >= 0:
+                    break
+                # not finite or not of unit length: normalised, or a ValidationError
+                qvec, unchecked = _checked(store, qvec), False
         hits = _hits(store, rows[:m], parts[:, :m])
         if reinforce and m:
             _reinforce(store, rows[:m], now)

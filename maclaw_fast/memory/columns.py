@@ -188,7 +188,7 @@ class EntryTable:
     def cached_entries(self, rows: list[int]) -> list[Entry | None]:
         get = self._cache.get
         if len(rows) <= 4 * self.n_rows:
-            return [get(r) for r in rows]
+            return list(map(get, rows))
         # a batch's hits repeat rows: one lookup per row, then one C-level gather (20k hits:
         # 0.65 → 0.2 ms)
         return list(operator.itemgetter(*rows)(list(map(get, range(self.n_rows)))))

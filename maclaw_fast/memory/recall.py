@@ -278,7 +278,7 @@ def _make_hits(store, rows: list[int], reasons, graph: list, total: list, bm25: 
     """One :class:`RecallHit` per row from plain-list columns (``reasons``: an iterable of
     names). The structs are built by ``map`` over the columns, in C: ~0.1 µs a hit."""
     entries = store._table.cached_entries(rows)
-    if None in entries:
+    if not all(entries):  # (``None in`` would call Entry.__eq__ on every hit)
         entries = [e or store._entry(r) for r, e in zip(rows, entries)]
     breakdowns = map(ScoreBreakdown, recency, importance, bm25, cos, affinity, graph, total)
     return list(map(RecallHit, entries, total, breakdowns, reasons))

@@ -49,7 +49,7 @@ def staged_recall(store, query, qvec_in, acc):
         n = static.n
         now = float(store.clock())
         eligible, affinity, scored = static.scope_masks(store, None)
-        rows, parts, work = static.hit_buffers()
+        rows, parts, work, bm25, cos = static.single
         t3 = pc()
         if n * store.dim >= R.PARALLEL_ELEMENTS:
             bm25 = store._bm25.scores(tokens, n)
@@ -62,7 +62,6 @@ def staged_recall(store, query, qvec_in, acc):
                                now, *static.recency_knobs, bm25, affinity, eligible, scored,
                                *static.kernel_args, R.LARGE_BLOCK, *static.scratch(), rows, parts)
         else:
-            bm25, cos = static.score_buffers()
             bm25[:] = 0.0
             bm25_query(*store._bm25.query_args(tokens), bm25)
             t4 = pc()

@@ -463,6 +463,40 @@ def test_incremental_bm25_rebuild_and_compaction_paths(monkeypatch):
     assert calls["_rebuild_main"] >= 2 and calls["_compact"] >= 1, calls
 
 
+def test_query_arguments_follow_every_edit():
+    """``query_args`` keeps its arrays and scalars between queries: after every kind of edit
+    (add, update, bulk adds by tokens and by ids, remove, clear, rebuilds and compaction) the
+    next query scores as a fresh build does."""
+    rng = random.Random(11)
+    idx = Bm25Index(tantivy_index=False)
+    docs: dict[int, list[str]] = {}
+    for step in range(400):
+        r = rng.random()
+        if docs and r < 0.3:
+            key = rng.choice(list(docs))
+            idx.remove(key)
+            del docs[key]
+        elif r < 0.45:
+            new = {rng.randrange(500): zipf_doc(rng, rng.randint(0, 12)) for _ in range(3)}
+            new = {k: v for k, v in new.items() if k not in docs}
+            if rng.random() < 0.5:
+                idx.add_many(list(new), list(new.values()))
+            else:
+                ids = idx.vocab.ids([t for toks in new.values() for t in toks], add=True)
+                idx.add_many_ids(list(new), ids, [len(v) for v in new.values()])
+            docs.update(new)
+        elif r < 0.46:
+            idx.clear()
+            docs.clear()
+        else:
+            key = rng.randrange(500)
+            docs[key] = zipf_doc(rng, rng.randint(0, 12))
+            idx.add(key, docs[key])
+        q = [rng.choice(WORDS[:40]) for _ in range(rng.randint(1, 3))]
+        np.testing.assert_allclose(idx.scores(q, 500), _fresh(docs).scores(q, 500), rtol=1e-12,
+                                   atol=0, err_msg=f"step {step}")
+
+
 def test_tantivy_after_edits_matches_reference():
     """tantivy (the index of record) after adds, updates and deletes: scored against the live
     set only."""

@@ -24,7 +24,6 @@ from itertools import chain
 
 import numba
 import numpy as np
-import tantivy
 from maclaw_kernels.bm25 import (
     bm25_query,
     bm25_query_parallel,
@@ -36,6 +35,7 @@ from maclaw_kernels.bm25 import (
 
 from maclaw_fast.config import Bm25Config
 from maclaw_fast.index.arrays import grow
+from maclaw_fast.index.tantivy_mirror import TantivyMirror
 from maclaw_fast.text.tokenizer import Vocabulary
 
 # above this many postings one query splits its documents across numba's threads: ~100k
@@ -112,7 +112,8 @@ class Bm25Index:
         self._bulk_depth = 0  # inside bulk(): adds leave the postings rebuild to its end
         self._delta = None  # rebuilt lazily
         self._dead_in_main = 0
-        self._tantivy = _TantivyMirror() if tantivy_index else None
+        self._tantivy = TantivyMirror() if tantivy_index else None
+        self._args = None  # query_args' arrays and scalars; every change resets it first
 
     # ------------------------------------------------------------------ edits
     def __len__(self) -> int:
@@ -125,6 +126,7 @@ class Bm25Index:
         """Index ``tokens`` under ``key`` (replacing what the key held)."""
         key = int(key)
         with self._lock:
+            self._args = None
             if key in self._key_doc:
                 self._remove(key)
             counts: dict[int, int] = {}  # a dict beats np.unique on a few dozen tokens
@@ -197,6 +199,7 @@ class Bm25Index:
 
     def _add_flat(self, keys: list[int], flat: np.ndarray, lengths: np.ndarray,
                   token_lists) -> None:
+        self._args = None
         for key in keys:
             if key in self._key_doc:
                 self._remove(key)
@@ -265,6 +268,7 @@ class Bm25Index:
                 self._remove(int(key))
 
     def _remove(self, key: int) -> None:
+        self._args = None
         d = self._key_doc.pop(key)
         self._doc_live[d] = False
         lo = self._doc_start[d]
@@ -302,6 +306,7 @@ class Bm25Index:
         return self._fwd_terms[pos], rep_docs, self._fwd_tfs[pos]
 
     def _rebuild_main(self) -> None:
+        self._args = None
         terms, docs, tfs = self._coo(0, self._n_docs)
         self._main = build_csr(len(self.vocab), terms, docs, tfs)
         self._main_upto = self._n_docs
@@ -377,19 +382,28 @@ class Bm25Index:
         index's own: hold off changes to it until the kernel has run."""
         get = self.vocab.ids_dict.get
         term_ids = np.array([get(tok, -1) for tok in tokens], dtype=np.int64)
-        with self._lock:
-            tail = self._fwd_used - self._main_nnz
-            if tail:
-                # rent or buy: once queries have scanned as many tail postings as a rebuild
-                # touches, rebuild, so scanning never costs more than twice the best policy
-                self._tail_work += tail
-                if self._tail_work >= self._fwd_used:
-                    self._rebuild_main()
-            ip, pd, pt = self._main
-            return (term_ids, self._df, len(self._key_doc), ip, pd, pt, self._main_upto,
-                    self._n_docs, self._doc_start, self._doc_nterms, self._fwd_terms,
-                    self._fwd_tfs, self._doc_norm, self._doc_live, self._doc_key, self.k1,
-                    self.b, max(self.avgdl, 1e-9), self._term_weight_scratch())
+        args = self._args  # kept while the index is unchanged and has no tail to scan
+        if args is None or args[-1].shape[0] < len(self.vocab):
+            with self._lock:
+                args = self._query_arrays()
+        return (term_ids, *args)
+
+    def _query_arrays(self) -> tuple:
+        """:meth:`query_args` after the term ids (under the lock)."""
+        tail = self._fwd_used - self._main_nnz
+        if tail:
+            # rent or buy: once queries have scanned as many tail postings as a rebuild
+            # touches, rebuild, so scanning never costs more than twice the best policy
+            self._tail_work += tail
+            if self._tail_work >= self._fwd_used:
+                self._rebuild_main()
+        ip, pd, pt = self._main
+        args = (self._df, len(self._key_doc), ip, pd, pt, self._main_upto, self._n_docs,
+                self._doc_start, self._doc_nterms, self._fwd_terms, self._fwd_tfs,
+                self._doc_norm, self._doc_live, self._doc_key, self.k1, self.b,
+                max(self.avgdl, 1e-9), self._term_weight_scratch())
+        self._args = args if self._fwd_used == self._main_nnz else None
+        return args
 
     @property
     def is_large(self) -> bool:
@@ -435,7 +449,7 @@ class Bm25Index:
             raise RuntimeError("this Bm25Index was built without tantivy")
         with self._lock:
             if self._tantivy.deletes:
-                self._tantivy = _TantivyMirror()
+                self._tantivy = TantivyMirror()
                 for key, d in self._key_doc.items():
                     self._tantivy.add(key, self._doc_tokens(d), replace=False)
             return self._tantivy.scores(tokens)
@@ -446,50 +460,3 @@ class Bm25Index:
         terms = self._fwd_terms[lo: lo + self._doc_nterms[d]].tolist()
         tfs = self._fwd_tfs[lo: lo + self._doc_nterms[d]].tolist()
         return [self.vocab.tokens[t] for t, n in zip(terms, tfs) for _ in range(int(n))]
-
-
-class _TantivyMirror:
-    """A tantivy RAM index over pre-tokenised text: whitespace tokenizer, term frequencies, and the
-    caller's key as a raw term for exact deletes. Committed lazily, before a search."""
-
-    def __init__(self) -> None:
-        sb = tantivy.SchemaBuilder()
-        # a raw text key: tantivy-py's delete-by-term does not match u64 fields
-        sb.add_text_field("key", stored=True, tokenizer_name="raw", index_option="basic")
-        sb.add_text_field("body", stored=False, tokenizer_name="whitespace", index_option="freq")
-        self.schema = sb.build()
-        self.index = tantivy.Index(self.schema)
-        self.writer = self.index.writer(heap_size=15_000_000, num_threads=1)
-        self.dirty = False
-        self.deletes = 0  # deletes since the build: tantivy's statistics still count them
-
-    def add(self, key: int, tokens: list[str], replace: bool = True) -> None:
-        if replace:
-            self.writer.delete_documents_by_term("key", str(key))
-        doc = tantivy.Document()
-        doc.add_text("key", str(key))
-        doc.add_text("body", " ".join(tokens))
-        self.writer.add_document(doc)
-        self.dirty = True
-
-    def remove(self, key: int) -> None:
-        self.writer.delete_documents_by_term("key", str(key))
-        self.deletes += 1
-        self.dirty = True
-
-    def scores(self, tokens: list[str]) -> dict[int, float]:
-        if self.dirty:
-            self.writer.commit()
-            self.index.reload()
-            self.dirty = False
-        uniq = list(dict.fromkeys(tokens))
-        if not uniq:
-            return {}
-        query = tantivy.Query.boolean_query(
-            [(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, "body", t,
-                                                             index_option="freq"))
-             for t in uniq])
-        searcher = self.index.searcher()
-        n = max(searcher.num_docs, 1)
-        hits = searcher.search(query, limit=n).hits
-        return {int(searcher.doc(addr)["key"][0]): float(score) for score, addr in hits}

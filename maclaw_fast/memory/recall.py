@@ -71,9 +71,11 @@ class _Static:
         self.recency_knobs = (rc.recency_decay_per_hour, rc.weight_recency, rc.weight_importance,
                               *memo, LOG_ACCESS)
         self.no_cos = np.zeros(n, np.float32)  # read only: the query has no vector
+        # the single-query kernels' rows and parts (the hits are built from them before the
+        # store lock is released), their scratch, and the BM25 and cosine of every row
+        self.single = (np.empty(self.width, np.int64), np.empty((9, self.width)),
+                       np.empty((7, n)), np.zeros(n), np.zeros(n, np.float32))
         self._scratch = None
-        self._hits = None
-        self._scores = None
         # batches run in chunks of queries whose (chunk, n) score buffers are kept and reused:
         # fresh multi-megabyte arrays cost a page fault per 4 KiB on every batch (measured
         # ~3,600 faults, ~9 ms, per 1,000 × 500 batch once another thread has allocated)
@@ -87,21 +89,6 @@ class _Static:
             self._scratch = (np.empty(self.n, np.float32), np.empty(self.n), np.empty(self.n),
                              np.empty(self.n))
         return self._scratch
-
-    def hit_buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(rows, parts, work) written by the single-query kernels, reused under the store lock
-        (the hits are built from them before it is released; ``work`` is their scratch)."""
-        if self._hits is None:
-            self._hits = (np.empty(self.width, np.int64), np.empty((9, self.width)),
-                          np.empty((7, self.n)))
-        return self._hits
-
-    def score_buffers(self) -> tuple[np.ndarray, np.ndarray]:
-        """(BM25 float64, cosine float32) of every row for one query, reused under the store
-        lock."""
-        if self._scores is None:
-            self._scores = (np.zeros(self.n), np.zeros(self.n, np.float32))
-        return self._scores
 
     def batch_buffers(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
         """(BM25 float64, cosine float32) buffers of ``rows`` × n, reused under the store lock."""
@@ -216,7 +203,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         n = static.n
         now = float(store.clock())
         eligible, affinity, scored = static.scope_masks(store, project)
-        rows, parts, work = static.hit_buffers()
+        rows, parts, work, bm25, cos = static.single
         vec, bm25_index = store._vectors, store._bm25
         if unchecked and (bm25_index.is_large or n * store.dim >= PARALLEL_ELEMENTS):
             qvec, unchecked = _checked(store, qvec), False  # only the fused kernel checks it
@@ -228,13 +215,12 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
                              eligible, scored, *static.kernel_args, LARGE_BLOCK,
                              *static.scratch(), rows, parts)
         elif bm25_index.is_large:  # a large BM25-only store: BM25 across threads
-            cos = vec.scores(qvec, n) if qvec is not None else static.no_cos
+            cos = vec.scores(qvec, n, cos) if qvec is not None else static.no_cos
             m = recall_single(*static.recency_args, now, *static.recency_knobs,
                               bm25_index.scores(tokens, n), cos, affinity, eligible, scored,
                               *static.kernel_args, work, rows, parts)
         else:  # BM25, cosines and ranking in one kernel call
             bm25_args = bm25_index.query_args(tokens)
-            bm25, cos = static.score_buffers()
             while True:
                 m = recall_query(*bm25_args, vec.matrix, vec.has_vec,
                                  _NO_VECTOR if qvec is None else qvec, unchecked,

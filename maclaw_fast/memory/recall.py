@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from maclaw_fast.embedding import check_vectors
@@ -251,6 +253,13 @@ _REASON_OF = {float(code): name for code, name in enumerate(_REASONS)}  # the ke
 _REASON_NAMES = np.array(_REASONS, dtype=object)  # a take maps a batch's codes at once
 
 
+def _gather(values: list, rows: list[int]) -> list:
+    """``[values[r] for r in rows]``, the same objects, gathered in C."""
+    if len(rows) < 2:
+        return [values[r] for r in rows]
+    return list(operator.itemgetter(*rows)(values))
+
+
 def _floats(column: np.ndarray) -> list[float]:
     """``column.tolist()``; an all-zero column (affinity without a project, most graph parts)
     as one shared 0.0: 20k float objects fewer per 1,000-query batch."""
@@ -275,9 +284,14 @@ def _batch_hits(store, plan, rows, parts, counts, cos_sel, affinity,
     """Every query's hits, built in one pass over columns gathered for the whole batch."""
     col = _hit_columns(plan, rows, parts, counts, cos_sel, affinity, scope_of)
     reason = _REASON_NAMES[col["reason"].astype(np.int64)]
-    columns = [_floats(col[k]) for k in ("graph", "score", "bm25", "recency", "importance",
-                                         "cos", "affinity")]
-    flat = _make_hits(store, col["row"].tolist(), reason.tolist(), *columns)
+    hit_rows = col["row"].tolist()
+    # a row's recency and importance are the same in every query: one float object per row
+    # (~40 hits per row in a 1,000 × 500 batch: 40k float objects fewer)
+    columns = ([_floats(col[k]) for k in ("graph", "score", "bm25")]
+               + [_gather(plan.recency.tolist(), hit_rows),
+                  _gather(plan.importance.tolist(), hit_rows)]
+               + [_floats(col[k]) for k in ("cos", "affinity")])
+    flat = _make_hits(store, hit_rows, reason.tolist(), *columns)
     out, start = [], 0
     for c in counts.tolist():
         out.append(flat[start: start + c])

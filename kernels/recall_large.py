@@ -53,7 +53,7 @@ def score_block(matrix, codes, scale, err, has_vec, query, q_norm, slack, update
             low[i] = -np.inf
             continue
         count += 1
-        a = access[i]
+        a = access[i]  # inline, not _log_access: a helper taking the table costs ~5× per row
         logged = log_table[a] if 0 <= a < log_table.shape[0] else np.log(1.0 + a)
         base = _row_base(updated_at[i], weight[i], now, decay_now, memo_factor[i], w_rec, w_imp,
                          logged)

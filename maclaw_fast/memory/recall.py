@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from maclaw_fast.embedding import check_vectors
@@ -11,7 +9,7 @@ from maclaw_fast.embedding.base import plain_vector
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.index.vectors import BOUND_SLACK, PARALLEL_ELEMENTS
 from maclaw_fast.memory import validate
-from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, USER_FACT
+from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, USER_FACT, gather
 from maclaw_fast.persist.journal import TouchOp
 from maclaw_fast.records import RecallHit, ScoreBreakdown
 from maclaw_fast.text.tokenizer import tokenize
@@ -253,13 +251,6 @@ _REASON_OF = {float(code): name for code, name in enumerate(_REASONS)}  # the ke
 _REASON_NAMES = np.array(_REASONS, dtype=object)  # a take maps a batch's codes at once
 
 
-def _gather(values: list, rows: list[int]) -> list:
-    """``[values[r] for r in rows]``, the same objects, gathered in C."""
-    if len(rows) < 2:
-        return [values[r] for r in rows]
-    return list(operator.itemgetter(*rows)(values))
-
-
 def _floats(column: np.ndarray) -> list[float]:
     """``column.tolist()``; an all-zero column (affinity without a project, most graph parts)
     as one shared 0.0: 20k float objects fewer per 1,000-query batch."""
@@ -288,8 +279,8 @@ def _batch_hits(store, plan, rows, parts, counts, cos_sel, affinity,
     # a row's recency and importance are the same in every query: one float object per row
     # (~40 hits per row in a 1,000 × 500 batch: 40k float objects fewer)
     columns = ([_floats(col[k]) for k in ("graph", "score", "bm25")]
-               + [_gather(plan.recency.tolist(), hit_rows),
-                  _gather(plan.importance.tolist(), hit_rows)]
+               + [gather(plan.recency.tolist(), hit_rows),
+                  gather(plan.importance.tolist(), hit_rows)]
                + [_floats(col[k]) for k in ("cos", "affinity")])
     flat = _make_hits(store, hit_rows, reason.tolist(), *columns)
     out, start = [], 0

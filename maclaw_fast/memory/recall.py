@@ -273,7 +273,7 @@ def _make_hits(store, rows: list[int], reasons, graph: list, total: list, bm25: 
 def _batch_hits(store, plan, rows, parts, counts, cos_sel, affinity,
                 scope_of) -> list[list[RecallHit]]:
     """Every query's hits, built in one pass over columns gathered for the whole batch."""
-    col = _hit_columns(plan, rows, parts, counts, cos_sel, affinity, scope_of)
+    col = _hit_columns(rows, parts, counts, cos_sel, affinity, scope_of)
     reason = _REASON_NAMES[col["reason"].astype(np.int64)]
     hit_rows = col["row"].tolist()
     # a row's recency and importance are the same in every query: one float object per row
@@ -290,16 +290,16 @@ def _batch_hits(store, plan, rows, parts, counts, cos_sel, affinity,
     return out
 
 
-def _hit_columns(plan, rows, parts, counts, cos_sel, affinity, scope_of) -> dict:
+def _hit_columns(rows, parts, counts, cos_sel, affinity, scope_of) -> dict:
     """Every selected hit of a batch, query by query in rank order, as NumPy columns: query
-    index, rank, row and the score breakdown."""
+    index, rank, row and the score breakdown but recency and importance (per row, in the plan:
+    each caller takes them in its own form)."""
     valid = np.arange(rows.shape[1])[None, :] < counts[:, None]
     q_index, rank = np.nonzero(valid)
     sel = rows[q_index, rank]
     score, bm25n, _rel, graph, reason = parts
     return {"query_index": q_index, "rank": rank, "row": sel, "score": score[q_index, rank],
             "reason": reason[q_index, rank],
-            "recency": plan.recency[sel], "importance": plan.importance[sel],
             "bm25": bm25n[q_index, rank],
             "cos": np.maximum(cos_sel[q_index, rank], 0.0).astype(np.float64),
             "affinity": affinity[scope_of[q_index], sel], "graph": graph[q_index, rank]}
@@ -379,10 +379,11 @@ def _ids_array(store):
 def _arrow(store, plan, rows, parts, counts, cos_sel, affinity, scope_of):
     import pyarrow as pa
 
-    col = _hit_columns(plan, rows, parts, counts, cos_sel, affinity, scope_of)
+    col = _hit_columns(rows, parts, counts, cos_sel, affinity, scope_of)
     table = {"query_index": pa.array(col["query_index"].astype(np.int32)),
              "rank": pa.array(col["rank"].astype(np.int32)),
              "id": _ids_array(store).take(pa.array(col["row"]))}
+    col["recency"], col["importance"] = plan.recency[col["row"]], plan.importance[col["row"]]
     for name in ("score", "recency", "importance", "bm25", "cos", "affinity", "graph"):
         table[name] = pa.array(col[name])
     table["reason"] = pa.DictionaryArray.from_arrays(  # RecallHit.reason, dictionary-encoded

@@ -16,6 +16,8 @@ import numpy as np
 from maclaw_kernels.quantized import bound_scores, quantize_rows, rescore_candidates
 from maclaw_kernels.vectors import dot_scores, dot_scores_parallel
 
+from maclaw_fast.index.arrays import aligned_zeros
+
 # above this many matrix elements one query streams the matrix from both cores: at 100k × 384
 # a serial pass is bound by one core's bandwidth (~2× the two-core floor)
 PARALLEL_ELEMENTS = 4_000_000
@@ -38,9 +40,10 @@ class VectorColumn:
     def __init__(self, dim: int, capacity: int = 64, *, quantized: bool = False) -> None:
         self.dim = int(dim)
         self.quantized = bool(quantized)
-        self.matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+        # rows on cache-line boundaries: the dot kernels' loads then never straddle two
+        self.matrix = aligned_zeros((capacity, self.dim), np.float32)
         self.has_vec = np.zeros(capacity, dtype=np.bool_)
-        self.codes = np.zeros((capacity if quantized else 0, self.dim), np.int8)
+        self.codes = aligned_zeros((capacity if quantized else 0, self.dim), np.int8)
         self.scale = np.zeros(capacity if quantized else 0, np.float32)
         self.err = np.zeros(capacity if quantized else 0)
         self._bounds = (np.empty(0), np.empty(0))
@@ -52,7 +55,7 @@ class VectorColumn:
         if self.quantized:
             return
         cap = self.matrix.shape[0]
-        self.codes = np.zeros((cap, self.dim), np.int8)
+        self.codes = aligned_zeros((cap, self.dim), np.int8)
         self.scale = np.zeros(cap, np.float32)
         self.err = np.zeros(cap)
         quantize_rows(self.matrix, self.codes, self.scale, self.err)
@@ -66,7 +69,7 @@ class VectorColumn:
         names = ("matrix", "has_vec") + (("codes", "scale", "err") if self.quantized else ())
         for name in names:
             old = getattr(self, name)
-            grown = np.zeros((new_cap,) + old.shape[1:], old.dtype)
+            grown = aligned_zeros((new_cap,) + old.shape[1:], old.dtype)
             grown[:cap] = old
             setattr(self, name, grown)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
 
 from maclaw_fast.embedding import check_vectors
@@ -98,12 +100,14 @@ class _Static:
         return self._batch[0][:rows], self._batch[1][:rows]
 
     def scope_masks(self, store, project: str | None):
-        """(eligible, affinity, scored) for one project: project-scoped entries need the
-        project's tag; ``scored`` = eligible and neither self identity nor user fact."""
+        """(eligible, affinity, scored, whether any affinity is not 0) for one project:
+        project-scoped entries need the project's tag; ``scored`` = eligible and neither self
+        identity nor user fact."""
         cached = self.projects.get(project)
         if cached is None:
             eligible, affinity = _scope_masks(self, store, project)
-            cached = self.projects[project] = (eligible, affinity, eligible & self.rankable)
+            cached = self.projects[project] = (eligible, affinity, eligible & self.rankable,
+                                               bool(affinity.any()))
         return cached
 
 
@@ -202,7 +206,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         static = _static(store, dynamic, category)
         n = static.n
         now = float(store.clock())
-        eligible, affinity, scored = static.scope_masks(store, project)
+        eligible, affinity, scored, has_affinity = static.scope_masks(store, project)
         rows, parts, work, bm25, cos = static.single
         vec, bm25_index = store._vectors, store._bm25
         if unchecked and (bm25_index.is_large or n * store.dim >= PARALLEL_ELEMENTS):
@@ -231,19 +235,29 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
                     break
                 # not finite or not of unit length: normalised, or a ValidationError
                 qvec, unchecked = _checked(store, qvec), False
-        hits = _hits(store, rows[:m], parts[:, :m])
+        hits = _hits(store, rows[:m], parts[:, :m], has_affinity)
         if reinforce and m:
             _reinforce(store, rows[:m], now)
         return hits
 
 
-def _hits(store, rows, parts) -> list[RecallHit]:
+def _hits(store, rows, parts, has_affinity: bool) -> list[RecallHit]:
     """Typed hits from the kernel's rows and their part rows (score, bm25, rel, graph, recency,
-    importance, cos, affinity, reason code)."""
-    # leave NumPy once: per-element NumPy scalars cost ~100 ns each
-    total, bm25, _rel, graph, recency, importance, cos, affinity, reason = parts.tolist()
-    return _make_hits(store, rows.tolist(), map(_REASON_OF.__getitem__, reason), graph, total,
-                      bm25, recency, importance, cos, affinity)
+    importance, cos, affinity, reason code); ``has_affinity``: whether any row has a project
+    affinity in this recall."""
+    # leave NumPy once per part row: per-element NumPy scalars cost ~100 ns each
+    reason = parts[8].tolist()
+    if any(reason):  # a fixed or leading row, or one the graph walk raised
+        total, bm25, _rel, graph, recency, importance, cos, affinity, _ = parts.tolist()
+        names = map(_REASON_OF.__getitem__, reason)
+    else:  # every hit ranked by its own score, so no graph part: two part rows fewer to convert
+        total, bm25 = parts[:2].tolist()
+        recency, importance, cos = parts[4:7].tolist()
+        graph = [0.0] * len(reason)
+        affinity = parts[7].tolist() if has_affinity else graph
+        names = repeat(_REASONS[0])
+    return _make_hits(store, rows.tolist(), names, graph, total, bm25, recency, importance, cos,
+                      affinity)
 
 
 _REASONS = ("scored", "graph", "self_identity", "user_fact")

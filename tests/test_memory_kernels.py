@@ -34,6 +34,7 @@ from maclaw_kernels.recall import (
     rank_scored,
     recall_batch,
     recall_one,
+    recall_query,
     recall_single,
     recency_epoch,
     refresh_recency,
@@ -1134,3 +1135,55 @@ def test_recall_single_is_base_scores_then_recall_one(seed):
     reason = [2 if r in fixed else 3 if r in lead else int(parts[3, j] > 0)
               for j, r in enumerate(sel.tolist())]
     assert parts[8, :m].tolist() == reason == parts_ref[4][:m].tolist()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
+    """The fused single-query kernel (BM25, then cosines, base scores and fusion in one pass of
+    row blocks) returns the rows, parts and cosines of the three separate kernels, bit for bit:
+    with and without a query vector, rows without vectors, every BM25 normalisation."""
+    c = recall_inputs(seed)
+    rng, n = c["rng"], c["n"]
+    q = query_case(c, rng)
+    q["eligible"][c["fixed"]] = True
+    q["eligible"][c["lead"]] = True
+    docs_rng = random.Random(seed)
+    index = Bm25Index(tantivy_index=False)
+    index.add_many(list(range(n)), [zipf_doc(docs_rng, docs_rng.randint(0, 12)) for _ in range(n)])
+    d = int(rng.choice([3, 8, 37, 384]))
+    matrix = rng.standard_normal((n + 3, d)).astype(np.float32)  # capacity beyond n, as a store's
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    has_vec = rng.random(n + 3) < 0.9
+    vector = matrix[int(rng.integers(n))].copy() if n and seed % 2 else unit_vector(rng, d)
+    now = 1.8e9
+    updated = now - rng.uniform(-3600, 90 * 86400, n)
+    weight = rng.uniform(0.5, 3, n)
+    width = 20 + c["fixed"].size
+    tail = (c["access"], c["seq"], c["tokens"], c["fixed"], c["lead"])
+    for mode in (0, 1, 2):
+        for qvec in (vector, np.zeros(0, np.float32)):
+            terms = [docs_rng.choice(WORDS[:60]) for _ in range(docs_rng.randint(0, 4))]
+            args = index.query_args(terms)
+            graph = (mode, 0.4, 0.6, 1.0, 5, c["nbr"], c["w"], 1, 0.5, 20, 2000)
+            bm25, cos = np.zeros(n), np.zeros(n, np.float32)
+            bm25_query(*args, bm25)
+            if qvec.size:
+                dot_scores(matrix, n, has_vec, qvec, cos)
+            rows_ref, parts_ref = np.full(width, -1, np.int64), np.zeros((9, width))
+            m_ref = recall_single(updated, weight, now, *recency_knobs(n), bm25, cos,
+                                  q["affinity"], q["eligible"], q["scored"], *tail, *graph,
+                                  np.empty((7, n)), rows_ref, parts_ref)
+            rows, parts = np.full(width, -1, np.int64), np.zeros((9, width))
+            bm25_out, cos_out = np.full(n + 2, np.nan), np.full(n + 2, np.nan, np.float32)
+            m = recall_query(*args, matrix, has_vec, qvec, True, updated, weight, now,
+                             *recency_knobs(n), q["affinity"], q["eligible"], q["scored"], *tail,
+                             *graph, bm25_out, cos_out, np.empty((7, n)), rows, parts)
+            ctx = f"mode {mode}, vector {qvec.size}"
+            assert m == m_ref and rows[:m].tolist() == rows_ref[:m].tolist(), ctx
+            assert parts[:, :m].tolist() == parts_ref[:, :m].tolist(), ctx
+            assert cos_out[:n].tolist() == cos.tolist() and bm25_out[:n].tolist() == bm25.tolist()
+
+
+def unit_vector(rng, d: int) -> np.ndarray:
+    v = rng.standard_normal(d).astype(np.float32)
+    return v / np.linalg.norm(v)

@@ -5,6 +5,7 @@ from numba import njit, prange
 
 from maclaw_kernels.bm25 import bm25_query
 from maclaw_kernels.graph import propagate_reached
+from maclaw_kernels.terms import ascii_query_terms
 from maclaw_kernels.topk import top_k_desc, top_k_known
 from maclaw_kernels.vectors import dot_scores, is_unit_vector
 
@@ -314,6 +315,28 @@ def recall_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n
                          scored, access, seq, tokens, fixed_rows, lead_rows, norm_mode, bm25_w,
                          cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor, max_entries,
                          budget, work, out_rows, out_parts)
+
+
+@njit(cache=True)
+def recall_text(query_text, term_data, term_offsets, term_table, df, n_live, indptr, post_docs,
+                post_tfs, main_upto, n_docs, doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm,
+                doc_live, doc_key, k1, b, avgdl, term_weight, matrix, has_vec, query,
+                check_unit, updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key,
+                memo_at, memo_factor, log_table, affinity, eligible, scored, access, seq, tokens,
+                fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w,
+                hops, hop_factor, max_entries, budget, bm25, cos, work, out_rows, out_parts):
+    """:func:`recall_query` for an ASCII query given as its bytes (``query_text``): its words
+    are split and looked up here (:func:`maclaw_kernels.terms.ascii_query_terms` over the
+    vocabulary's term arrays), then everything runs as there."""
+    term_ids = ascii_query_terms(query_text, term_data, term_offsets, term_table)
+    return recall_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs,
+                        doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key,
+                        k1, b, avgdl, term_weight, matrix, has_vec, query, check_unit,
+                        updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
+                        memo_factor, log_table, affinity, eligible, scored, access, seq, tokens,
+                        fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr,
+                        edge_w, hops, hop_factor, max_entries, budget, bm25, cos, work,
+                        out_rows, out_parts)
 
 
 @njit(cache=True, parallel=True)

@@ -62,6 +62,11 @@ def _memory_kernels():
                             0.0, *knobs, f64, bools, bools, *common, np.zeros(n),
                             np.zeros(n, np.float32), np.zeros((7, n)), np.zeros(8, np.int64),
                             np.zeros((9, 8)))
+        recall.recall_text(b"a b", np.zeros(4, np.uint8), np.zeros(3, np.int64),
+                           np.full(4, -1, np.int64), *query_args[1:-1], mat, bools,
+                           np.ones(d, np.float32), True, f64, f64, 0.0, *knobs, f64, bools, bools,
+                           *common, np.zeros(n), np.zeros(n, np.float32), np.zeros((7, n)),
+                           np.zeros(8, np.int64), np.zeros((9, 8)))
     from maclaw_kernels import recall_large
 
     recall_large.recall_large(m, np.zeros((n, d), np.int8), np.zeros(n, np.float32), f64, 2e-4,

@@ -114,6 +114,7 @@ class Bm25Index:
         self._dead_in_main = 0
         self._tantivy = TantivyMirror() if tantivy_index else None
         self._args = None  # query_args' arrays and scalars; every change resets it first
+        self._text_args = None  # ascii_query_args' (args, vocabulary size, arrays)
 
     # ------------------------------------------------------------------ edits
     def __len__(self) -> int:
@@ -382,11 +383,26 @@ class Bm25Index:
         index's own: hold off changes to it until the kernel has run."""
         get = self.vocab.ids_dict.get
         term_ids = np.array([get(tok, -1) for tok in tokens], dtype=np.int64)
+        return (term_ids, *self.query_arrays())
+
+    def ascii_query_args(self, query: str) -> tuple:
+        """:meth:`query_args` for an ASCII ``query`` given as text: its bytes and this index's
+        term arrays (``maclaw_kernels.terms``) in place of the term ids, so the kernel splits and
+        looks up the words itself (``maclaw_kernels.recall.recall_text``)."""
+        args = self.query_arrays()
+        text = self._text_args  # the term arrays and ``args``, kept while both stand
+        if text is None or text[0] is not args or text[1] != len(self.vocab.tokens):
+            text = self._text_args = (args, len(self.vocab.tokens),
+                                      (*self.vocab.term_arrays(), *args))
+        return (query.encode("ascii"), *text[2])
+
+    def query_arrays(self) -> tuple:
+        """:meth:`query_args` after the term ids."""
         args = self._args  # kept while the index is unchanged and has no tail to scan
-        if args is None or args[-1].shape[0] < len(self.vocab):
+        if args is None or args[-1].shape[0] < len(self.vocab.tokens):
             with self._lock:
                 args = self._query_arrays()
-        return (term_ids, *args)
+        return args
 
     def _query_arrays(self) -> tuple:
         """:meth:`query_args` after the term ids (under the lock)."""

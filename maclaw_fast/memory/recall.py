@@ -17,7 +17,7 @@ from maclaw_fast.records import RecallHit, ScoreBreakdown
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_fast.threads import batch_threads, blas_threads, numba_threads
 from maclaw_kernels.recall import base_scores, recall_batch as recall_batch_kernel
-from maclaw_kernels.recall import recall_query, recall_single
+from maclaw_kernels.recall import recall_query, recall_single, recall_text
 from maclaw_kernels.recall_large import recall_large
 
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
@@ -200,7 +200,8 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
     reinforce = validate.flag(reinforce, "reinforce")
     category = validate.category(category) if category is not None else None
     qvec, unchecked = _query_vector(store, query, query_vector)
-    tokens = tokenize(query)
+    # an ASCII query is split by the fused kernel itself when that kernel runs (the usual case)
+    tokens = None if query.isascii() else tokenize(query)
     with store._lock:
         store._check_open()
         static = _static(store, dynamic, category)
@@ -211,6 +212,8 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         vec, bm25_index = store._vectors, store._bm25
         if unchecked and (bm25_index.is_large or n * store.dim >= PARALLEL_ELEMENTS):
             qvec, unchecked = _checked(store, qvec), False  # only the fused kernel checks it
+        if tokens is None and (bm25_index.is_large or n * store.dim >= PARALLEL_ELEMENTS):
+            tokens = tokenize(query)
         if qvec is not None and n * store.dim >= PARALLEL_ELEMENTS:
             vec.keep_codes()  # recall over a large store reads int8 codes first
             m = recall_large(vec.matrix[:n], vec.codes[:n], vec.scale[:n], vec.err[:n],
@@ -224,9 +227,12 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
                               bm25_index.scores(tokens, n), cos, affinity, eligible, scored,
                               *static.kernel_args, work, rows, parts)
         else:  # BM25, cosines and ranking in one kernel call
-            bm25_args = bm25_index.query_args(tokens)
+            if tokens is None:
+                fused, bm25_args = recall_text, bm25_index.ascii_query_args(query)
+            else:
+                fused, bm25_args = recall_query, bm25_index.query_args(tokens)
             while True:
-                m = recall_query(*bm25_args, vec.matrix, vec.has_vec,
+                m = fused(*bm25_args, vec.matrix, vec.has_vec,
                                  _NO_VECTOR if qvec is None else qvec, unchecked,
                                  *static.recency_args, now, *static.recency_knobs, affinity,
                                  eligible, scored, *static.kernel_args, bm25, cos, work, rows,

@@ -117,6 +117,16 @@ class Vocabulary:
     def __init__(self) -> None:
         self._ids: dict[str, int] = {}
         self.tokens: list[str] = []
+        self._term_table = None
+
+    def term_arrays(self):
+        """(bytes, offsets, hash table) of every token, for ``maclaw_kernels.terms``
+        (:class:`~maclaw_fast.text.term_table.TermTable`, brought up to date here)."""
+        if self._term_table is None:
+            from maclaw_fast.text.term_table import TermTable
+
+            self._term_table = TermTable()
+        return self._term_table.arrays(self.tokens)
 
     def __len__(self) -> int:
         return len(self.tokens)

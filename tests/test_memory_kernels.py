@@ -36,6 +36,7 @@ from maclaw_kernels.recall import (
     recall_one,
     recall_query,
     recall_single,
+    recall_text,
     recency_epoch,
     refresh_recency,
     score_rows,
@@ -1182,6 +1183,15 @@ def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
             assert m == m_ref and rows[:m].tolist() == rows_ref[:m].tolist(), ctx
             assert parts[:, :m].tolist() == parts_ref[:, :m].tolist(), ctx
             assert cos_out[:n].tolist() == cos.tolist() and bm25_out[:n].tolist() == bm25.tolist()
+            # the same query as text, its words split and looked up inside the kernel
+            text = ". ".join(t.upper() if len(t) % 2 else t for t in terms)
+            rows_t, parts_t = np.full(width, -1, np.int64), np.zeros((9, width))
+            m_t = recall_text(*index.ascii_query_args(text), matrix, has_vec, qvec, True, updated,
+                              weight, now, *recency_knobs(n), q["affinity"], q["eligible"],
+                              q["scored"], *tail, *graph, np.zeros(n), np.zeros(n, np.float32),
+                              np.empty((7, n)), rows_t, parts_t)
+            assert m_t == m and rows_t[:m].tolist() == rows[:m].tolist(), ctx
+            assert parts_t[:, :m].tolist() == parts[:, :m].tolist(), ctx
 
 
 def unit_vector(rng, d: int) -> np.ndarray:

@@ -233,10 +233,9 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
                 fused, bm25_args = recall_query, bm25_index.query_args(tokens)
             while True:
                 m = fused(*bm25_args, vec.matrix, vec.has_vec,
-                                 _NO_VECTOR if qvec is None else qvec, unchecked,
-                                 *static.recency_args, now, *static.recency_knobs, affinity,
-                                 eligible, scored, *static.kernel_args, bm25, cos, work, rows,
-                                 parts)
+                          _NO_VECTOR if qvec is None else qvec, unchecked, *static.recency_args,
+                          now, *static.recency_knobs, affinity, eligible, scored,
+                          *static.kernel_args, bm25, cos, work, rows, parts)
                 if m >= 0:
                     break
                 # not finite or not of unit length: normalised, or a ValidationError

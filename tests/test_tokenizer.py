@@ -11,7 +11,6 @@ import unicodedata
 import rjieba
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from maclaw_kernels.terms import ascii_query_terms
 
 from maclaw_fast.text.tokenizer import Vocabulary, tokenize

@@ -287,7 +287,7 @@ def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_ke
 @njit(cache=True)
 def recall_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,
                  doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl,
-                 term_weight, matrix, has_vec, query, check_unit, updated_at, weight, now,
+                 term_weight, query, check_unit, now, matrix, has_vec, updated_at, weight,
                  decay_per_hour, w_rec, w_imp, memo_key, memo_at, memo_factor, log_table,
                  affinity, eligible, scored, access, seq, tokens, fixed_rows, lead_rows,
                  norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
@@ -298,6 +298,8 @@ def recall_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n
 
     With ``check_unit``, a query vector that is not finite and of unit length (within 1e-6 in
     its squared norm) returns -1 before anything is written: the caller checks it its own way.
+    The arguments that change per call come before the matrix (``query``, ``check_unit``,
+    ``now``), so a caller can keep everything after them as one tuple.
     """
     if check_unit and query.shape[0] and not is_unit_vector(query, 1e-6):
         return -1
@@ -320,9 +322,9 @@ def recall_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n
 @njit(cache=True)
 def recall_text(query_text, term_data, term_offsets, term_table, df, n_live, indptr, post_docs,
                 post_tfs, main_upto, n_docs, doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm,
-                doc_live, doc_key, k1, b, avgdl, term_weight, matrix, has_vec, query,
-                check_unit, updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key,
-                memo_at, memo_factor, log_table, affinity, eligible, scored, access, seq, tokens,
+                doc_live, doc_key, k1, b, avgdl, term_weight, query, check_unit, now, matrix,
+                has_vec, updated_at, weight, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
+                memo_factor, log_table, affinity, eligible, scored, access, seq, tokens,
                 fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w,
                 hops, hop_factor, max_entries, budget, bm25, cos, work, out_rows, out_parts):
     """:func:`recall_query` for an ASCII query given as its bytes (``query_text``): its words
@@ -331,8 +333,8 @@ def recall_text(query_text, term_data, term_offsets, term_table, df, n_live, ind
     term_ids = ascii_query_terms(query_text, term_data, term_offsets, term_table)
     return recall_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs,
                         doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key,
-                        k1, b, avgdl, term_weight, matrix, has_vec, query, check_unit,
-                        updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
+                        k1, b, avgdl, term_weight, query, check_unit, now, matrix, has_vec,
+                        updated_at, weight, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
                         memo_factor, log_table, affinity, eligible, scored, access, seq, tokens,
                         fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr,
                         edge_w, hops, hop_factor, max_entries, budget, bm25, cos, work,

@@ -58,13 +58,14 @@ def _memory_kernels():
     recall.recall_single(f64, f64, 0.0, *knobs, f64, np.zeros(n, np.float32), f64, bools, bools,
                          *common, np.zeros((7, n)), np.zeros(8, np.int64), np.zeros((9, 8)))
     for mat in (m, _ro(m)):
-        recall.recall_query(*query_args[:-1], mat, bools, np.ones(d, np.float32), True, f64, f64,
-                            0.0, *knobs, f64, bools, bools, *common, np.zeros(n),
+        recall.recall_query(*query_args[:-1], np.ones(d, np.float32), True, 0.0, mat, bools, f64,
+                            f64, *knobs, f64, bools, bools, *common, np.zeros(n),
                             np.zeros(n, np.float32), np.zeros((7, n)), np.zeros(8, np.int64),
                             np.zeros((9, 8)))
         recall.recall_text(b"a b", np.zeros(4, np.uint8), np.zeros(3, np.int64),
-                           np.full(4, -1, np.int64), *query_args[1:-1], mat, bools,
-                           np.ones(d, np.float32), True, f64, f64, 0.0, *knobs, f64, bools, bools,
+                           np.full(4, -1, np.int64), *query_args[1:-1],
+                           np.ones(d, np.float32), True, 0.0, mat, bools, f64, f64, *knobs, f64,
+                           bools, bools,
                            *common, np.zeros(n), np.zeros(n, np.float32), np.zeros((7, n)),
                            np.zeros(8, np.int64), np.zeros((9, 8)))
     from maclaw_kernels import recall_large

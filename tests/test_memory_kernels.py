@@ -1176,7 +1176,7 @@ def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
                                   np.empty((7, n)), rows_ref, parts_ref)
             rows, parts = np.full(width, -1, np.int64), np.zeros((9, width))
             bm25_out, cos_out = np.full(n + 2, np.nan), np.full(n + 2, np.nan, np.float32)
-            m = recall_query(*args, matrix, has_vec, qvec, True, updated, weight, now,
+            m = recall_query(*args, qvec, True, now, matrix, has_vec, updated, weight,
                              *recency_knobs(n), q["affinity"], q["eligible"], q["scored"], *tail,
                              *graph, bm25_out, cos_out, np.empty((7, n)), rows, parts)
             ctx = f"mode {mode}, vector {qvec.size}"
@@ -1186,8 +1186,8 @@ def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
             # the same query as text, its words split and looked up inside the kernel
             text = ". ".join(t.upper() if len(t) % 2 else t for t in terms)
             rows_t, parts_t = np.full(width, -1, np.int64), np.zeros((9, width))
-            m_t = recall_text(*index.ascii_query_args(text), matrix, has_vec, qvec, True, updated,
-                              weight, now, *recency_knobs(n), q["affinity"], q["eligible"],
+            m_t = recall_text(*index.ascii_query_args(text), qvec, True, now, matrix, has_vec,
+                              updated, weight, *recency_knobs(n), q["affinity"], q["eligible"],
                               q["scored"], *tail, *graph, np.zeros(n), np.zeros(n, np.float32),
                               np.empty((7, n)), rows_t, parts_t)
             assert m_t == m and rows_t[:m].tolist() == rows[:m].tolist(), ctx

@@ -37,6 +37,7 @@ class _Static:
     def __init__(self, store, dynamic: bool, category: str | None) -> None:
         t = store._table
         rc = store.config.recall
+        self.version, self.config = t.version, store.config  # what this object was made for
         n = t.n_rows
         active = t.alive[:n] & (t.status[:n] == 0)
         cat = t.category[:n]
@@ -83,6 +84,11 @@ class _Static:
         # ~3,600 faults, ~9 ms, per 1,000 × 500 batch once another thread has allocated)
         self.batch_chunk = int(min(1024, max(16, BATCH_CHUNK_ELEMENTS // max(n, 1))))
         self._batch = None
+        # per project: every argument of the fused kernels after (query, check_unit, now)
+        self.fused_tails: dict[str | None, tuple] = {}
+        # the fused kernel serves this store (else _recall_other picks): what decides changes
+        # only with the table, whose version keys this object
+        self.fused_ok = not store._bm25.is_large and n * store.dim < PARALLEL_ELEMENTS
 
     def scratch(self) -> tuple[np.ndarray, ...]:
         """Per-row cosines, scores and score bounds for the large-store kernel, reused under
@@ -125,13 +131,15 @@ def _scope_masks(static, store, project: str | None) -> tuple[np.ndarray, np.nda
 
 def _static(store, dynamic: bool, category: str | None) -> _Static:
     cache = store._plan_cache
+    static = cache.get((dynamic, category))
+    if (static is not None and static.version == store._table.version
+            and static.config is store.config):
+        return static
     key = (store._table.version, id(store.config))
     if cache.get("version") != key:
         cache.clear()
         cache["version"] = key
-    static = cache.get((dynamic, category))
-    if static is None:
-        static = cache[(dynamic, category)] = _Static(store, dynamic, category)
+    static = cache[(dynamic, category)] = _Static(store, dynamic, category)
     return static
 
 
@@ -195,55 +203,93 @@ def _checked(store, qvec: np.ndarray) -> np.ndarray:
 
 def recall(store, query, *, project=None, reinforce=True, query_vector=None, dynamic=False,
            category=None) -> list[RecallHit]:
-    query = validate.query(query)
-    project = validate.project(project)
-    reinforce = validate.flag(reinforce, "reinforce")
-    category = validate.category(category) if category is not None else None
-    qvec, unchecked = _query_vector(store, query, query_vector)
+    # the usual argument types are checked inline; the validators (a call each, ~0.5 µs in
+    # the loop together) see only the rest, and raise or accept as before
+    if type(query) is not str:
+        query = validate.query(query)
+    if project is not None and type(project) is not str:
+        project = validate.project(project)
+    if type(reinforce) is not bool:
+        reinforce = validate.flag(reinforce, "reinforce")
+    if category is not None:
+        category = validate.category(category)
+    if query_vector is not None and store.dim and plain_vector(query_vector, store.dim):
+        qvec, unchecked = query_vector, True  # the fused kernel checks its length itself
+    else:
+        qvec, unchecked = _query_vector(store, query, query_vector)
     # an ASCII query is split by the fused kernel itself when that kernel runs (the usual case)
     tokens = None if query.isascii() else tokenize(query)
     with store._lock:
         store._check_open()
         static = _static(store, dynamic, category)
-        n = static.n
         now = float(store.clock())
-        eligible, affinity, scored, has_affinity = static.scope_masks(store, project)
-        rows, parts, work, bm25, cos = static.single
-        vec, bm25_index = store._vectors, store._bm25
-        if unchecked and (bm25_index.is_large or n * store.dim >= PARALLEL_ELEMENTS):
-            qvec, unchecked = _checked(store, qvec), False  # only the fused kernel checks it
-        if tokens is None and (bm25_index.is_large or n * store.dim >= PARALLEL_ELEMENTS):
-            tokens = tokenize(query)
-        if qvec is not None and n * store.dim >= PARALLEL_ELEMENTS:
-            vec.keep_codes()  # recall over a large store reads int8 codes first
-            m = recall_large(vec.matrix[:n], vec.codes[:n], vec.scale[:n], vec.err[:n],
-                             BOUND_SLACK, vec.has_vec[:n], qvec, *static.recency_args, now,
-                             *static.recency_knobs, bm25_index.scores(tokens, n), affinity,
-                             eligible, scored, *static.kernel_args, LARGE_BLOCK,
-                             *static.scratch(), rows, parts)
-        elif bm25_index.is_large:  # a large BM25-only store: BM25 across threads
-            cos = vec.scores(qvec, n, cos) if qvec is not None else static.no_cos
-            m = recall_single(*static.recency_args, now, *static.recency_knobs,
-                              bm25_index.scores(tokens, n), cos, affinity, eligible, scored,
-                              *static.kernel_args, work, rows, parts)
-        else:  # BM25, cosines and ranking in one kernel call
-            if tokens is None:
-                fused, bm25_args = recall_text, bm25_index.ascii_query_args(query)
-            else:
-                fused, bm25_args = recall_query, bm25_index.query_args(tokens)
-            while True:
-                m = fused(*bm25_args, vec.matrix, vec.has_vec,
-                          _NO_VECTOR if qvec is None else qvec, unchecked, *static.recency_args,
-                          now, *static.recency_knobs, affinity, eligible, scored,
-                          *static.kernel_args, bm25, cos, work, rows, parts)
-                if m >= 0:
-                    break
-                # not finite or not of unit length: normalised, or a ValidationError
-                qvec, unchecked = _checked(store, qvec), False
-        hits = _hits(store, rows[:m], parts[:, :m], has_affinity)
+        fused = static.fused_tails.get(project)
+        if fused is None or fused[0][0] is not store._vectors.matrix:  # it moves as stores grow
+            fused = static.fused_tails[project] = _fused_tail(store, static, project)
+        if static.fused_ok:
+            m = _recall_fused(store, query, tokens, qvec, unchecked, now, fused[0])
+        else:
+            m = _recall_other(store, static, query, tokens, qvec, unchecked, now, project,
+                              fused[0])
+        rows, parts = static.single[0], static.single[1]
+        hits = _hits(store, rows[:m], parts[:, :m], fused[1])
         if reinforce and m:
             _reinforce(store, rows[:m], now)
         return hits
+
+
+def _fused_tail(store, static, project) -> tuple[tuple, bool]:
+    """(every argument of the fused kernels after ``query, check_unit, now``, whether any row
+    has a project affinity) for one project: kept with the plan, so a call passes two tuples."""
+    eligible, affinity, scored, has_affinity = static.scope_masks(store, project)
+    vec = store._vectors
+    rows, parts, work, bm25, cos = static.single
+    tail = (vec.matrix, vec.has_vec, *static.recency_args, *static.recency_knobs, affinity,
+            eligible, scored, *static.kernel_args, bm25, cos, work, rows, parts)
+    return tail, has_affinity
+
+
+def _recall_fused(store, query, tokens, qvec, unchecked, now, tail) -> int:
+    """BM25, cosines and ranking in one kernel call (an ASCII query as text when ``tokens``
+    is None); returns the count of selected rows."""
+    bm25_index = store._bm25
+    if tokens is None:
+        fused, bm25_args = recall_text, bm25_index.ascii_query_args(query)
+    else:
+        fused, bm25_args = recall_query, bm25_index.query_args(tokens)
+    while True:
+        m = fused(*bm25_args, _NO_VECTOR if qvec is None else qvec, unchecked, now, *tail)
+        if m >= 0:
+            return m
+        # not finite or not of unit length: normalised, or a ValidationError
+        qvec, unchecked = _checked(store, qvec), False
+
+
+def _recall_other(store, static, query, tokens, qvec, unchecked, now, project, tail) -> int:
+    """The paths of a large store: int8 codes first for a large matrix, BM25 across threads
+    for many postings; otherwise the fused kernel."""
+    n = static.n
+    vec, bm25_index = store._vectors, store._bm25
+    parallel_dot = qvec is not None and n * store.dim >= PARALLEL_ELEMENTS
+    if not parallel_dot and not bm25_index.is_large:
+        return _recall_fused(store, query, tokens, qvec, unchecked, now, tail)
+    if unchecked:
+        qvec = _checked(store, qvec)  # only the fused kernel checks it
+    tokens = tokenize(query) if tokens is None else tokens
+    eligible, affinity, scored, _ = static.scope_masks(store, project)
+    rows, parts, work, bm25, cos = static.single
+    if parallel_dot:
+        vec.keep_codes()  # recall over a large store reads int8 codes first
+        return recall_large(vec.matrix[:n], vec.codes[:n], vec.scale[:n], vec.err[:n],
+                            BOUND_SLACK, vec.has_vec[:n], qvec, *static.recency_args, now,
+                            *static.recency_knobs, bm25_index.scores(tokens, n), affinity,
+                            eligible, scored, *static.kernel_args, LARGE_BLOCK,
+                            *static.scratch(), rows, parts)
+    # a large BM25-only store (or one the dot product stays serial for): BM25 across threads
+    cos = vec.scores(qvec, n, cos) if qvec is not None else static.no_cos
+    return recall_single(*static.recency_args, now, *static.recency_knobs,
+                         bm25_index.scores(tokens, n), cos, affinity, eligible, scored,
+                         *static.kernel_args, work, rows, parts)
 
 
 def _hits(store, rows, parts, has_affinity: bool) -> list[RecallHit]:

@@ -86,9 +86,6 @@ class _Static:
         self._batch = None
         # per project: every argument of the fused kernels after (query, check_unit, now)
         self.fused_tails: dict[str | None, tuple] = {}
-        # the fused kernel serves this store (else _recall_other picks): what decides changes
-        # only with the table, whose version keys this object
-        self.fused_ok = not store._bm25.is_large and n * store.dim < PARALLEL_ELEMENTS
 
     def scratch(self) -> tuple[np.ndarray, ...]:
         """Per-row cosines, scores and score bounds for the large-store kernel, reused under
@@ -226,11 +223,11 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         fused = static.fused_tails.get(project)
         if fused is None or fused[0][0] is not store._vectors.matrix:  # it moves as stores grow
             fused = static.fused_tails[project] = _fused_tail(store, static, project)
-        if static.fused_ok:
-            m = _recall_fused(store, query, tokens, qvec, unchecked, now, fused[0])
-        else:
+        if store._bm25.is_large or static.n * store.dim >= PARALLEL_ELEMENTS:
             m = _recall_other(store, static, query, tokens, qvec, unchecked, now, project,
                               fused[0])
+        else:
+            m = _recall_fused(store, query, tokens, qvec, unchecked, now, fused[0])
         rows, parts = static.single[0], static.single[1]
         hits = _hits(store, rows[:m], parts[:, :m], fused[1])
         if reinforce and m:

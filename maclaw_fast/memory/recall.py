@@ -369,8 +369,9 @@ def _hit_columns(rows, parts, counts, cos_sel, affinity, scope_of) -> dict:
 
 def _reinforce(store, rows, now: float) -> None:
     step = store.config.forgetting.reinforce_step
-    store._apply_touch(rows.tolist(), 1, step, now)
-    store._log(TouchOp([store._table.ids[r] for r in rows.tolist()], 1, step, now))
+    row_list = rows.tolist()
+    store._apply_touch(row_list, 1, step, now)
+    store._log(TouchOp(gather(store._table.ids, row_list), 1, step, now))
 
 
 def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors=None,

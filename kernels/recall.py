@@ -72,7 +72,7 @@ def row_recency(updated_at_i, now, decay_now, factor_i):
     return 1.0 if updated_at_i >= now else decay_now * factor_i
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
                 memo_factor, log_table, recency_out, importance_out, base_out):
     """Recency and importance (``weight + ln(1 + access)``, ``log_table[a] = ln(1 + a)`` for
@@ -89,7 +89,7 @@ def base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, m
         base_out[i] = w_rec * rec + w_imp * imp
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def score_rows(base, bm25, cos, affinity, eligible, scored, norm_mode, bm25_w, cos_w, w_rel,
                bm25_out, rel_out, score_out, graph_out):
     """``rel = bm25_w·norm(bm25) + cos_w·max(cos, 0) + affinity`` over the ``eligible`` rows
@@ -199,7 +199,7 @@ def select_within_budget(pinned_rows, ranked_rows, tokens, max_entries, budget, 
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def recall_one(base, bm25, cos, affinity, eligible, scored, access, seq, tokens, fixed_rows,
                lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops,
                hop_factor, max_entries, budget, work, out_rows, out_score, out_bm25, out_rel,
@@ -228,7 +228,7 @@ def recall_one(base, bm25, cos, affinity, eligible, scored, access, seq, tokens,
                          out_graph, out_reason)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def select_ranked(ranked, k, n_scored, base, rel, bm25n, score, graph, scored, access, seq,
                   tokens, fixed_rows, lead_rows, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
                   max_entries, budget, out_rows, out_score, out_bm25, out_rel, out_graph,
@@ -254,6 +254,18 @@ def select_ranked(ranked, k, n_scored, base, rel, bm25n, score, graph, scored, a
     return m
 
 
+@njit(cache=True, inline="always")
+def copy_row_parts(m, out_rows, recency, importance, cos, affinity, out_parts):
+    """Rows 4–7 of ``out_parts`` for the ``m`` selected rows: recency, importance,
+    max(cos, 0) and affinity."""
+    for j in range(m):
+        r = out_rows[j]
+        out_parts[4, j] = recency[r]
+        out_parts[5, j] = importance[r]
+        out_parts[6, j] = max(np.float64(cos[r]), 0.0)
+        out_parts[7, j] = affinity[r]
+
+
 @njit(cache=True)
 def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
                   memo_factor, log_table, bm25, cos, affinity, eligible, scored, access, seq,
@@ -266,43 +278,40 @@ def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_ke
     affinity and the :func:`hit_reason` code.
     """
     n = updated_at.shape[0]
-    recency = work[4, :n]
-    importance = work[5, :n]
-    base = work[6, :n]
+    recency, importance, base = work[4, :n], work[5, :n], work[6, :n]
     base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
                 memo_factor, log_table, recency, importance, base)
     m = recall_one(base, bm25, cos, affinity, eligible, scored, access, seq, tokens, fixed_rows,
                    lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops,
                    hop_factor, max_entries, budget, work, out_rows, out_parts[0], out_parts[1],
                    out_parts[2], out_parts[3], out_parts[8])
-    for j in range(m):
-        r = out_rows[j]
-        out_parts[4, j] = recency[r]
-        out_parts[5, j] = importance[r]
-        out_parts[6, j] = max(np.float64(cos[r]), 0.0)
-        out_parts[7, j] = affinity[r]
+    copy_row_parts(m, out_rows, recency, importance, cos, affinity, out_parts)
     return m
 
 
 @njit(cache=True)
-def recall_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,
-                 doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl,
-                 term_weight, query, check_unit, now, matrix, has_vec, updated_at, weight,
-                 decay_per_hour, w_rec, w_imp, memo_key, memo_at, memo_factor, log_table,
-                 affinity, eligible, scored, access, seq, tokens, fixed_rows, lead_rows,
-                 norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
-                 max_entries, budget, bm25, cos, work, out_rows, out_parts):
-    """One query from its term ids (the arguments of :func:`bm25_query` first) and its vector
-    (``query``; empty: no vector, every cosine 0): BM25 into ``bm25``, cosines into ``cos``,
-    then :func:`recall_single`. One call instead of three for the single-query path.
+def recall_query(query_text, term_ids, term_data, term_offsets, term_table, df, n_live, indptr,
+                 post_docs, post_tfs, main_upto, n_docs, doc_start, doc_nterms, fwd_terms,
+                 fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl, term_weight, query,
+                 check_unit, now, matrix, has_vec, updated_at, weight, decay_per_hour, w_rec,
+                 w_imp, memo_key, memo_at, memo_factor, log_table, affinity, eligible, scored,
+                 access, seq, tokens, fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel,
+                 n_seeds, nbr, edge_w, hops, hop_factor, max_entries, budget, bm25, cos, work,
+                 out_rows, out_parts):
+    """One query end to end: BM25 into ``bm25``, cosines into ``cos``, then what
+    :func:`recall_single` does, in one call (each call level of this many arrays costs ~1 µs).
 
-    With ``check_unit``, a query vector that is not finite and of unit length (within 1e-6 in
-    its squared norm) returns -1 before anything is written: the caller checks it its own way.
-    The arguments that change per call come before the matrix (``query``, ``check_unit``,
-    ``now``), so a caller can keep everything after them as one tuple.
+    The query's terms: an ASCII query given as its bytes (``query_text``) is split and looked up
+    here (:func:`maclaw_kernels.terms.ascii_query_terms` over the vocabulary's term arrays);
+    with an empty ``query_text`` the caller's ``term_ids`` are used. ``query``: its vector (empty:
+    none, every cosine 0). With ``check_unit``, a vector that is not finite and of unit length
+    (within 1e-6 in its squared norm) returns -1 before anything is written. The arguments that
+    change per call come before the matrix, so a caller can keep the rest as one tuple.
     """
     if check_unit and query.shape[0] and not is_unit_vector(query, 1e-6):
         return -1
+    if len(query_text):
+        term_ids = ascii_query_terms(query_text, term_data, term_offsets, term_table)
     n = updated_at.shape[0]
     bm25[:n] = 0.0
     bm25_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,
@@ -312,33 +321,15 @@ def recall_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n
         dot_scores(matrix, n, has_vec, query, cos)
     else:
         cos[:n] = 0.0
-    return recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key,
-                         memo_at, memo_factor, log_table, bm25[:n], cos[:n], affinity, eligible,
-                         scored, access, seq, tokens, fixed_rows, lead_rows, norm_mode, bm25_w,
-                         cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor, max_entries,
-                         budget, work, out_rows, out_parts)
-
-
-@njit(cache=True)
-def recall_text(query_text, term_data, term_offsets, term_table, df, n_live, indptr, post_docs,
-                post_tfs, main_upto, n_docs, doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm,
-                doc_live, doc_key, k1, b, avgdl, term_weight, query, check_unit, now, matrix,
-                has_vec, updated_at, weight, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
-                memo_factor, log_table, affinity, eligible, scored, access, seq, tokens,
-                fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w,
-                hops, hop_factor, max_entries, budget, bm25, cos, work, out_rows, out_parts):
-    """:func:`recall_query` for an ASCII query given as its bytes (``query_text``): its words
-    are split and looked up here (:func:`maclaw_kernels.terms.ascii_query_terms` over the
-    vocabulary's term arrays), then everything runs as there."""
-    term_ids = ascii_query_terms(query_text, term_data, term_offsets, term_table)
-    return recall_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs,
-                        doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key,
-                        k1, b, avgdl, term_weight, query, check_unit, now, matrix, has_vec,
-                        updated_at, weight, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
-                        memo_factor, log_table, affinity, eligible, scored, access, seq, tokens,
-                        fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr,
-                        edge_w, hops, hop_factor, max_entries, budget, bm25, cos, work,
-                        out_rows, out_parts)
+    recency, importance, base = work[4, :n], work[5, :n], work[6, :n]
+    base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
+                memo_factor, log_table, recency, importance, base)
+    m = recall_one(base, bm25[:n], cos[:n], affinity, eligible, scored, access, seq, tokens,
+                   fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w,
+                   hops, hop_factor, max_entries, budget, work, out_rows, out_parts[0],
+                   out_parts[1], out_parts[2], out_parts[3], out_parts[8])
+    copy_row_parts(m, out_rows, recency, importance, cos, affinity, out_parts)
+    return m
 
 
 @njit(cache=True, parallel=True)

@@ -48,7 +48,7 @@ def staged_recall(store, query, qvec_in, acc):
         static = R._static(store, False, None)
         n = static.n
         now = float(store.clock())
-        eligible, affinity, scored = static.scope_masks(store, None)
+        eligible, affinity, scored, has_affinity = static.scope_masks(store, None)
         rows, parts, work, bm25, cos = static.single
         t3 = pc()
         if n * store.dim >= R.PARALLEL_ELEMENTS:
@@ -71,7 +71,7 @@ def staged_recall(store, query, qvec_in, acc):
                                 affinity, eligible, scored, *static.kernel_args, work, rows,
                                 parts)
         t6 = pc()
-        hits = R._hits(store, rows[:m], parts[:, :m])
+        hits = R._hits(store, rows[:m], parts[:, :m], has_affinity)
         t7 = pc()
     acc += np.diff([t0, t1, t2, t3, t4, t5, t6, t7])
     return hits

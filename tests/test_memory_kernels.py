@@ -36,7 +36,6 @@ from maclaw_kernels.recall import (
     recall_one,
     recall_query,
     recall_single,
-    recall_text,
     recency_epoch,
     refresh_recency,
     score_rows,
@@ -1140,9 +1139,10 @@ def test_recall_single_is_base_scores_then_recall_one(seed):
 
 @pytest.mark.parametrize("seed", range(12))
 def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
-    """The fused single-query kernel (BM25, then cosines, base scores and fusion in one pass of
-    row blocks) returns the rows, parts and cosines of the three separate kernels, bit for bit:
-    with and without a query vector, rows without vectors, every BM25 normalisation."""
+    """The fused single-query kernel (BM25, cosines, base scores and fusion in one call) returns
+    the rows, parts and cosines of the three separate kernels, bit for bit, given term ids or
+    the query as ASCII text it splits itself: with and without a query vector, rows without
+    vectors, every BM25 normalisation."""
     c = recall_inputs(seed)
     rng, n = c["rng"], c["n"]
     q = query_case(c, rng)
@@ -1176,7 +1176,8 @@ def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
                                   np.empty((7, n)), rows_ref, parts_ref)
             rows, parts = np.full(width, -1, np.int64), np.zeros((9, width))
             bm25_out, cos_out = np.full(n + 2, np.nan), np.full(n + 2, np.nan, np.float32)
-            m = recall_query(*args, qvec, True, now, matrix, has_vec, updated, weight,
+            m = recall_query(*index.fused_query_args("", terms), qvec, True, now, matrix,
+                             has_vec, updated, weight,
                              *recency_knobs(n), q["affinity"], q["eligible"], q["scored"], *tail,
                              *graph, bm25_out, cos_out, np.empty((7, n)), rows, parts)
             ctx = f"mode {mode}, vector {qvec.size}"
@@ -1186,10 +1187,10 @@ def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
             # the same query as text, its words split and looked up inside the kernel
             text = ". ".join(t.upper() if len(t) % 2 else t for t in terms)
             rows_t, parts_t = np.full(width, -1, np.int64), np.zeros((9, width))
-            m_t = recall_text(*index.ascii_query_args(text), qvec, True, now, matrix, has_vec,
-                              updated, weight, *recency_knobs(n), q["affinity"], q["eligible"],
-                              q["scored"], *tail, *graph, np.zeros(n), np.zeros(n, np.float32),
-                              np.empty((7, n)), rows_t, parts_t)
+            m_t = recall_query(*index.fused_query_args(text), qvec, True, now, matrix,
+                               has_vec, updated, weight, *recency_knobs(n), q["affinity"],
+                               q["eligible"], q["scored"], *tail, *graph, np.zeros(n),
+                               np.zeros(n, np.float32), np.empty((7, n)), rows_t, parts_t)
             assert m_t == m and rows_t[:m].tolist() == rows[:m].tolist(), ctx
             assert parts_t[:, :m].tolist() == parts[:, :m].tolist(), ctx
 

@@ -59,6 +59,7 @@ def _fieldnorm_table() -> np.ndarray:
 
 FIELDNORM_TABLE = _fieldnorm_table()
 _FIELDNORMS = FIELDNORM_TABLE.tolist()  # for one document at a time, bisect beats NumPy
+_NO_TERMS = np.zeros(0, np.int64)  # the term ids given with a query the kernel splits itself
 
 
 def encode_length(n_tokens: np.ndarray | int) -> np.ndarray:
@@ -114,7 +115,7 @@ class Bm25Index:
         self._dead_in_main = 0
         self._tantivy = TantivyMirror() if tantivy_index else None
         self._args = None  # query_args' arrays and scalars; every change resets it first
-        self._text_args = None  # ascii_query_args' (args, vocabulary size, arrays)
+        self._text_args = None  # fused_query_args' (args, vocabulary size, arrays)
 
     # ------------------------------------------------------------------ edits
     def __len__(self) -> int:
@@ -385,16 +386,20 @@ class Bm25Index:
         term_ids = np.array([get(tok, -1) for tok in tokens], dtype=np.int64)
         return (term_ids, *self.query_arrays())
 
-    def ascii_query_args(self, query: str) -> tuple:
-        """:meth:`query_args` for an ASCII ``query`` given as text: its bytes and this index's
-        term arrays (``maclaw_kernels.terms``) in place of the term ids, so the kernel splits and
-        looks up the words itself (``maclaw_kernels.recall.recall_text``)."""
+    def fused_query_args(self, query: str, tokens: list[str] | None = None) -> tuple:
+        """The arguments of ``maclaw_kernels.recall.recall_query`` before the query vector. An
+        ASCII ``query`` with ``tokens`` None goes as its bytes with this index's term arrays
+        (``maclaw_kernels.terms``), so the kernel splits and looks up the words itself; given
+        ``tokens``, their ids go instead (``query`` unused)."""
         args = self.query_arrays()
         text = self._text_args  # the term arrays and ``args``, kept while both stand
         if text is None or text[0] is not args or text[1] != len(self.vocab.tokens):
             text = self._text_args = (args, len(self.vocab.tokens),
                                       (*self.vocab.term_arrays(), *args))
-        return (query.encode("ascii"), *text[2])
+        if tokens is None:
+            return (query.encode("ascii"), _NO_TERMS, *text[2])
+        get = self.vocab.ids_dict.get
+        return (b"", np.array([get(tok, -1) for tok in tokens], dtype=np.int64), *text[2])
 
     def query_arrays(self) -> tuple:
         """:meth:`query_args` after the term ids."""

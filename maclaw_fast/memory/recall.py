@@ -17,7 +17,7 @@ from maclaw_fast.records import RecallHit, ScoreBreakdown
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_fast.threads import batch_threads, blas_threads, numba_threads
 from maclaw_kernels.recall import base_scores, recall_batch as recall_batch_kernel
-from maclaw_kernels.recall import recall_query, recall_single, recall_text
+from maclaw_kernels.recall import recall_query, recall_single
 from maclaw_kernels.recall_large import recall_large
 
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
@@ -249,13 +249,9 @@ def _fused_tail(store, static, project) -> tuple[tuple, bool]:
 def _recall_fused(store, query, tokens, qvec, unchecked, now, tail) -> int:
     """BM25, cosines and ranking in one kernel call (an ASCII query as text when ``tokens``
     is None); returns the count of selected rows."""
-    bm25_index = store._bm25
-    if tokens is None:
-        fused, bm25_args = recall_text, bm25_index.ascii_query_args(query)
-    else:
-        fused, bm25_args = recall_query, bm25_index.query_args(tokens)
+    bm25_args = store._bm25.fused_query_args(query, tokens)
     while True:
-        m = fused(*bm25_args, _NO_VECTOR if qvec is None else qvec, unchecked, now, *tail)
+        m = recall_query(*bm25_args, _NO_VECTOR if qvec is None else qvec, unchecked, now, *tail)
         if m >= 0:
             return m
         # not finite or not of unit length: normalised, or a ValidationError

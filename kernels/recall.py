@@ -290,10 +290,10 @@ def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_ke
 
 
 @njit(cache=True)
-def recall_query(query_text, term_ids, term_data, term_offsets, term_table, df, n_live, indptr,
-                 post_docs, post_tfs, main_upto, n_docs, doc_start, doc_nterms, fwd_terms,
-                 fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl, term_weight, query,
-                 check_unit, now, matrix, has_vec, updated_at, weight, decay_per_hour, w_rec,
+def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_offsets,
+                 term_table, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs,
+                 doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b,
+                 avgdl, term_weight, matrix, has_vec, updated_at, weight, decay_per_hour, w_rec,
                  w_imp, memo_key, memo_at, memo_factor, log_table, affinity, eligible, scored,
                  access, seq, tokens, fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel,
                  n_seeds, nbr, edge_w, hops, hop_factor, max_entries, budget, bm25, cos, work,
@@ -305,8 +305,10 @@ def recall_query(query_text, term_ids, term_data, term_offsets, term_table, df, 
     here (:func:`maclaw_kernels.terms.ascii_query_terms` over the vocabulary's term arrays);
     with an empty ``query_text`` the caller's ``term_ids`` are used. ``query``: its vector (empty:
     none, every cosine 0). With ``check_unit``, a vector that is not finite and of unit length
-    (within 1e-6 in its squared norm) returns -1 before anything is written. The arguments that
-    change per call come before the matrix, so a caller can keep the rest as one tuple.
+    (within 1e-6 in its squared norm) returns -1 before anything is written. The five
+    arguments that change per call come first, so a caller can keep the rest as one tuple; the
+    BM25 index's arrays (:func:`maclaw_kernels.bm25.bm25_query`'s, after the vocabulary's term
+    arrays) come next.
     """
     if check_unit and query.shape[0] and not is_unit_vector(query, 1e-6):
         return -1

@@ -1176,10 +1176,11 @@ def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
                                   np.empty((7, n)), rows_ref, parts_ref)
             rows, parts = np.full(width, -1, np.int64), np.zeros((9, width))
             bm25_out, cos_out = np.full(n + 2, np.nan), np.full(n + 2, np.nan, np.float32)
-            m = recall_query(*index.fused_query_args("", terms), qvec, True, now, matrix,
-                             has_vec, updated, weight,
-                             *recency_knobs(n), q["affinity"], q["eligible"], q["scored"], *tail,
-                             *graph, bm25_out, cos_out, np.empty((7, n)), rows, parts)
+            text, term_ids, index_args = index.fused_query_args("", terms)
+            m = recall_query(text, term_ids, qvec, True, now, *index_args, matrix, has_vec,
+                             updated, weight, *recency_knobs(n), q["affinity"], q["eligible"],
+                             q["scored"], *tail, *graph, bm25_out, cos_out, np.empty((7, n)),
+                             rows, parts)
             ctx = f"mode {mode}, vector {qvec.size}"
             assert m == m_ref and rows[:m].tolist() == rows_ref[:m].tolist(), ctx
             assert parts[:, :m].tolist() == parts_ref[:, :m].tolist(), ctx
@@ -1187,8 +1188,9 @@ def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
             # the same query as text, its words split and looked up inside the kernel
             text = ". ".join(t.upper() if len(t) % 2 else t for t in terms)
             rows_t, parts_t = np.full(width, -1, np.int64), np.zeros((9, width))
-            m_t = recall_query(*index.fused_query_args(text), qvec, True, now, matrix,
-                               has_vec, updated, weight, *recency_knobs(n), q["affinity"],
+            text_t, no_ids, index_args = index.fused_query_args(text)
+            m_t = recall_query(text_t, no_ids, qvec, True, now, *index_args, matrix, has_vec,
+                               updated, weight, *recency_knobs(n), q["affinity"],
                                q["eligible"], q["scored"], *tail, *graph, np.zeros(n),
                                np.zeros(n, np.float32), np.empty((7, n)), rows_t, parts_t)
             assert m_t == m and rows_t[:m].tolist() == rows[:m].tolist(), ctx

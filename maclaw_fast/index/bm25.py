@@ -387,19 +387,20 @@ class Bm25Index:
         return (term_ids, *self.query_arrays())
 
     def fused_query_args(self, query: str, tokens: list[str] | None = None) -> tuple:
-        """The arguments of ``maclaw_kernels.recall.recall_query`` before the query vector. An
-        ASCII ``query`` with ``tokens`` None goes as its bytes with this index's term arrays
-        (``maclaw_kernels.terms``), so the kernel splits and looks up the words itself; given
-        ``tokens``, their ids go instead (``query`` unused)."""
+        """``(query_text, term_ids, arrays)`` for ``maclaw_kernels.recall.recall_query``: an
+        ASCII ``query`` with ``tokens`` None goes as its bytes, which the kernel splits and looks
+        up in the vocabulary's term arrays (``maclaw_kernels.terms``) itself; given ``tokens``,
+        their ids go instead (``query`` unused). ``arrays``: the term arrays and
+        :meth:`query_arrays`, the same tuple object while neither changes."""
         args = self.query_arrays()
         text = self._text_args  # the term arrays and ``args``, kept while both stand
         if text is None or text[0] is not args or text[1] != len(self.vocab.tokens):
             text = self._text_args = (args, len(self.vocab.tokens),
                                       (*self.vocab.term_arrays(), *args))
         if tokens is None:
-            return (query.encode("ascii"), _NO_TERMS, *text[2])
+            return query.encode("ascii"), _NO_TERMS, text[2]
         get = self.vocab.ids_dict.get
-        return (b"", np.array([get(tok, -1) for tok in tokens], dtype=np.int64), *text[2])
+        return b"", np.array([get(tok, -1) for tok in tokens], dtype=np.int64), text[2]
 
     def query_arrays(self) -> tuple:
         """:meth:`query_args` after the term ids."""

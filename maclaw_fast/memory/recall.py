@@ -85,7 +85,7 @@ class _Static:
         self.batch_chunk = int(min(1024, max(16, BATCH_CHUNK_ELEMENTS // max(n, 1))))
         self._batch = None
         # per project: every argument of the fused kernels after (query, check_unit, now)
-        self.fused_tails: dict[str | None, tuple] = {}
+        self.fused_tails: dict[str | None, _FusedArgs] = {}
 
     def scratch(self) -> tuple[np.ndarray, ...]:
         """Per-row cosines, scores and score bounds for the large-store kernel, reused under
@@ -221,51 +221,63 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         static = _static(store, dynamic, category)
         now = float(store.clock())
         fused = static.fused_tails.get(project)
-        if fused is None or fused[0][0] is not store._vectors.matrix:  # it moves as stores grow
-            fused = static.fused_tails[project] = _fused_tail(store, static, project)
+        if fused is None or fused.tail[0] is not store._vectors.matrix:  # it moves as stores grow
+            fused = static.fused_tails[project] = _FusedArgs(store, static, project)
         if store._bm25.is_large or static.n * store.dim >= PARALLEL_ELEMENTS:
-            m = _recall_other(store, static, query, tokens, qvec, unchecked, now, project,
-                              fused[0])
+            m = _recall_other(store, static, query, tokens, qvec, unchecked, now, project, fused)
         else:
-            m = _recall_fused(store, query, tokens, qvec, unchecked, now, fused[0])
+            m = _recall_fused(store, query, tokens, qvec, unchecked, now, fused)
         rows, parts = static.single[0], static.single[1]
-        hits = _hits(store, rows[:m], parts[:, :m], fused[1])
+        hits = _hits(store, rows[:m], parts[:, :m], fused.has_affinity)
         if reinforce and m:
             _reinforce(store, rows[:m], now)
         return hits
 
 
-def _fused_tail(store, static, project) -> tuple[tuple, bool]:
-    """(every argument of the fused kernels after ``query, check_unit, now``, whether any row
-    has a project affinity) for one project: kept with the plan, so a call passes two tuples."""
-    eligible, affinity, scored, has_affinity = static.scope_masks(store, project)
-    vec = store._vectors
-    rows, parts, work, bm25, cos = static.single
-    tail = (vec.matrix, vec.has_vec, *static.recency_args, *static.recency_knobs, affinity,
-            eligible, scored, *static.kernel_args, bm25, cos, work, rows, parts)
-    return tail, has_affinity
+class _FusedArgs:
+    """The fused kernel's arguments after the five that change per call, for one plan and
+    project: the plan's part (``tail``, made once) after the BM25 index's arrays (joined again
+    only when the index hands out new ones), so a call passes one tuple."""
+
+    __slots__ = ("tail", "has_affinity", "_index_args", "_joined")
+
+    def __init__(self, store, static, project) -> None:
+        eligible, affinity, scored, self.has_affinity = static.scope_masks(store, project)
+        vec = store._vectors
+        rows, parts, work, bm25, cos = static.single
+        self.tail = (vec.matrix, vec.has_vec, *static.recency_args, *static.recency_knobs,
+                     affinity, eligible, scored, *static.kernel_args, bm25, cos, work, rows, parts)
+        self._index_args = self._joined = None
+
+    def joined(self, index_args: tuple) -> tuple:
+        if index_args is not self._index_args:
+            self._index_args, self._joined = index_args, index_args + self.tail
+        return self._joined
 
 
-def _recall_fused(store, query, tokens, qvec, unchecked, now, tail) -> int:
+def _recall_fused(store, query, tokens, qvec, unchecked, now, fused: _FusedArgs) -> int:
     """BM25, cosines and ranking in one kernel call (an ASCII query as text when ``tokens``
     is None); returns the count of selected rows."""
-    bm25_args = store._bm25.fused_query_args(query, tokens)
+    text, term_ids, index_args = store._bm25.fused_query_args(query, tokens)
+    args = fused.joined(index_args)
     while True:
-        m = recall_query(*bm25_args, _NO_VECTOR if qvec is None else qvec, unchecked, now, *tail)
+        m = recall_query(text, term_ids, _NO_VECTOR if qvec is None else qvec, unchecked, now,
+                         *args)
         if m >= 0:
             return m
         # not finite or not of unit length: normalised, or a ValidationError
         qvec, unchecked = _checked(store, qvec), False
 
 
-def _recall_other(store, static, query, tokens, qvec, unchecked, now, project, tail) -> int:
+def _recall_other(store, static, query, tokens, qvec, unchecked, now, project,
+                  fused: _FusedArgs) -> int:
     """The paths of a large store: int8 codes first for a large matrix, BM25 across threads
     for many postings; otherwise the fused kernel."""
     n = static.n
     vec, bm25_index = store._vectors, store._bm25
     parallel_dot = qvec is not None and n * store.dim >= PARALLEL_ELEMENTS
     if not parallel_dot and not bm25_index.is_large:
-        return _recall_fused(store, query, tokens, qvec, unchecked, now, tail)
+        return _recall_fused(store, query, tokens, qvec, unchecked, now, fused)
     if unchecked:
         qvec = _checked(store, qvec)  # only the fused kernel checks it
     tokens = tokenize(query) if tokens is None else tokens

@@ -14,7 +14,7 @@ def _ro(a):
 
 
 def _memory_kernels():
-    from maclaw_kernels import bm25, decay, recall, vectors
+    from maclaw_kernels import bm25, decay, recall, vectors, views
 
     n, d = 4, 3
     f64 = np.zeros(n)
@@ -58,13 +58,14 @@ def _memory_kernels():
     recall.recall_single(f64, f64, 0.0, *knobs, f64, np.zeros(n, np.float32), f64, bools, bools,
                          *common, np.zeros((7, n)), np.zeros(8, np.int64), np.zeros((9, 8)))
     for mat in (m, _ro(m)):
+        rest = (np.zeros(4, np.uint8), np.zeros(3, np.int64), np.full(4, -1, np.int64),
+                *query_args[1:-1], mat, bools, f64, f64, *knobs, f64, bools, bools, *common,
+                np.zeros(n), np.zeros(n, np.float32), np.zeros((7, n)), np.zeros(8, np.int64),
+                np.zeros((9, 8)))
         for text in (b"a b", b""):  # an ASCII query split in the kernel; term ids given
-            recall.recall_query(text, query_args[0], np.ones(d, np.float32), True, 0.0,
-                                np.zeros(4, np.uint8), np.zeros(3, np.int64),
-                                np.full(4, -1, np.int64), *query_args[1:-1], mat, bools, f64, f64, *knobs,
-                                f64, bools, bools, *common, np.zeros(n),
-                                np.zeros(n, np.float32), np.zeros((7, n)),
-                                np.zeros(8, np.int64), np.zeros((9, 8)))
+            recall.recall_query(text, query_args[0], np.ones(d, np.float32), True, 0.0, *rest)
+    recall.recall_viewed(b"a b", query_args[0], np.ones(d, np.float32), True, 0.0,
+                         *views.view_table(rest, recall.VIEWED_ARGS))
     from maclaw_kernels import recall_large
 
     recall_large.recall_large(m, np.zeros((n, d), np.int8), np.zeros(n, np.float32), f64, 2e-4,

@@ -30,12 +30,14 @@ from maclaw_kernels.bm25 import (bm25_query, bm25_query_parallel, bm25_scores, b
 from maclaw_kernels.decay import decay_pass, decay_pass_batch, touch_rows
 from maclaw_kernels.graph import propagate_reached, propagate_relevance
 from maclaw_kernels.recall import (
+    VIEWED_ARGS,
     base_scores,
     rank_scored,
     recall_batch,
     recall_one,
     recall_query,
     recall_single,
+    recall_viewed,
     recency_epoch,
     refresh_recency,
     score_rows,
@@ -43,6 +45,7 @@ from maclaw_kernels.recall import (
 )
 from maclaw_kernels.topk import top_k_desc
 from maclaw_kernels.vectors import dot_scores, dot_scores_batch, dot_scores_parallel, is_unit_vector
+from maclaw_kernels.views import view_table
 
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.vectors import VectorColumn
@@ -1141,8 +1144,9 @@ def test_recall_single_is_base_scores_then_recall_one(seed):
 def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
     """The fused single-query kernel (BM25, cosines, base scores and fusion in one call) returns
     the rows, parts and cosines of the three separate kernels, bit for bit, given term ids or
-    the query as ASCII text it splits itself: with and without a query vector, rows without
-    vectors, every BM25 normalisation."""
+    the query as ASCII text it splits itself, and given its arrays or an address table of them
+    (``recall_viewed``): with and without a query vector, rows without vectors, every BM25
+    normalisation."""
     c = recall_inputs(seed)
     rng, n = c["rng"], c["n"]
     q = query_case(c, rng)
@@ -1177,12 +1181,20 @@ def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
             rows, parts = np.full(width, -1, np.int64), np.zeros((9, width))
             bm25_out, cos_out = np.full(n + 2, np.nan), np.full(n + 2, np.nan, np.float32)
             text, term_ids, index_args = index.fused_query_args("", terms)
-            m = recall_query(text, term_ids, qvec, True, now, *index_args, matrix, has_vec,
-                             updated, weight, *recency_knobs(n), q["affinity"], q["eligible"],
-                             q["scored"], *tail, *graph, bm25_out, cos_out, np.empty((7, n)),
-                             rows, parts)
+            rest = (*index_args, matrix, has_vec, updated, weight, *recency_knobs(n),
+                    q["affinity"], q["eligible"], q["scored"], *tail, *graph, bm25_out, cos_out,
+                    np.empty((7, n)), rows, parts)
+            m = recall_query(text, term_ids, qvec, True, now, *rest)
             ctx = f"mode {mode}, vector {qvec.size}"
             assert m == m_ref and rows[:m].tolist() == rows_ref[:m].tolist(), ctx
+            assert parts[:, :m].tolist() == parts_ref[:, :m].tolist(), ctx
+            assert cos_out[:n].tolist() == cos.tolist() and bm25_out[:n].tolist() == bm25.tolist()
+            # the same arguments read through an address table
+            views = view_table(rest, VIEWED_ARGS)
+            assert views is not None
+            rows[:], parts[:], cos_out[:], bm25_out[:] = -1, 0.0, np.nan, np.nan
+            assert recall_viewed(text, term_ids, qvec, True, now, *views) == m, ctx
+            assert rows[:m].tolist() == rows_ref[:m].tolist(), ctx
             assert parts[:, :m].tolist() == parts_ref[:, :m].tolist(), ctx
             assert cos_out[:n].tolist() == cos.tolist() and bm25_out[:n].tolist() == bm25.tolist()
             # the same query as text, its words split and looked up inside the kernel
@@ -1200,3 +1212,29 @@ def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
 def unit_vector(rng, d: int) -> np.ndarray:
     v = rng.standard_normal(d).astype(np.float32)
     return v / np.linalg.norm(v)
+
+
+def test_view_table_refuses_what_the_kernel_would_misread():
+    """An address table is made only when every array has the dtype, dimensions and C layout
+    the kernel reads and every scalar is an exact float64; otherwise None (the caller passes the
+    arrays themselves)."""
+    kinds = (("f8", 1), "", ("i4", 2), ("b1", 1))
+    good = (np.arange(3.0), 7, np.ones((2, 5), np.int32), np.zeros(4, np.bool_))
+    views, knobs = view_table(good, kinds)
+    assert views.dtype == np.int64 and views.shape == (3, 3)
+    assert views.tolist() == [[good[0].ctypes.data, 3, 0], [good[2].ctypes.data, 2, 5],
+                              [good[3].ctypes.data, 4, 0]]
+    assert list(knobs) == [7.0]
+    bad = [
+        (np.arange(3.0, dtype=np.float32), 7, good[2], good[3]),  # dtype
+        (np.zeros((3, 1)), 7, good[2], good[3]),  # dimensions
+        (np.arange(6.0)[::2], 7, good[2], good[3]),  # not contiguous
+        (good[0], 7, np.ones((5, 2), np.int32).T, good[3]),  # a transposed block
+        (good[0], True, good[2], good[3]),  # a bool scalar
+        (good[0], 2**60 + 1, good[2], good[3]),  # not exact in float64
+        (good[0], np.zeros(1), good[2], good[3]),  # an array where a scalar goes
+        (good[0], 7, good[2]),  # one argument short
+        ([0.0, 1.0, 2.0], 7, good[2], good[3]),  # not an ndarray
+    ]
+    for args in bad:
+        assert view_table(args, kinds) is None

@@ -137,8 +137,9 @@ def test_within_hops_matches_breadth_first_reference(seed):
 @pytest.mark.parametrize("embedder", ["hash", None])
 def test_store_recall_paths_are_identical(monkeypatch, embedder):
     """The public API through each single-query path returns exactly the same hits: ids, order,
-    reasons and every score part. Default: one fused kernel call; with the size switches
-    lowered, the large-store kernel (vectors) and BM25 across threads then ranking."""
+    reasons and every score part. Default: one fused kernel call reading its arrays through an
+    address table; with the table refused, the same kernel given the arrays; with the size
+    switches lowered, the large-store kernel (vectors) and BM25 across threads then ranking."""
     import maclaw_fast.index.bm25 as bm25_module
     import maclaw_fast.memory.recall as recall_module
     from maclaw_fast.memory.store import MemoryStore
@@ -157,10 +158,24 @@ def test_store_recall_paths_are_identical(monkeypatch, embedder):
             store.save(f"{text} {i}", category=str(rng.choice(cats)),
                        tags=tuple(rng.choice(["atlas", "zeus", "ops"], int(rng.integers(0, 2)))))
         queries = [" ".join(rng.choice(words, int(rng.integers(1, 5)))) for _ in range(25)]
+        viewed_calls = []
+        viewed = recall_module.recall_viewed
+        monkeypatch.setattr(recall_module, "recall_viewed",
+                            lambda *args: viewed_calls.append(1) or viewed(*args))
+        store.recall(queries[0], reinforce=False)
+        monkeypatch.undo()
+        assert viewed_calls  # the default path reads through the address table
         for project in (None, "atlas"):
             for q in queries + [""]:
                 want = store.recall(q, project=project, reinforce=False)
                 assert want
+                monkeypatch.setattr(recall_module, "view_table", lambda args, kinds: None)
+                store._plan_cache.clear()  # the table is made with the plan
+                got = store.recall(q, project=project, reinforce=False)
+                monkeypatch.undo()
+                store._plan_cache.clear()
+                assert [(h.entry.id, h.reason, h.breakdown) for h in got] == [
+                    (h.entry.id, h.reason, h.breakdown) for h in want], q
                 for module, name in switches:
                     monkeypatch.setattr(module, name, 0)
                     got = store.recall(q, project=project, reinforce=False)

@@ -17,8 +17,9 @@ from maclaw_fast.records import RecallHit, ScoreBreakdown
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_fast.threads import batch_threads, blas_threads, numba_threads
 from maclaw_kernels.recall import base_scores, recall_batch as recall_batch_kernel
-from maclaw_kernels.recall import recall_query, recall_single
+from maclaw_kernels.recall import VIEWED_ARGS, recall_query, recall_single, recall_viewed
 from maclaw_kernels.recall_large import recall_large
+from maclaw_kernels.views import view_table
 
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
 _NO_VECTOR = np.zeros(0, np.float32)  # the query vector of a query without one
@@ -237,9 +238,11 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
 class _FusedArgs:
     """The fused kernel's arguments after the five that change per call, for one plan and
     project: the plan's part (``tail``, made once) after the BM25 index's arrays (joined again
-    only when the index hands out new ones), so a call passes one tuple."""
+    only when the index hands out new ones), and the same as an address table for
+    :func:`recall_viewed` (None when an argument does not fit it). The joined tuple keeps every
+    array the table points at alive."""
 
-    __slots__ = ("tail", "has_affinity", "_index_args", "_joined")
+    __slots__ = ("tail", "has_affinity", "_index_args", "_joined", "_views")
 
     def __init__(self, store, static, project) -> None:
         eligible, affinity, scored, self.has_affinity = static.scope_masks(store, project)
@@ -247,22 +250,27 @@ class _FusedArgs:
         rows, parts, work, bm25, cos = static.single
         self.tail = (vec.matrix, vec.has_vec, *static.recency_args, *static.recency_knobs,
                      affinity, eligible, scored, *static.kernel_args, bm25, cos, work, rows, parts)
-        self._index_args = self._joined = None
+        self._index_args = self._joined = self._views = None
 
-    def joined(self, index_args: tuple) -> tuple:
+    def joined(self, index_args: tuple) -> tuple[tuple, tuple | None]:
+        """(the arguments as a tuple, as ``(views, knobs)`` or None)."""
         if index_args is not self._index_args:
             self._index_args, self._joined = index_args, index_args + self.tail
-        return self._joined
+            self._views = view_table(self._joined, VIEWED_ARGS)
+        return self._joined, self._views
 
 
 def _recall_fused(store, query, tokens, qvec, unchecked, now, fused: _FusedArgs) -> int:
     """BM25, cosines and ranking in one kernel call (an ASCII query as text when ``tokens``
     is None); returns the count of selected rows."""
     text, term_ids, index_args = store._bm25.fused_query_args(query, tokens)
-    args = fused.joined(index_args)
+    args, views = fused.joined(index_args)
     while True:
-        m = recall_query(text, term_ids, _NO_VECTOR if qvec is None else qvec, unchecked, now,
-                         *args)
+        qv = _NO_VECTOR if qvec is None else qvec
+        if views is not None:
+            m = recall_viewed(text, term_ids, qv, unchecked, now, *views)
+        else:
+            m = recall_query(text, term_ids, qv, unchecked, now, *args)
         if m >= 0:
             return m
         # not finite or not of unit length: normalised, or a ValidationError

@@ -116,6 +116,7 @@ class Bm25Index:
         self._tantivy = TantivyMirror() if tantivy_index else None
         self._args = None  # query_args' arrays and scalars; every change resets it first
         self._text_args = None  # fused_query_args' (args, vocabulary size, arrays)
+        self._tail_args = None  # the last arguments made while a tail is scanned
 
     # ------------------------------------------------------------------ edits
     def __len__(self) -> int:
@@ -424,7 +425,15 @@ class Bm25Index:
                 self._doc_start, self._doc_nterms, self._fwd_terms, self._fwd_tfs,
                 self._doc_norm, self._doc_live, self._doc_key, self.k1, self.b,
                 max(self.avgdl, 1e-9), self._term_weight_scratch())
-        self._args = args if self._fwd_used == self._main_nnz else None
+        if self._fwd_used == self._main_nnz:
+            self._args = args
+        else:  # scanned again next query (the tail is counted), yet the same tuple while the
+            # same: a caller keeps what it derives from it (recall's address table) by identity
+            last = self._tail_args
+            if last is not None and all(a is b or (type(a) is not np.ndarray and a == b)
+                                        for a, b in zip(last, args)):
+                return last
+            self._tail_args = args
         return args
 
     @property

@@ -19,7 +19,7 @@ from maclaw_fast.threads import batch_threads, blas_threads, numba_threads
 from maclaw_kernels.recall import base_scores, recall_batch as recall_batch_kernel
 from maclaw_kernels.recall import VIEWED_ARGS, recall_query, recall_single, recall_viewed
 from maclaw_kernels.recall_large import recall_large
-from maclaw_kernels.views import view_table
+from maclaw_kernels.views import join_tables, view_table
 
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
 _NO_VECTOR = np.zeros(0, np.float32)  # the query vector of a query without one
@@ -242,7 +242,7 @@ class _FusedArgs:
     :func:`recall_viewed` (None when an argument does not fit it). The joined tuple keeps every
     array the table points at alive."""
 
-    __slots__ = ("tail", "has_affinity", "_index_args", "_joined", "_views")
+    __slots__ = ("tail", "has_affinity", "_tail_views", "_index_args", "_joined", "_views")
 
     def __init__(self, store, static, project) -> None:
         eligible, affinity, scored, self.has_affinity = static.scope_masks(store, project)
@@ -250,13 +250,17 @@ class _FusedArgs:
         rows, parts, work, bm25, cos = static.single
         self.tail = (vec.matrix, vec.has_vec, *static.recency_args, *static.recency_knobs,
                      affinity, eligible, scored, *static.kernel_args, bm25, cos, work, rows, parts)
+        self._tail_views = view_table(self.tail, VIEWED_ARGS[-len(self.tail):])
         self._index_args = self._joined = self._views = None
 
     def joined(self, index_args: tuple) -> tuple[tuple, tuple | None]:
         """(the arguments as a tuple, as ``(views, knobs)`` or None)."""
         if index_args is not self._index_args:
             self._index_args, self._joined = index_args, index_args + self.tail
-            self._views = view_table(self._joined, VIEWED_ARGS)
+            fits = len(self._joined) == len(VIEWED_ARGS) and self._tail_views is not None
+            index_views = view_table(index_args, VIEWED_ARGS[:len(index_args)]) if fits else None
+            self._views = None if index_views is None else join_tables(index_views,
+                                                                       self._tail_views)
         return self._joined, self._views
 
 

@@ -122,9 +122,3 @@ def _layout(kinds: tuple, _cache: dict = {}) -> tuple:  # noqa: B006 (a delibera
                                   [kinds[i][1] for i in array_at])
     return layout
 
-
-def join_tables(first: tuple, second: tuple) -> tuple:
-    """Two :func:`view_table` results as one, ``first``'s rows and knobs before ``second``'s."""
-    return (np.concatenate((first[0], second[0])),
-            _knob_values([*first[1], *second[1]]))
-

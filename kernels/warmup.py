@@ -64,12 +64,9 @@ def _memory_kernels():
                 np.zeros((9, 8)))
         for text in (b"a b", b""):  # an ASCII query split in the kernel; term ids given
             recall.recall_query(text, query_args[0], np.ones(d, np.float32), True, 0.0, *rest)
-        if mat is m:  # the table as a store makes it: the index's part, then the plan's
-            split = len(query_args) - 2 + 3
-            table = views.join_tables(views.view_table(rest[:split], recall.VIEWED_ARGS[:split]),
-                                      views.view_table(rest[split:], recall.VIEWED_ARGS[split:]))
+        if mat is m:  # (a store's arrays are writeable)
             recall.recall_viewed(b"a b", query_args[0], np.ones(d, np.float32), True, 0.0,
-                                 *table)
+                                 *views.view_table(rest, recall.VIEWED_ARGS))
     from maclaw_kernels import recall_large
 
     recall_large.recall_large(m, np.zeros((n, d), np.int8), np.zeros(n, np.float32), f64, 2e-4,

@@ -116,7 +116,7 @@ class Bm25Index:
         self._tantivy = TantivyMirror() if tantivy_index else None
         self._args = None  # query_args' arrays and scalars; every change resets it first
         self._text_args = None  # fused_query_args' (args, vocabulary size, arrays)
-        self._tail_args = None  # the last arguments made while a tail is scanned
+        self._tail_args = None  # the same while a tail is scanned; reset with ``_args``
 
     # ------------------------------------------------------------------ edits
     def __len__(self) -> int:
@@ -129,7 +129,7 @@ class Bm25Index:
         """Index ``tokens`` under ``key`` (replacing what the key held)."""
         key = int(key)
         with self._lock:
-            self._args = None
+            self._args = self._tail_args = None
             if key in self._key_doc:
                 self._remove(key)
             counts: dict[int, int] = {}  # a dict beats np.unique on a few dozen tokens
@@ -202,7 +202,7 @@ class Bm25Index:
 
     def _add_flat(self, keys: list[int], flat: np.ndarray, lengths: np.ndarray,
                   token_lists) -> None:
-        self._args = None
+        self._args = self._tail_args = None
         for key in keys:
             if key in self._key_doc:
                 self._remove(key)
@@ -271,7 +271,7 @@ class Bm25Index:
                 self._remove(int(key))
 
     def _remove(self, key: int) -> None:
-        self._args = None
+        self._args = self._tail_args = None
         d = self._key_doc.pop(key)
         self._doc_live[d] = False
         lo = self._doc_start[d]
@@ -309,7 +309,7 @@ class Bm25Index:
         return self._fwd_terms[pos], rep_docs, self._fwd_tfs[pos]
 
     def _rebuild_main(self) -> None:
-        self._args = None
+        self._args = self._tail_args = None
         terms, docs, tfs = self._coo(0, self._n_docs)
         self._main = build_csr(len(self.vocab), terms, docs, tfs)
         self._main_upto = self._n_docs
@@ -420,6 +420,8 @@ class Bm25Index:
             self._tail_work += tail
             if self._tail_work >= self._fwd_used:
                 self._rebuild_main()
+            elif self._tail_args is not None:  # unchanged since made: every change resets it
+                return self._tail_args
         ip, pd, pt = self._main
         args = (self._df, len(self._key_doc), ip, pd, pt, self._main_upto, self._n_docs,
                 self._doc_start, self._doc_nterms, self._fwd_terms, self._fwd_tfs,
@@ -427,12 +429,8 @@ class Bm25Index:
                 max(self.avgdl, 1e-9), self._term_weight_scratch())
         if self._fwd_used == self._main_nnz:
             self._args = args
-        else:  # scanned again next query (the tail is counted), yet the same tuple while the
-            # same: a caller keeps what it derives from it (recall's address table) by identity
-            last = self._tail_args
-            if last is not None and all(a is b or (type(a) is not np.ndarray and a == b)
-                                        for a, b in zip(last, args)):
-                return last
+        else:  # the tail is counted at every query, but the same tuple is handed out until a
+            # change: a caller keeps what it derives from it (recall's address table) by identity
             self._tail_args = args
         return args
 

@@ -19,7 +19,7 @@ from maclaw_fast.threads import batch_threads, blas_threads, numba_threads
 from maclaw_kernels.recall import base_scores, recall_batch as recall_batch_kernel
 from maclaw_kernels.recall import VIEWED_ARGS, recall_query, recall_single, recall_viewed
 from maclaw_kernels.recall_large import recall_large
-from maclaw_kernels.views import join_tables, view_table
+from maclaw_kernels.views import view_table
 
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
 _NO_VECTOR = np.zeros(0, np.float32)  # the query vector of a query without one
@@ -28,6 +28,8 @@ _NO_VECTOR = np.zeros(0, np.float32)  # the query vector of a query without one
 LARGE_BLOCK = 2048
 # the most score-matrix elements a batch chunk holds (two buffers: ~24 MB at this size)
 BATCH_CHUNK_ELEMENTS = 2_000_000
+# calls of one plan on the array path before its address table is made (_FusedArgs.joined)
+TABLE_AFTER_CALLS = 6
 # ln(1 + a) for the small access counts, read by the kernels instead of a log per row
 LOG_ACCESS = np.log1p(np.arange(64, dtype=np.float64))
 
@@ -239,10 +241,10 @@ class _FusedArgs:
     """The fused kernel's arguments after the five that change per call, for one plan and
     project: the plan's part (``tail``, made once) after the BM25 index's arrays (joined again
     only when the index hands out new ones), and the same as an address table for
-    :func:`recall_viewed` (None when an argument does not fit it). The joined tuple keeps every
-    array the table points at alive."""
+    :func:`recall_viewed` (None when an argument does not fit it, or not made yet). The joined
+    tuple keeps every array the table points at alive."""
 
-    __slots__ = ("tail", "has_affinity", "_tail_views", "_index_args", "_joined", "_views")
+    __slots__ = ("tail", "has_affinity", "_index_args", "_joined", "_views", "_calls")
 
     def __init__(self, store, static, project) -> None:
         eligible, affinity, scored, self.has_affinity = static.scope_masks(store, project)
@@ -250,17 +252,21 @@ class _FusedArgs:
         rows, parts, work, bm25, cos = static.single
         self.tail = (vec.matrix, vec.has_vec, *static.recency_args, *static.recency_knobs,
                      affinity, eligible, scored, *static.kernel_args, bm25, cos, work, rows, parts)
-        self._tail_views = view_table(self.tail, VIEWED_ARGS[-len(self.tail):])
         self._index_args = self._joined = self._views = None
+        self._calls = 0
 
     def joined(self, index_args: tuple) -> tuple[tuple, tuple | None]:
-        """(the arguments as a tuple, as ``(views, knobs)`` or None)."""
+        """(the arguments as a tuple, as ``(views, knobs)`` or None). Rent or buy: the table
+        costs ~25–50 µs to make and saves ~6–8 µs a call, and every ``save`` makes a new plan,
+        so it is made only once :data:`TABLE_AFTER_CALLS` calls have run without it (an agent
+        that saves between recalls never pays for it; a store read many times pays at most
+        twice the best choice)."""
         if index_args is not self._index_args:
             self._index_args, self._joined = index_args, index_args + self.tail
-            fits = len(self._joined) == len(VIEWED_ARGS) and self._tail_views is not None
-            index_views = view_table(index_args, VIEWED_ARGS[:len(index_args)]) if fits else None
-            self._views = None if index_views is None else join_tables(index_views,
-                                                                       self._tail_views)
+            self._views, self._calls = None, 0
+        self._calls += 1
+        if self._calls == TABLE_AFTER_CALLS:
+            self._views = view_table(self._joined, VIEWED_ARGS)
         return self._joined, self._views
 
 

@@ -217,3 +217,33 @@ def test_recall_large_skipping_rows_by_bound_changes_nothing(seed):
         ref, got = run_both(big, mode, 5, 1, 20, 2000, w_block, w_rec=w_rec)
         assert got[1].tolist() == ref[1].tolist()
         np.testing.assert_array_equal(got[2], ref[2])
+
+
+def test_reinforcing_recalls_through_the_address_table_see_every_touch(monkeypatch):
+    """Default recalls (each one touching its hits in place) through the address table return
+    what the array path returns, call after call: the table points at the live columns."""
+    import maclaw_fast.memory.recall as recall_module
+    from maclaw_fast.memory.store import MemoryStore
+
+    rng = np.random.default_rng(11)
+    words = [f"w{i}" for i in range(40)] + ["deploy", "script", "部署"]
+    texts = [" ".join(rng.choice(words, int(rng.integers(3, 10)))) for _ in range(120)]
+    queries = [" ".join(rng.choice(words, int(rng.integers(1, 4)))) for _ in range(40)]
+
+    def run(table: bool) -> list:
+        now = [1.7e9]
+        out = []
+        with monkeypatch.context() as patch:
+            if not table:
+                patch.setattr(recall_module, "view_table", lambda args, kinds: None)
+            with MemoryStore.in_memory(embedder="hash", clock=lambda: now[0]) as store:
+                for i, text in enumerate(texts):
+                    now[0] += 600.0
+                    store.save(f"{text} {i}", category="project_knowledge")
+                for q in queries:
+                    now[0] += 30.0
+                    out.append([(h.entry.content, h.entry.access_count, h.breakdown)
+                                for h in store.recall(q)])
+        return out
+
+    assert run(table=True) == run(table=False)

@@ -445,3 +445,23 @@ def test_reinforced_entries_match_a_fresh_build(clock):
         assert {e.id: e for e in s.list()} == cached
         assert [[(h.entry.id, h.score) for h in s.recall(q, reinforce=False)]
                 for q in ("deploy", "servers")] == got
+
+
+def test_cached_entries_follow_touches_exactly(clock):
+    """After touches (rows listed several times) and reinforcing recalls, every cached entry
+    equals the entry made afresh from the columns, bit for bit."""
+    rng = np.random.default_rng(3)
+    with MemoryStore.in_memory(embedder=None, clock=clock) as store:
+        ids = [store.save(f"note {i} about deploy w{i % 7}", category="project_knowledge").id
+               for i in range(40)]
+        for step in range(30):
+            clock.t += 37.5
+            picked = [ids[int(k)] for k in rng.integers(0, len(ids), int(rng.integers(1, 9)))]
+            store.touch(picked)  # duplicates included
+            hits = store.recall(f"deploy w{step % 7}")  # reinforces its hits
+            touched = set(picked) | {h.entry.id for h in hits}
+            cached = {i: store.get(i) for i in touched}
+            assert all(store._table._cache.get(store._table.row_of[i]) is cached[i]
+                       for i in touched)  # these came from the cache
+            store._table._cache.clear()
+            assert {i: store.get(i) for i in touched} == cached

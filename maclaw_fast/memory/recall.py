@@ -87,7 +87,7 @@ class _Static:
         # ~3,600 faults, ~9 ms, per 1,000 × 500 batch once another thread has allocated)
         self.batch_chunk = int(min(1024, max(16, BATCH_CHUNK_ELEMENTS // max(n, 1))))
         self._batch = None
-        # per project: every argument of the fused kernels after (query, check_unit, now)
+        # per project: the fused kernel's arguments after the five that change per call
         self.fused_tails: dict[str | None, _FusedArgs] = {}
 
     def scratch(self) -> tuple[np.ndarray, ...]:

@@ -42,7 +42,7 @@ def _memory_kernels():
         vectors.dot_scores_batch(mat, n, bools, np.ones((2, d), np.float32),
                                  np.zeros((2, n), np.float32))
     decay.touch_rows(np.zeros(1, np.int64), np.zeros(n, np.int64), f64.copy(), f64.copy(), 1,
-                     0.1, True, 0.0)
+                     0.1, True, 0.0, np.zeros((3, 1)))
     for kern in (decay.decay_pass, decay.decay_pass_batch):
         kern(f64 + 1, f64, ~bools, bools, 0.0, 0.003, 0.1, np.zeros(n), np.zeros(n, np.bool_))
     nbr = np.full((n, 5), -1, np.int64)

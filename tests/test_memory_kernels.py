@@ -1068,7 +1068,8 @@ def test_decay_pass_and_batch_match_reference(seed):
 
 @pytest.mark.parametrize("seed", range(10))
 def test_touch_rows_matches_add_at(seed):
-    """Repeated rows count once per listing (np.add.at), the time is set only when asked."""
+    """Repeated rows count once per listing (np.add.at), the time is set only when asked, and
+    the new values of the listed rows come back."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 300))
     rows = rng.integers(0, n, int(rng.integers(0, 40)))
@@ -1081,9 +1082,14 @@ def test_touch_rows_matches_add_at(seed):
     set_time = seed % 2 == 0
     if set_time:
         ref[2][rows] = t
-    touch_rows(rows, access, strength, updated, add, step, set_time, t)
+    out = np.full((3, rows.shape[0]), np.nan)
+    touch_rows(rows, access, strength, updated, add, step, set_time, t, out)
     assert access.tolist() == ref[0].tolist() and updated.tolist() == ref[2].tolist()
     np.testing.assert_allclose(strength, ref[1], rtol=1e-15)
+    # the new values of every listed row, in listing order
+    assert out[0].tolist() == access[rows].tolist()
+    assert out[1].tolist() == strength[rows].tolist()
+    assert out[2].tolist() == updated[rows].tolist()
 
 
 def test_decay_spec_examples():

@@ -176,18 +176,17 @@ class EntryTable:
         """Add to access counts and strengths (a row listed twice counts twice), optionally set
         ``updated_at``; cached entries are brought up to date rather than rebuilt."""
         idx = np.asarray(rows, np.int64)
+        values = np.empty((3, idx.shape[0]))  # each listed row's new access, strength, time
         touch_rows(idx, self.access, self.strength, self.updated_at, access_add,
                    float(strength_add), updated_at is not None,
-                   0.0 if updated_at is None else float(updated_at))
+                   0.0 if updated_at is None else float(updated_at), values)
         cache = self._cache
-        cached = [r for r in dict.fromkeys(rows) if r in cache]
-        if not cached:
-            return
-        sel = np.asarray(cached, np.int64)
-        replace = msgspec.structs.replace
-        for r, a, st, u in zip(cached, self.access[sel].tolist(), self.strength[sel].tolist(),
-                               self.updated_at[sel].tolist()):
-            cache[r] = replace(cache[r], access_count=a, strength=st, updated_at=u)
+        get, replace = cache.get, msgspec.structs.replace
+        access, strength, times = values.tolist()
+        for r, a, st, u in zip(idx.tolist(), access, strength, times):
+            e = get(r)
+            if e is not None:  # (a row listed twice is replaced twice, with the same values)
+                cache[r] = replace(e, access_count=int(a), strength=st, updated_at=u)
 
     def cached_entry(self, row: int) -> Entry | None:
         return self._cache.get(row)

@@ -76,7 +76,7 @@ def view_rows(arrays):
         out[i, 0] = a.ctypes.data
         out[i, 1] = a.shape[0]
         out[i, 2] = a.shape[-1] * (a.ndim == 2)
-        i += 1
+        i += 1  # noqa: SIM113 (numba cannot enumerate over literal_unroll)
     return out
 
 
@@ -103,10 +103,12 @@ def view_table(args: tuple, kinds: tuple) -> tuple[np.ndarray, object] | None:
     array_at, scalar_at, dtypes, ndims = _layout(kinds)
     arrays = [args[i] for i in array_at]
     knobs = [args[i] for i in scalar_at]
-    if (not all([type(a) is np.ndarray for a in arrays])
+    # lists, not generators, inside all() and any(): ~40 % faster at this length
+    misfit = [isinstance(k, (np.ndarray, bool)) or float(k) != k for k in knobs]
+    if (not all([type(a) is np.ndarray for a in arrays])  # noqa: C419
             or [a.dtype for a in arrays] != dtypes or [a.ndim for a in arrays] != ndims
-            or not all([a.flags.c_contiguous for a in arrays])
-            or any([isinstance(k, (np.ndarray, bool)) or float(k) != k for k in knobs])):
+            or not all([a.flags.c_contiguous for a in arrays])  # noqa: C419
+            or any(misfit)):
         return None
     views = view_rows(tuple(arrays)) if arrays else np.zeros((0, 3), np.int64)
     return views, _knob_values([float(k) for k in knobs])

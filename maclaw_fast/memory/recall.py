@@ -244,7 +244,7 @@ class _FusedArgs:
     :func:`recall_viewed` (None when an argument does not fit it, or not made yet). The joined
     tuple keeps every array the table points at alive."""
 
-    __slots__ = ("tail", "has_affinity", "_index_args", "_joined", "_views", "_calls")
+    __slots__ = ("_calls", "_index_args", "_joined", "_views", "has_affinity", "tail")
 
     def __init__(self, store, static, project) -> None:
         eligible, affinity, scored, self.has_affinity = static.scope_masks(store, project)

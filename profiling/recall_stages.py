@@ -5,9 +5,11 @@
 
 Mirrors ``maclaw_fast.memory.recall.recall`` with a timer around every stage (validation, query
 vector, tokenising, cached plan and masks, BM25, cosines, ranking, typed hits; at 500 entries the
-real call runs the last three kernels as one, ``recall_query``) on the benchmark data of
-``benchmarks/bench_memory.py``, then times the real call for comparison. Keep it in step with
-``recall()`` when that changes.
+real call runs the last three kernels as one, ``recall_viewed``, its arrays passed as one address
+table, and splits ASCII queries inside it) on the benchmark data of
+``benchmarks/bench_memory.py``, then times the real call for comparison, so the sum of the stages
+overstates the call by the boundaries it adds. Keep it in step with ``recall()`` when that
+changes.
 """
 
 from __future__ import annotations

@@ -383,9 +383,12 @@ class Bm25Index:
         into), for a caller that runs the kernel inside its own; ``is_large`` says when
         :meth:`scores`, which runs it across threads, is the better call. The arrays are this
         index's own: hold off changes to it until the kernel has run."""
+        return (self._term_ids(tokens), *self.query_arrays())
+
+    def _term_ids(self, tokens: list[str]) -> np.ndarray:
+        """The vocabulary ids of ``tokens`` (-1 for a token it lacks)."""
         get = self.vocab.ids_dict.get
-        term_ids = np.array([get(tok, -1) for tok in tokens], dtype=np.int64)
-        return (term_ids, *self.query_arrays())
+        return np.array([get(tok, -1) for tok in tokens], dtype=np.int64)
 
     def fused_query_args(self, query: str, tokens: list[str] | None = None) -> tuple:
         """``(query_text, term_ids, arrays)`` for ``maclaw_kernels.recall.recall_query``: an
@@ -400,8 +403,7 @@ class Bm25Index:
                                       (*self.vocab.term_arrays(), *args))
         if tokens is None:
             return query.encode("ascii"), _NO_TERMS, text[2]
-        get = self.vocab.ids_dict.get
-        return b"", np.array([get(tok, -1) for tok in tokens], dtype=np.int64), text[2]
+        return b"", self._term_ids(tokens), text[2]
 
     def query_arrays(self) -> tuple:
         """:meth:`query_args` after the term ids."""

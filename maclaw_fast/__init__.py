@@ -13,7 +13,6 @@ from maclaw_fast.config import (MaintenanceConfig, MemoryConfig, RecallConfig, R
                                 SearchConfig)
 from maclaw_fast.errors import (DuplicateError, MaclawError, NotFoundError, StoreLockedError,
                                 ValidationError)
-from maclaw_fast.memory.store import MemoryStore
 from maclaw_fast.records import Entry, GcReport, RecallHit, ScoreBreakdown
 
 __version__ = "0.1.0"
@@ -25,8 +24,9 @@ __all__ = [
 ]
 
 
-def __getattr__(name):  # the router and workspace index load their own dependencies on demand
+def __getattr__(name):  # each part loads its own dependencies on demand (a route needs no store)
     lazy = {
+        "MemoryStore": "maclaw_fast.memory.store",
         "ToolRegistry": "maclaw_fast.tools", "ToolRouter": "maclaw_fast.tools",
         "RegisteredTool": "maclaw_fast.tools", "WorkspaceIndex": "maclaw_fast.workspace",
         "Maintenance": "maclaw_fast.maintenance", "Agent": "maclaw_fast.agent",

@@ -21,11 +21,18 @@ COMMAND_MODULES = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The per-call commands: their module alone builds the parser, so a run loads only what it uses
+# (importing every command module pulls the store, maintenance and LLM client: ~0.5 s).
+HOT_COMMANDS = {"route": "maclaw_fast.tools.commands", "recall": "maclaw_fast.memory.commands",
+                "save": "maclaw_fast.memory.commands"}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="maclaw-fast", description="Long-term memory and tool routing for AI agents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    hot = HOT_COMMANDS.get(command)
+    for name in (hot,) if hot else COMMAND_MODULES:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -38,9 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``maclaw-fast`` console script."""
+    import warnings
+
     from maclaw_fast.errors import MaclawError
 
-    args = build_parser().parse_args(argv)
+    # a warning (e.g. a model package missing, and the fallback taken) reads as one line
+    warnings.formatwarning = lambda message, category, *a, **k: f"warning: {message}\n"
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except MaclawError as exc:

@@ -30,7 +30,9 @@ def register(subparsers) -> None:
                    help="tool catalog JSON (default: the bundled sample catalog)")
     p.add_argument("--workspace", default=None,
                    help="workspace: memory search over its notes, and the file tools' sandbox")
-    p.add_argument("--embedder", default="default", choices=("default", "hash", "none"))
+    from maclaw_fast.embedding.options import add_embedder_args
+
+    add_embedder_args(p)
     p.add_argument("--project", default=None, help="project for the recall scope filter")
     p.add_argument("--enable-bash", action="store_true",
                    help="let the model run bash commands in the workspace")
@@ -76,7 +78,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from maclaw_fast.tools.commands import DEFAULT_CATALOG
 
     llm_cfg = _llm_config(args)
-    emb = None if args.embedder == "none" else args.embedder
+    from maclaw_fast.embedding.auto import catalog_embedder
+    from maclaw_fast.embedding.options import embedder_from_args
+
+    emb = embedder_from_args(args)
     store_dir = args.store or str(default_store_path())
     os.makedirs(store_dir, exist_ok=True)
     dim = "\033[2m" if sys.stdout.isatty() else ""
@@ -86,9 +91,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
         print(f"{dim}{line}{reset}", flush=True)
 
     with MemoryStore.open(store_dir, embedder=emb) as store, LLMClient(llm_cfg) as llm:
-        registry = ToolRegistry(load_catalog(args.catalog or DEFAULT_CATALOG))
+        tools = load_catalog(args.catalog or DEFAULT_CATALOG)
+        registry = ToolRegistry(tools)
         usage = UsageTracker(os.path.join(store_dir, "tool_usage.json"))
-        router = ToolRouter(registry, embedder=emb, usage=usage)
+        router = ToolRouter(registry, embedder=catalog_embedder(emb, tools), usage=usage)
         workspace = None
         if args.workspace:
             from maclaw_fast.workspace import WorkspaceIndex

@@ -15,7 +15,9 @@ class Embedder(Protocol):
     """Anything that turns texts into L2-normalised float32 rows.
 
     ``fingerprint`` names the model identity: vectors made under another fingerprint are never
-    mixed with current ones.
+    mixed with current ones. ``embed`` embeds stored text (documents, passages); a model that
+    embeds search queries differently (e5's ``"query: "`` prefix) also has
+    ``embed_queries(texts)``, which :func:`embed_checked` uses with ``query=True``.
     """
 
     dim: int
@@ -75,12 +77,16 @@ def check_vectors(vectors, dim: int, *, what: str = "vector") -> np.ndarray:
     return l2_normalise(arr)
 
 
-def embed_checked(embedder: Embedder, texts: list[str]) -> np.ndarray:
-    """Run an embedder and check what it returned (float32, (n, dim), finite, normalised)."""
+def embed_checked(embedder: Embedder, texts: list[str], *, query: bool = False) -> np.ndarray:
+    """Run an embedder and check what it returned (float32, (n, dim), finite, normalised).
+
+    ``query``: the texts are search queries (``embed_queries`` when the embedder has one).
+    """
     if not texts:
         return np.zeros((0, embedder.dim), dtype=np.float32)
+    run = getattr(embedder, "embed_queries", None) if query else None
     try:
-        out = embedder.embed(list(texts))
+        out = (run or embedder.embed)(list(texts))
     except EmbeddingError:
         raise
     except Exception as exc:  # an embedder is user code: wrap whatever it raised
@@ -93,26 +99,51 @@ def embed_checked(embedder: Embedder, texts: list[str]) -> np.ndarray:
     return l2_normalise(out)
 
 
-def resolve_embedder(embedder) -> Embedder | None:
-    """``"default"`` → the ONNX model (hash embedder when the model is not installed), ``None`` →
-    BM25-only, ``"hash"`` → :class:`HashEmbedder`, an object → itself (checked)."""
+AUTO_NAMES = ("auto", "default")  # "default" is the older name of "auto"
+NAMES = AUTO_NAMES + ("minilm", "onnx", "e5", "multilingual", "hash", "none")
+
+
+def is_auto(embedder) -> bool:
+    """``embedder`` asks for the language-based choice (``"auto"`` or ``"default"``)."""
+    return isinstance(embedder, str) and embedder in AUTO_NAMES
+
+
+def resolve_embedder(embedder, *, texts=None, recorded: str | None = None) -> Embedder | None:
+    """An embedder from a name or object.
+
+    ``"auto"`` (also ``"default"``) → MiniLM for English, multilingual-e5-small when ``texts``
+    are substantially Chinese or mixed, or the bundled model ``recorded`` names (a fingerprint
+    the data was embedded with); ``"minilm"``/``"onnx"`` → MiniLM; ``"e5"``/``"multilingual"`` →
+    e5-small; ``"hash"`` → :class:`HashEmbedder`; ``None``/``"none"`` → BM25 only; an object →
+    itself (checked). A missing or broken model package gives a warning naming it and the
+    hashing embedder, never an exception. One instance of each model per process.
+
+    Examples
+    --------
+    >>> resolve_embedder("hash").fingerprint
+    'hash-v1:384'
+    >>> resolve_embedder("none") is None
+    True
+    """
     if embedder is None:
         return None
     if isinstance(embedder, str):
-        if embedder == "default":
-            from maclaw_fast.embedding.onnx import default_embedder
+        from maclaw_fast.embedding import auto
 
-            return default_embedder()
+        if embedder in AUTO_NAMES:
+            return auto.resolve_auto(texts, recorded=recorded)
+        if embedder in ("minilm", "onnx"):
+            return auto.load_or_fallback("minilm")
+        if embedder in ("e5", "multilingual"):
+            return auto.load_or_fallback("e5")
         if embedder == "hash":
             from maclaw_fast.embedding.hashing import HashEmbedder
 
             return HashEmbedder()
-        if embedder == "onnx":
-            from maclaw_fast.embedding.onnx import OnnxEmbedder
-
-            return OnnxEmbedder()
-        raise ValidationError(f"unknown embedder {embedder!r}: use 'default', 'onnx', 'hash', None "
-                              "or an object with dim, fingerprint and embed()")
+        if embedder == "none":
+            return None
+        raise ValidationError(f"unknown embedder {embedder!r}: use one of {', '.join(NAMES)}, "
+                              "None or an object with dim, fingerprint and embed()")
     if not isinstance(embedder, Embedder):
         raise ValidationError("embedder must have dim, fingerprint and embed(texts)")
     return embedder

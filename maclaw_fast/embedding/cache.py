@@ -56,7 +56,7 @@ class QueryCache:
                     missing.setdefault(text, []).append(i)
         if missing:
             keys = list(missing)
-            vecs = embed_checked(self.embedder, keys)
+            vecs = embed_checked(self.embedder, keys, query=True)
             self.misses += len(keys)
             with self._lock:
                 for key, vec in zip(keys, vecs):
@@ -102,6 +102,8 @@ class DiskEmbeddingCache:
         self._lock = threading.Lock()
         self.dirty = False
         self.embedded = 0  # texts actually sent to the embedder (for tests and stats)
+        self.last_embedded: list[str] = []  # keys of the last call's misses
+        self._mtime = None
         self._load()
 
     @property
@@ -109,26 +111,32 @@ class DiskEmbeddingCache:
         return len(self._items)
 
     def _load(self) -> None:
-        if not self.path.is_file():
-            return
+        keys, mat = self._read()
+        for k, v in zip(keys, mat):
+            self._items[k] = v
+
+    def _read(self) -> tuple[list[str], np.ndarray]:
+        """The file's keys and vectors (none when absent, unreadable or of another model)."""
+        none = ([], np.zeros((0, self.embedder.dim), np.float32))
         try:
+            self._mtime = self.path.stat().st_mtime_ns
             with ipc.open_file(str(self.path)) as reader:
                 table = reader.read_all()
             meta = table.schema.metadata or {}
             if (meta.get(b"fingerprint", b"").decode() != self.embedder.fingerprint
                     or int(meta.get(b"dim", b"0")) != self.embedder.dim):
-                return
+                return none
             keys = table.column("key").to_pylist()
             flat = table.column("vector").combine_chunks().flatten().to_numpy()
-            mat = flat.reshape(len(keys), self.embedder.dim).astype(np.float32)
-            for k, v in zip(keys, mat):
-                self._items[k] = v
+            return keys, flat.reshape(len(keys), self.embedder.dim).astype(np.float32)
         except (OSError, pa.ArrowException, ValueError, KeyError):
-            self._items.clear()  # a cache: unreadable means empty, never an error
+            return none  # a cache: unreadable means empty, never an error
 
-    def embed(self, texts: list[str], keys: list[str] | None = None) -> np.ndarray:
+    def embed(self, texts: list[str], keys: list[str] | None = None, *,
+              query: bool = False) -> np.ndarray:
         """Vectors for ``texts``; only texts not cached are embedded (in one call). ``keys``:
-        the texts' :func:`text_key` when the caller already has them (chunk hashes)."""
+        the texts' :func:`text_key` when the caller already has them (chunk hashes);
+        ``query``: embed them as search queries (the caller keys them apart)."""
         if keys is None:
             keys = [text_key(t) for t in texts]
         elif len(keys) != len(texts):
@@ -145,8 +153,9 @@ class DiskEmbeddingCache:
                     out[i] = v
         if todo:
             first = [texts[idx[0]] for idx in todo.values()]
-            vecs = embed_checked(self.embedder, first)
+            vecs = embed_checked(self.embedder, first, query=query)
             self.embedded += len(first)
+            self.last_embedded = [k for k in todo]
             with self._lock:
                 for (k, idx), v in zip(todo.items(), vecs):
                     out[idx] = v
@@ -158,6 +167,22 @@ class DiskEmbeddingCache:
         return out
 
     def save(self) -> None:
+        """Write the cache (temp file + rename). Entries another process wrote since this one
+        read the file are kept (older than ours in the LRU order)."""
+        try:
+            changed = self.path.stat().st_mtime_ns != self._mtime
+        except OSError:
+            changed = False
+        if changed:
+            keys, mat = self._read()
+            with self._lock:
+                for k, v in zip(keys, mat):
+                    if k not in self._items:
+                        self._items[k] = v
+                        self._items.move_to_end(k, last=False)
+                if self.max_entries is not None:
+                    while len(self._items) > self.max_entries:
+                        self._items.popitem(last=False)
         with self._lock:
             keys = list(self._items)
             mat = (np.stack(list(self._items.values())) if keys
@@ -176,3 +201,129 @@ class DiskEmbeddingCache:
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, self.path)
+        try:
+            self._mtime = self.path.stat().st_mtime_ns
+        except OSError:
+            pass
+
+
+class CachedEmbedder:
+    """An embedder whose vectors (documents and queries apart) are kept on disk by content
+    hash, for every process that uses the same folder and model: a text is embedded once.
+
+    Same ``dim``, ``fingerprint`` and ``languages`` as the model it wraps, so stores and caches
+    treat its vectors as the model's. The file is written by :meth:`save` (at process exit when
+    made by :func:`enable_disk_cache`). ``MACLAW_EMBED_LOG=<file>`` appends one line per text
+    actually sent to the model (``<fingerprint> <q|p> <sha256>``): a diagnostic of what a
+    command embedded.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from maclaw_fast.embedding.hashing import HashEmbedder
+    >>> d = tempfile.mkdtemp()
+    >>> e = CachedEmbedder(HashEmbedder(dim=8), d)
+    >>> _ = e.embed(["a", "b"]); _ = e.embed_queries(["a"]); e.save()
+    >>> e2 = CachedEmbedder(HashEmbedder(dim=8), d); _ = e2.embed(["a", "b"]); e2.embedded
+    0
+    """
+
+    def __init__(self, inner: Embedder, directory: str | os.PathLike,
+                 max_entries: int = 50_000) -> None:
+        self.inner = inner
+        self.dim, self.fingerprint = inner.dim, inner.fingerprint
+        self.languages = getattr(inner, "languages", None)
+        tag = hashlib.sha256(inner.fingerprint.encode()).hexdigest()[:16]
+        self.cache = DiskEmbeddingCache(Path(directory) / f"vectors-{tag}.arrow", inner,
+                                        max_entries)
+        self._log = os.environ.get("MACLAW_EMBED_LOG") or None
+
+    @property
+    def embedded(self) -> int:
+        """Texts sent to the model by this process."""
+        return self.cache.embedded
+
+    def _get(self, texts: list[str], query: bool) -> np.ndarray:
+        texts = list(texts)
+        kind = "q" if query else "p"
+        # queries and passages of one text are different vectors for e5: keyed apart
+        keys = [text_key(kind + "\x00" + t) for t in texts]
+        before = self.cache.embedded
+        out = self.cache.embed(texts, keys, query=query)
+        if self._log and self.cache.embedded != before:
+            with open(self._log, "a", encoding="utf-8") as fh:
+                fh.writelines(f"{self.fingerprint} {kind} {k}\n"
+                              for k in self.cache.last_embedded)
+        return out
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self._get(texts, False)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self._get(texts, True)
+
+    def save(self) -> None:
+        """Write new vectors to disk (nothing when none were made)."""
+        if self.cache.dirty:
+            self.cache.save()
+
+
+_DISK: dict = {"dir": None, "wrapped": {}}
+_DISK_LOCK = threading.Lock()
+
+
+def default_cache_dir() -> Path:
+    """``$MACLAW_CACHE_DIR``, else ``$XDG_CACHE_HOME/maclaw_fast`` (``~/.cache/maclaw_fast``)."""
+    env = os.environ.get("MACLAW_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "maclaw_fast"
+
+
+def enable_disk_cache(directory: str | os.PathLike | None = None) -> Path | None:
+    """Keep every bundled model's vectors in ``directory`` (default :func:`default_cache_dir`)
+    from now on in this process; saved at exit. ``MACLAW_EMBED_CACHE=0`` turns it off (returns
+    None). The CLI, MCP server and chat call this.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> enable_disk_cache(tempfile.mkdtemp()) is not None   # doctest: +SKIP
+    True
+    """
+    if os.environ.get("MACLAW_EMBED_CACHE", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    path = Path(directory) if directory is not None else default_cache_dir()
+    with _DISK_LOCK:
+        if _DISK["dir"] is None:
+            import atexit
+
+            atexit.register(save_disk_caches)
+        if _DISK["dir"] != path:
+            save_disk_caches()
+            _DISK["wrapped"] = {}
+        _DISK["dir"] = path
+    return path
+
+
+def disk_cached(embedder: Embedder) -> Embedder:
+    """``embedder`` wrapped in the process's :class:`CachedEmbedder` for its model when
+    :func:`enable_disk_cache` was called (one wrapper per model), else itself."""
+    with _DISK_LOCK:
+        if _DISK["dir"] is None or isinstance(embedder, CachedEmbedder):
+            return embedder
+        wrapped = _DISK["wrapped"].get(embedder.fingerprint)
+        if wrapped is None:
+            wrapped = _DISK["wrapped"][embedder.fingerprint] = CachedEmbedder(
+                embedder, _DISK["dir"])
+        return wrapped
+
+
+def save_disk_caches() -> None:
+    """Write every model's disk cache of this process (errors ignored: it is a cache)."""
+    for wrapped in list(_DISK["wrapped"].values()):
+        try:
+            wrapped.save()
+        except OSError:
+            pass

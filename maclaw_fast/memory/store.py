@@ -13,6 +13,8 @@ import numpy as np
 
 from maclaw_fast.config import CATEGORY_TABLE, MemoryConfig
 from maclaw_fast.embedding import QueryCache, check_vectors, embed_checked, resolve_embedder
+from maclaw_fast.embedding.auto import CJK_SHARE
+from maclaw_fast.embedding.base import is_auto
 from maclaw_fast.errors import DuplicateError, NotFoundError, StoreClosedError, ValidationError
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.graph import MemoryGraph
@@ -21,6 +23,7 @@ from maclaw_fast.memory import validate
 from maclaw_fast.memory.archive import Archive
 from maclaw_fast.memory.columns import EntryTable
 from maclaw_fast.memory.durability import Durability
+from maclaw_fast.memory.model_choice import LanguageTally, recorded_fingerprint
 from maclaw_fast.memory.recall import recall as _recall
 from maclaw_fast.memory.recall import recall_batch as _recall_batch
 from maclaw_fast.persist.journal import DeleteOp, MetaOp, PutOp, TouchOp
@@ -50,13 +53,17 @@ class MemoryStore:
     'project_knowledge'
     """
 
-    def __init__(self, *, embedder="default", config: MemoryConfig = MemoryConfig(),
+    def __init__(self, *, embedder="auto", config: MemoryConfig = MemoryConfig(),
                  path: str | os.PathLike | None = None, clock=time.time) -> None:
         if not isinstance(config, MemoryConfig):
             raise ValidationError("config must be a MemoryConfig")
         self.config = config
         self.clock = clock
-        self.embedder = resolve_embedder(embedder)
+        # "auto": the model follows the stored text's language (memory/model_choice.py)
+        self.auto_embedder = is_auto(embedder)
+        self.language = LanguageTally()
+        self.embedder = resolve_embedder(
+            embedder, recorded=recorded_fingerprint(path) if self.auto_embedder else None)
         self.dim = self.embedder.dim if self.embedder is not None else 0
         self._lock = threading.RLock()
         self._table = EntryTable()
@@ -76,10 +83,11 @@ class MemoryStore:
             self._durability.load()
             for entry_id in [e.id for e in self.archive.list() if e.id in self._table.row_of]:
                 self.archive.remove(entry_id)  # a crash mid-move left a copy in both: store wins
+        self.check_embedder_choice()
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
-    def open(cls, path: str | os.PathLike, *, embedder="default",
+    def open(cls, path: str | os.PathLike, *, embedder="auto",
              config: MemoryConfig = MemoryConfig(), clock=time.time) -> MemoryStore:
         """Open (or create) the store in directory ``path``; one writer at a time."""
         if not isinstance(path, (str, os.PathLike)) or not str(path):
@@ -87,7 +95,7 @@ class MemoryStore:
         return cls(embedder=embedder, config=config, path=path, clock=clock)
 
     @classmethod
-    def in_memory(cls, *, embedder="default", config: MemoryConfig = MemoryConfig(),
+    def in_memory(cls, *, embedder="auto", config: MemoryConfig = MemoryConfig(),
                   clock=time.time) -> MemoryStore:
         """A store that lives only in this process (tests, throw-away evaluation)."""
         return cls(embedder=embedder, config=config, path=None, clock=clock)
@@ -216,6 +224,8 @@ class MemoryStore:
             row = self._table.row_of_content.get(content)
             if row is not None:
                 return self._save_existing(row, tags)
+        if vector is None and self.auto_embedder:
+            self.check_embedder_choice((content,))
         vec = self._embed(analysed_text(content, tags), vector)  # outside the lock: ~4 ms
         with self._lock:
             self._check_open()
@@ -234,6 +244,29 @@ class MemoryStore:
             self._enforce_capacity()
             return result
 
+    def save_many(self, items, *, category: str | None = None, tags=()) -> list[Entry]:
+        """Save many memories with one embedder call for all new texts (see ``memory.batch``).
+
+        ``items``: texts (then ``category`` applies to all) or dicts with ``content`` and
+        optional ``category``, ``tags``, ``pinned``, ``thread``.
+
+        >>> with MemoryStore.in_memory(embedder="hash") as s:
+        ...     [e.category for e in s.save_many(["likes tea"], category="preference")]
+        ['preference']
+        """
+        from maclaw_fast.memory.batch import save_many
+
+        return save_many(self, items, category=category, tags=tags)
+
+    def check_embedder_choice(self, pending=()) -> bool:
+        """With ``embedder="auto"``: move to the multilingual model (re-embedding every memory)
+        once the stored text, with ``pending`` texts, is substantially Chinese or mixed."""
+        if not self.auto_embedder or (not pending and self.language.share < CJK_SHARE):
+            return False  # the per-call cost of recall: two attribute reads
+        from maclaw_fast.memory.model_choice import check
+
+        return check(self, pending)
+
     def _save_existing(self, row: int, tags: tuple[str, ...]) -> Entry:
         t = self._table
         old = self._entry(row)
@@ -251,6 +284,7 @@ class MemoryStore:
 
     def _insert(self, entry: Entry, vec: np.ndarray | None, row: int | None = None) -> int:
         row = self._table.insert(entry, row)
+        self.language.add(entry.content)
         self._graph.reserve(row + 1)
         self._last_tokens = self._index(row)
         if self.dim:
@@ -378,18 +412,23 @@ class MemoryStore:
         Self-identity entries always come first, then user facts, then scored entries, within
         20 entries / 2000 tokens. ``reinforce`` strengthens what was returned.
         """
+        if query_vector is None:
+            self.check_embedder_choice()
         return _recall(self, query, project=project, reinforce=reinforce,
                        query_vector=query_vector)
 
     def recall_dynamic(self, query: str, *, category: str | None = None,
                        project: str | None = None, reinforce: bool = True) -> list[RecallHit]:
         """The agent tool's recall: ≤ 15 entries / 1500 tokens, no user facts, optional category."""
+        self.check_embedder_choice()
         return _recall(self, query, project=project, reinforce=reinforce, dynamic=True,
                        category=category)
 
     def recall_batch(self, queries, *, projects=None, reinforce: bool = True,
                      query_vectors=None) -> list[list[RecallHit]]:
-        """One :meth:`recall` per query on one snapshot, with batched kernels."""
+        """One :meth:`recall` per query on one snapshot, with batched kernels (the new texts
+        among ``queries`` are embedded in one call)."""
+        self.check_embedder_choice()
         return _recall_batch(self, queries, projects=projects, reinforce=reinforce,
                              query_vectors=query_vectors, as_arrow=False)
 
@@ -397,6 +436,7 @@ class MemoryStore:
                            query_vectors=None):
         """:meth:`recall_batch` as a ``pyarrow.Table`` (query_index, rank, id, score, recency,
         importance, bm25, cos, affinity, graph, reason) — the form for thousands of queries."""
+        self.check_embedder_choice()
         return _recall_batch(self, queries, projects=projects, reinforce=reinforce,
                              query_vectors=query_vectors, as_arrow=True)
 
@@ -412,13 +452,15 @@ class MemoryStore:
         """Load a reference ``memories.json``; returns how many entries were added."""
         from maclaw_fast.persist.compat import import_maclaw
 
-        return import_maclaw(self, path)
+        return import_maclaw(self, path)  # through import_records
 
     def import_records(self, records: list[dict]) -> int:
         """Insert checked records (see ``persist.compat.parse_maclaw``) keeping their ids and
         times; returns how many were added."""
         from maclaw_fast.persist.compat import import_records
 
+        self.check_embedder_choice([r["content"] for r in records if isinstance(r, dict)
+                                    and isinstance(r.get("content"), str)])
         return import_records(self, records)
 
     def export_maclaw(self, path: str | os.PathLike) -> int:

@@ -12,6 +12,8 @@ import signal
 
 def register(subparsers) -> None:
     """Add ``serve`` to the ``maclaw-fast`` parser."""
+    from maclaw_fast.embedding.options import add_embedder_args
+
     p = subparsers.add_parser(
         "serve", help="run the MCP server (memory and tool routing for any agent)",
         description="Expose memory_save, memory_recall, memory_search, memory_get, "
@@ -24,8 +26,7 @@ def register(subparsers) -> None:
     p.add_argument("--workspace", default=None,
                    help="workspace whose MEMORY.md and memory/*.md memory_search covers")
     p.add_argument("--catalog", default=None, help="tool catalog JSON for route_tools")
-    p.add_argument("--embedder", default="default", choices=("default", "hash", "none"),
-                   help="embedding model (none = BM25 only)")
+    add_embedder_args(p)
     p.add_argument("--project", default=None,
                    help="default project of memory_recall's scope filter")
     p.add_argument("--host", default="127.0.0.1",
@@ -38,13 +39,14 @@ def register(subparsers) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from maclaw_fast.server.http import TOKEN_ENV, check_bind
+    from maclaw_fast.embedding.options import embedder_from_args
     from maclaw_fast.server.mcp_server import Backend, ServerConfig, build_server
 
     token = args.token or os.environ.get(TOKEN_ENV) or None
     if args.transport == "http":
         check_bind(args.host, token)  # before opening (and locking) the store
     cfg = ServerConfig(store=args.store, workspace=args.workspace, catalog=args.catalog,
-                       embedder=args.embedder, project=args.project)
+                       embedder=embedder_from_args(args) or "none", project=args.project)
     with Backend.open(cfg) as backend:
         mcp = build_server(backend)
         if args.transport == "stdio":

@@ -44,13 +44,14 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     """What ``maclaw-fast serve`` opens.
 
     ``store`` None → :func:`default_store_path`; ``catalog`` None → no tools to route
-    (``route_tools`` says so); ``embedder``: ``default`` (ONNX model), ``hash`` or ``none``.
+    (``route_tools`` says so); ``embedder``: ``auto`` (MiniLM for English, multilingual-e5-small
+    for Chinese or mixed text), ``minilm``, ``e5``, ``hash`` or ``none``.
     """
 
     store: str | None = None
     workspace: str | None = None
     catalog: str | None = None
-    embedder: str = "default"
+    embedder: str = "auto"
     project: str | None = None
 
 
@@ -84,7 +85,10 @@ class Backend:
             if config.catalog:
                 from maclaw_fast.tools import ToolRegistry, ToolRouter, load_catalog
 
-                router = ToolRouter(ToolRegistry(load_catalog(config.catalog)), embedder=emb)
+                from maclaw_fast.embedding.auto import catalog_embedder
+
+                tools = load_catalog(config.catalog)
+                router = ToolRouter(ToolRegistry(tools), embedder=catalog_embedder(emb, tools))
             if config.workspace:
                 from maclaw_fast.workspace import WorkspaceIndex
 

@@ -15,8 +15,9 @@ DEFAULT_CATALOG = Path(__file__).resolve().parents[2] / "data" / "tools.json"
 def _catalog_arg(p) -> None:
     p.add_argument("--catalog", default=None,
                    help="tool catalog JSON (a list of tools; default: the bundled sample)")
-    p.add_argument("--embedder", default="default", choices=["default", "hash", "none"],
-                   help="embedding model for the vector signal (none = BM25 only)")
+    from maclaw_fast.embedding.options import add_embedder_args
+
+    add_embedder_args(p)
 
 
 def register(subparsers) -> None:
@@ -45,10 +46,12 @@ def register(subparsers) -> None:
 
 
 def _router(args):
+    from maclaw_fast.embedding.auto import catalog_embedder
+    from maclaw_fast.embedding.options import embedder_from_args
     from maclaw_fast.tools import EnrichmentStore, ToolRegistry, ToolRouter, load_catalog
 
     tools = load_catalog(args.catalog or DEFAULT_CATALOG)
-    embedder = None if args.embedder == "none" else args.embedder
+    embedder = catalog_embedder(embedder_from_args(args), tools)
     return ToolRouter(ToolRegistry(tools), embedder=embedder, enrichment=EnrichmentStore())
 
 
@@ -122,14 +125,17 @@ DEMO_MESSAGES = (
 )
 
 
-def demo_route(out=print, *, embedder="default", top: int = 5) -> None:
+def demo_route(out=print, *, embedder="auto", top: int = 5) -> None:
     """Route a few English and Chinese messages over the bundled catalog (``maclaw-fast demo``)."""
     import time
 
     from maclaw_fast.tools import EnrichmentStore, ToolRegistry, ToolRouter, load_catalog
 
+    from maclaw_fast.embedding.auto import catalog_embedder
+
     t0 = time.perf_counter()
-    router = ToolRouter(ToolRegistry(load_catalog(DEFAULT_CATALOG)), embedder=embedder,
+    tools = load_catalog(DEFAULT_CATALOG)
+    router = ToolRouter(ToolRegistry(tools), embedder=catalog_embedder(embedder, tools),
                         enrichment=EnrichmentStore())
     router.route("warm up")  # embeds the catalog once
     out(f"tool routing over data/tools.json: {len(router.registry.list())} tools, "

@@ -38,7 +38,7 @@ _OPEN: dict[tuple[str, str | None, str], WorkspaceIndex] = {}
 _OPEN_LOCK = threading.Lock()
 
 
-def get_index(workspace, *, embedder="default", config: SearchConfig = SearchConfig(),
+def get_index(workspace, *, embedder="auto", config: SearchConfig = SearchConfig(),
               index_dir=None) -> WorkspaceIndex:
     """The process-wide index of ``workspace`` (opened and synced on first use).
 

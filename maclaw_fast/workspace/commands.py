@@ -13,16 +13,18 @@ import time
 
 
 def _common(p: argparse.ArgumentParser) -> None:
+    from maclaw_fast.embedding.options import add_embedder_args
+
     p.add_argument("--workspace", required=True, help="workspace folder (MEMORY.md, memory/)")
-    p.add_argument("--embedder", default="default", choices=["default", "onnx", "hash", "none"],
-                   help="embedding model (none = keyword search only)")
+    add_embedder_args(p)
     p.add_argument("--index-dir", default=None, help="index state folder (default WORKSPACE/.maclaw)")
 
 
 def _open(args, *, sync: bool = True):
+    from maclaw_fast.embedding.options import embedder_from_args
     from maclaw_fast.workspace.index import WorkspaceIndex
 
-    emb = None if args.embedder == "none" else args.embedder
+    emb = embedder_from_args(args)
     return WorkspaceIndex.open(args.workspace, embedder=emb, index_dir=args.index_dir, sync=sync)
 
 
@@ -96,7 +98,7 @@ DEMO_QUERIES = ("deploy script missing env vars", "花生过敏", "who is on cal
                 "zebra")
 
 
-def demo_search(out=print, *, embedder="default", queries=DEMO_QUERIES) -> None:
+def demo_search(out=print, *, embedder="auto", queries=DEMO_QUERIES) -> None:
     """Show a workspace search over the bundled sample workspace (``data/workspace``).
 
     The index goes to a temporary folder, so the bundled data stays untouched.

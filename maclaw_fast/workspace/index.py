@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from maclaw_fast.config import SearchConfig
 from maclaw_fast.embedding import DiskEmbeddingCache, QueryCache, resolve_embedder
+from maclaw_fast.embedding.base import is_auto
 from maclaw_fast.errors import EmbeddingError, ValidationError
 from maclaw_fast.index import Bm25Index, VectorColumn
 from maclaw_fast.index.arrays import grow
@@ -105,14 +106,15 @@ class WorkspaceIndex:
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
-    def open(cls, workspace_dir, *, embedder="default", config: SearchConfig = SearchConfig(),
+    def open(cls, workspace_dir, *, embedder="auto", config: SearchConfig = SearchConfig(),
              index_dir=None, sync: bool = True, clock=time.time) -> WorkspaceIndex:
         """Open (and by default sync) the index of ``workspace_dir``.
 
         Parameters
         ----------
         workspace_dir : the workspace folder.
-        embedder : ``"default"`` (ONNX model, hash fallback), ``"hash"``, ``"onnx"``, ``None``
+        embedder : ``"auto"`` (MiniLM, or multilingual-e5-small for Chinese or mixed files),
+            ``"minilm"``, ``"e5"``, ``"hash"``, ``None``
             (text-only) or an object with ``dim``, ``fingerprint`` and ``embed``. An embedder that
             cannot be loaded leaves the index text-only and says so in :meth:`status`.
         config : :class:`SearchConfig`.
@@ -137,7 +139,12 @@ class WorkspaceIndex:
         idx_dir = Path(index_dir) if index_dir is not None else root / ".maclaw"
         error = None
         try:
-            emb = resolve_embedder(embedder)
+            if is_auto(embedder):  # the model that reads the workspace's language
+                from maclaw_fast.embedding.auto import folder_texts
+
+                emb = resolve_embedder(embedder, texts=folder_texts(root))
+            else:
+                emb = resolve_embedder(embedder)
         except EmbeddingError as exc:  # e.g. the model package is missing
             emb, error = None, f"embedder unavailable ({exc}); text-only"
         if emb is None and not config.text_search:

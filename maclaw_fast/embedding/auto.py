@@ -1,0 +1,150 @@
+"""``embedder="auto"``: the model that reads the content's language, and the fallbacks.
+
+MiniLM (English, 6 ms a query) for English content; multilingual-e5-small for content that is
+substantially Chinese or mixed (MiniLM puts every Chinese text in one corner of its space:
+HammerBench-zh vector Hit@5 0.073 against 0.860 for e5-small). The share that decides is the
+share of Han characters among the non-space characters of all the text, at least
+:data:`CJK_SHARE` (0.1: about a quarter of the words, since a Han character stands for a word
+and an English word for ~5 letters).
+
+A model package that is missing or broken never raises here: a warning names the package and
+the fallback taken (the other model for English, else the hashing embedder).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+CJK_SHARE = 0.1
+MODELS = ("minilm", "e5")
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_SPACE = re.compile(r"\s")
+
+
+def cjk_share(texts) -> float:
+    """Share of Han characters among the non-space characters of ``texts`` (0 for none).
+
+    Examples
+    --------
+    >>> round(cjk_share(["部署 deploy", "hello"]), 3)
+    0.154
+    """
+    han = chars = 0
+    for text in texts:
+        han += len(_HAN.findall(text))
+        chars += len(text) - len(_SPACE.findall(text))
+    return han / chars if chars else 0.0
+
+
+def choose_model(texts, *, threshold: float = CJK_SHARE) -> str:
+    """``"e5"`` when the texts are substantially Chinese (or mixed), else ``"minilm"``.
+
+    Examples
+    --------
+    >>> choose_model(["deploy the service", "run the tests"])
+    'minilm'
+    >>> choose_model(["部署服务到生产环境", "run the tests"])
+    'e5'
+    """
+    return "e5" if cjk_share(texts) >= threshold else "minilm"
+
+
+def model_of(fingerprint: str | None) -> str | None:
+    """Which bundled model made vectors with ``fingerprint`` (None: another embedder)."""
+    if not fingerprint:
+        return None
+    if fingerprint.startswith("e5:"):
+        return "e5"
+    if fingerprint.startswith("onnx:all-MiniLM"):
+        return "minilm"
+    return None
+
+
+def load_model(name: str):
+    """The process-wide instance of a bundled model (in the process's disk cache when one is
+    enabled); raises ``EmbeddingError`` naming the package when it is missing or broken."""
+    from maclaw_fast.embedding.cache import disk_cached
+
+    if name == "e5":
+        from maclaw_fast.embedding.e5 import shared_e5
+
+        return disk_cached(shared_e5())
+    if name == "minilm":
+        from maclaw_fast.embedding.onnx import shared_minilm
+
+        return disk_cached(shared_minilm())
+    from maclaw_fast.errors import ValidationError
+
+    raise ValidationError(f"unknown model {name!r}: use one of {MODELS}")
+
+
+_WARNED: set[str] = set()
+
+
+def load_or_fallback(name: str):
+    """:func:`load_model`, or the hashing embedder with a warning (once per process and
+    cause) that names the missing or broken package and the fallback."""
+    from maclaw_fast.embedding.hashing import HashEmbedder
+    from maclaw_fast.errors import EmbeddingError
+
+    try:
+        return load_model(name)
+    except EmbeddingError as exc:
+        reason = str(exc)
+    fallback = HashEmbedder()
+    if reason not in _WARNED:  # once per process and cause: a CLI run prints it once
+        _WARNED.add(reason)
+        warnings.warn(f"{reason}; falling back to the hashing embedder (lexical vectors, "
+                      f"{fallback.fingerprint})", RuntimeWarning, stacklevel=3)
+    return fallback
+
+
+def resolve_auto(texts=None, *, recorded: str | None = None):
+    """The embedder ``"auto"`` picks: the model named by ``recorded`` (the fingerprint the
+    store or cache was built with) when it is a bundled one, else by the language of ``texts``
+    (MiniLM when there are none)."""
+    name = model_of(recorded) or choose_model(texts or ())
+    return load_or_fallback(name)
+
+
+def tool_text(tool) -> str:
+    """The text a tool is embedded under (name, description, body summary)."""
+    return (f"{getattr(tool, 'name', '')} {getattr(tool, 'description', '')}\n"
+            f"{getattr(tool, 'body_summary', '') or ''}")
+
+
+def catalog_embedder(embedder, tools):
+    """For ``"auto"``, the embedder that reads the catalog's language; anything else as given.
+
+    Examples
+    --------
+    >>> catalog_embedder("hash", []).fingerprint
+    'hash-v1:384'
+    """
+    from maclaw_fast.embedding.base import is_auto, resolve_embedder
+
+    if is_auto(embedder):
+        return resolve_embedder(embedder, texts=[tool_text(t) for t in tools])
+    return resolve_embedder(embedder) if isinstance(embedder, str) else embedder
+
+
+def folder_texts(root, *, pattern: str = "**/*.md", max_bytes: int = 1 << 20) -> list[str]:
+    """Up to ``max_bytes`` of the Markdown text under ``root`` (what ``"auto"`` reads to pick a
+    workspace's model); hidden folders are skipped."""
+    from pathlib import Path
+
+    out, left = [], max_bytes
+    for path in sorted(Path(root).glob(pattern)):
+        if left <= 0:
+            break
+        if any(part.startswith(".") for part in path.relative_to(root).parts):
+            continue
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(min(left, 64 << 10))
+        except OSError:
+            continue
+        left -= len(data)
+        out.append(data.decode("utf-8", "ignore"))
+    return out

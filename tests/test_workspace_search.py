@@ -241,6 +241,7 @@ def test_unavailable_embedder_at_open_is_text_only(ws, tmp_path, monkeypatch):
         raise EmbeddingError("model not installed")
 
     monkeypatch.setattr(onnx_mod, "OnnxEmbedder", missing)
+    monkeypatch.setattr(onnx_mod, "_SHARED", {})  # one session per process: start without it
     ix = WorkspaceIndex.open(ws, embedder="onnx", index_dir=tmp_path / "ix")
     assert ix.status().mode == "text" and "model not installed" in ix.status().last_error
     assert ix.search("peanuts").results

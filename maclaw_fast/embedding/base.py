@@ -115,8 +115,9 @@ def resolve_embedder(embedder, *, texts=None, recorded: str | None = None) -> Em
     are substantially Chinese or mixed, or the bundled model ``recorded`` names (a fingerprint
     the data was embedded with); ``"minilm"``/``"onnx"`` → MiniLM; ``"e5"``/``"multilingual"`` →
     e5-small; ``"hash"`` → :class:`HashEmbedder`; ``None``/``"none"`` → BM25 only; an object →
-    itself (checked). A missing or broken model package gives a warning naming it and the
-    hashing embedder, never an exception. One instance of each model per process.
+    itself (checked). A missing or broken model package: with ``"auto"`` a warning naming it and
+    the hashing embedder; a model asked for by name raises ``EmbeddingError`` naming it. One
+    instance of each model per process.
 
     Examples
     --------
@@ -133,9 +134,9 @@ def resolve_embedder(embedder, *, texts=None, recorded: str | None = None) -> Em
         if embedder in AUTO_NAMES:
             return auto.resolve_auto(texts, recorded=recorded)
         if embedder in ("minilm", "onnx"):
-            return auto.load_or_fallback("minilm")
+            return auto.load_model("minilm")
         if embedder in ("e5", "multilingual"):
-            return auto.load_or_fallback("e5")
+            return auto.load_model("e5")
         if embedder == "hash":
             from maclaw_fast.embedding.hashing import HashEmbedder
 

@@ -303,8 +303,10 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
     :func:`recall_single` does, in one call (each call level of this many arrays costs ~1 µs).
 
     The query's terms: an ASCII query given as its bytes (``query_text``) is split and looked up
-    here (:func:`maclaw_kernels.terms.ascii_query_terms` over the vocabulary's term arrays);
-    with an empty ``query_text`` the caller's ``term_ids`` are used. ``query``: its vector (empty:
+    here (:func:`maclaw_kernels.terms.ascii_query_terms` over the vocabulary's word table);
+    a query holding a word the table lacks returns -2 before anything is written (the caller
+    tokenizes it and passes term ids); with an empty ``query_text`` the caller's ``term_ids``
+    are used. ``query``: its vector (empty:
     none, every cosine 0). With ``check_unit``, a vector that is not finite and of unit length
     (within 1e-6 in its squared norm) returns -1 before anything is written. The five
     arguments that change per call come first, so a caller can keep the rest as one tuple; the
@@ -314,7 +316,9 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
     if check_unit and query.shape[0] and not is_unit_vector(query, 1e-6):
         return -1
     if len(query_text):
-        term_ids = ascii_query_terms(query_text, term_data, term_offsets, term_table)
+        term_ids, known = ascii_query_terms(query_text, term_data, term_offsets, term_table)
+        if not known:  # a word the fast path has not learned: the caller tokenizes the query
+            return -2
     n = updated_at.shape[0]
     bm25[:n] = 0.0
     bm25_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,

@@ -1,10 +1,22 @@
-"""Query words to term ids inside a kernel: the vocabulary as flat UTF-8 bytes with an
-open-addressing hash table of term ids (FNV-1a over the bytes, linear probing, load ≤ ½), so an
-ASCII query goes from its bytes to BM25 without a Python token list, dict lookups and a NumPy
-array per query (~3 µs of a ~46 µs recall in the real loop, measured)."""
+"""Query words to term ids inside a kernel, so an ASCII query goes from its bytes to BM25 without
+a Python token list, dict lookups and a NumPy array per query (~3 µs of a ~46 µs recall in the
+real loop, measured).
+
+The kernel does not stem: it reads a table of words already seen (lower-cased word runs as
+``maclaw_fast.text.tokenize`` splits ASCII), each mapped to the term id the Python tokenizer gives
+it, stop words marked. A query holding any word the table lacks is reported unknown and the caller
+tokenizes it in Python, so this path can never give other terms than the tokenizer.
+
+The table (``maclaw_fast.text.term_table.WordTable``): the words as flat UTF-8 bytes and offsets;
+one int64 array whose first half is an open-addressing hash table of word numbers (FNV-1a over
+the bytes, linear probing, -1 empty, load ≤ ½) and whose second half holds each word's term id
+(``STOP_ID`` for a stop word).
+"""
 
 import numpy as np
 from numba import njit
+
+STOP_ID = -2
 
 
 @njit(cache=True)
@@ -18,9 +30,9 @@ def term_hash(data, start, end):
 
 @njit(cache=True)
 def insert_terms(data, offsets, lo, hi, table):
-    """Put terms ``lo..hi`` (term ``t`` is ``data[offsets[t]:offsets[t + 1]]``) into ``table``
-    (a power-of-two size, -1 = empty, with room to spare)."""
-    last = table.shape[0] - 1
+    """Put words ``lo..hi`` (word ``t`` is ``data[offsets[t]:offsets[t + 1]]``) into the hash
+    half of ``table`` (a power-of-two half, -1 = empty, with room to spare)."""
+    last = table.shape[0] // 2 - 1
     for t in range(lo, hi):
         slot = np.int64(term_hash(data, offsets[t], offsets[t + 1]) & np.uint64(last))
         while table[slot] >= 0:
@@ -30,8 +42,8 @@ def insert_terms(data, offsets, lo, hi, table):
 
 @njit(cache=True)
 def find_term(text, start, end, data, offsets, table):
-    """The id of the term whose bytes are ``text[start:end]``, -1 when there is none."""
-    last = table.shape[0] - 1
+    """The number of the word whose bytes are ``text[start:end]``, -1 when there is none."""
+    last = table.shape[0] // 2 - 1
     slot = np.int64(term_hash(text, start, end) & np.uint64(last))
     length = end - start
     while table[slot] >= 0:
@@ -49,9 +61,12 @@ def find_term(text, start, end, data, offsets, table):
 
 @njit(cache=True)
 def ascii_query_terms(query, data, offsets, table):
-    """Term ids (-1 unknown) of the words of an ASCII ``query`` (bytes), in order: its maximal
-    runs of letters and digits, lower-cased, as ``maclaw_fast.text.tokenize`` splits ASCII."""
+    """``(term ids, known)`` of an ASCII ``query`` (bytes): its maximal runs of letters and
+    digits, lower-cased, each mapped through the word table, stop words left out, in order.
+    ``known`` is False (and the ids empty) when a word is not in the table: the caller must
+    tokenize the query itself."""
     n = len(query)
+    half = table.shape[0] // 2
     lowered = np.empty(n, np.uint8)
     out = np.empty(n // 2 + 1, np.int64)
     k = 0
@@ -65,15 +80,20 @@ def ascii_query_terms(query, data, offsets, table):
             if start < 0:
                 start = i
         elif start >= 0:
-            out[k] = find_term(lowered, start, i, data, offsets, table)
-            k += 1
+            w = find_term(lowered, start, i, data, offsets, table)
+            if w < 0:
+                return out[:0], False
+            tid = table[half + w]
+            if tid != STOP_ID:
+                out[k] = tid
+                k += 1
             start = -1
-    return out[:k]
+    return out[:k], True
 
 
 def warmup() -> None:
-    """Compile this module's kernels for the types the term table uses."""
+    """Compile this module's kernels for the types the word table uses."""
     data, offsets, table = np.frombuffer(b"ab", np.uint8).copy(), np.array([0, 1, 2]), np.full(
-        8, -1, np.int64)
+        16, -1, np.int64)
     insert_terms(data, offsets, 0, 2, table)
     ascii_query_terms(b"A b", data, offsets, table)

@@ -113,7 +113,7 @@ def test_conversation_end_to_end(tmp_path, llm_server, llm_protocol):
     got = [(r["tool_name"], r["success"]) for r in records]
     assert got == [("memory", True), ("memory", True), ("weather_forecast", True),
                    ("memory", False)]
-    assert records[2]["query_tokens"][:3] == ["what", "is", "the"]
+    assert records[2]["query_tokens"][:3] == ["weather", "forecast", "lyon"]
 
     # 4. end of conversation: the knowledge extractor reads it (the memory save of message 1
     # is older than its save-signal window) and its knowledge lands in the store

@@ -1206,11 +1206,22 @@ def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
             # the same query as text, its words split and looked up inside the kernel
             text = ". ".join(t.upper() if len(t) % 2 else t for t in terms)
             rows_t, parts_t = np.full(width, -1, np.int64), np.zeros((9, width))
-            text_t, no_ids, index_args = index.fused_query_args(text)
-            m_t = recall_query(text_t, no_ids, qvec, True, now, *index_args, matrix, has_vec,
-                               updated, weight, *recency_knobs(n), q["affinity"],
-                               q["eligible"], q["scored"], *tail, *graph, np.zeros(n),
-                               np.zeros(n, np.float32), np.empty((7, n)), rows_t, parts_t)
+
+            def by_text():
+                text_t, no_ids, index_args = index.fused_query_args(text)
+                return recall_query(text_t, no_ids, qvec, True, now, *index_args, matrix,
+                                    has_vec, updated, weight, *recency_knobs(n), q["affinity"],
+                                    q["eligible"], q["scored"], *tail, *graph, np.zeros(n),
+                                    np.zeros(n, np.float32), np.empty((7, n)), rows_t, parts_t)
+
+            if any(w not in index.vocab.term_words() for w in map(str.lower, terms)):
+                # a word the kernel's table lacks: reported (-2), then learned from the query
+                assert by_text() == -2, ctx
+                index.fused_query_args(text, terms)
+            m_t = by_text()
+            if any(index.vocab.get(t) < 0 for t in terms):  # no term to learn: still unknown
+                assert m_t == -2, ctx
+                continue
             assert m_t == m and rows_t[:m].tolist() == rows[:m].tolist(), ctx
             assert parts_t[:, :m].tolist() == parts[:, :m].tolist(), ctx
 

@@ -224,7 +224,9 @@ def test_usage_history_lifts_a_tool(catalog):
     router = make(catalog, usage=usage)
     msg = "convert the numbers"
     before = [t for t in router.route(msg).tools if t.reason == "ranked"]
-    low = before[-1]
+    # the runner-up: experience (weight 0.3) can lift a tool whose retrieval is within reach
+    # of the leader's, not one ranked on a stray shared term
+    low = before[1]
     assert low.name != before[0].name and low.experience == 0.0
     for _ in range(5):
         usage.record(low.name, msg, success=True, timestamp=1e9)

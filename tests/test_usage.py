@@ -10,6 +10,7 @@ import pytest
 
 from maclaw_fast.config import RouterConfig
 from maclaw_fast.errors import ValidationError
+from maclaw_fast.text import TOKENIZER_VERSION
 from maclaw_fast.tools import UsageTracker
 
 NOW = 1_700_000_000.0
@@ -87,9 +88,10 @@ def test_persistence_round_trip_and_reference_format(tmp_path):
     u.record("db_query", "查询 订单 数据库", success=True)
     u.record("git_log", ["git", "log"], success=False)
     raw = json.loads(path.read_text(encoding="utf-8"))
-    assert [set(r) for r in raw] == [{"tool_name", "query_tokens", "success", "timestamp"}] * 2
+    assert [set(r) for r in raw] == [{"tool_name", "query_tokens", "success", "timestamp",
+                                      "tokenizer"}] * 2
     assert raw[1] == {"tool_name": "git_log", "query_tokens": ["git", "log"], "success": False,
-                      "timestamp": "2023-11-14T22:13:20Z"}
+                      "timestamp": "2023-11-14T22:13:20Z", "tokenizer": TOKENIZER_VERSION}
     assert not list(tmp_path.glob("*.tmp"))
     again = UsageTracker(path, clock=lambda: NOW)
     assert again.records() == u.records()
@@ -104,7 +106,9 @@ def test_loads_go_written_file_with_nanoseconds_and_offsets(tmp_path):
     ]), encoding="utf-8")
     u = UsageTracker(path, clock=lambda: NOW, autosave=False)
     assert u.rec_ts[0] == pytest.approx(NOW + 0.123456, abs=1e-6)
-    assert u.experience("bash", ["run", "tests"]) == pytest.approx(1.0, abs=1e-6)
+    # the reference format names no analysis: its words are analysed again (stemmed)
+    assert u.records()[0]["query_tokens"] == ["run", "test"]
+    assert u.experience("bash", "run tests") == pytest.approx(1.0, abs=1e-6)
 
 
 def test_bad_input_is_rejected(tmp_path):

@@ -338,3 +338,27 @@ def test_a_vector_only_snapshot_serves_a_text_index_later(ws, tmp_path):
     fresh = WorkspaceIndex.open(ws, embedder=CountingEmbedder(), index_dir=tmp_path / "fresh")
     assert _rows(text) == _rows(fresh)
     assert paths(text.search("wifi password", min_score=0))[0] == "MEMORY.md"
+
+
+def test_state_of_another_tokenizer_is_rebuilt_not_mixed(ws, tmp_path, monkeypatch):
+    """A state written under another analysis (here: no stop words, no stemming, under an older
+    version name) is not loaded: the reopened index holds only the current tokenizer's terms,
+    so "tomato" finds "Planted tomatoes" by text, as a fresh build does."""
+    import maclaw_fast.workspace.analyse as analyse_mod
+    import maclaw_fast.workspace.state as state_mod
+    from maclaw_fast.text import Analyzer, tokenize
+
+    with monkeypatch.context() as m:
+        m.setattr(analyse_mod, "tokenize", Analyzer(stop_words=(), stemmer=None).tokenize)
+        m.setattr(state_mod, "TOKENIZER_VERSION", "maclaw-tok-1")
+        old = open_ix(ws, tmp_path)
+        assert "tomatoes" in old.vocab.ids_dict and "tomato" not in old.vocab.ids_dict
+        old.close()
+    ix = WorkspaceIndex.open(ws, embedder=CountingEmbedder(), index_dir=tmp_path / "ix",
+                             sync=False)
+    assert "tomatoes" not in ix.vocab.ids_dict
+    hits = ix.search("tomato", min_score=0.0).results
+    assert hits and hits[0].path == "memory/2026-11-01.md" and hits[0].text_score > 0
+    fresh = open_ix(ws, tmp_path / "fresh")
+    assert sorted(ix.vocab.tokens) == sorted(fresh.vocab.tokens)
+    assert set(ix.vocab.tokens) >= set(tokenize("Planted tomatoes in the garden"))

@@ -7,7 +7,7 @@ import zlib
 import numpy as np
 
 from maclaw_fast.embedding.base import l2_normalise
-from maclaw_fast.text.tokenizer import tokenize
+from maclaw_fast.text.tokenizer import TOKENIZER_VERSION, tokenize
 
 
 class HashEmbedder:
@@ -26,7 +26,8 @@ class HashEmbedder:
 
     def __init__(self, dim: int = 384) -> None:
         self.dim = int(dim)
-        self.fingerprint = f"hash-v1:{self.dim}"
+        # its features are the tokenizer's terms: another analysis makes other vectors
+        self.fingerprint = f"hash-v1:{self.dim}:{TOKENIZER_VERSION}"
 
     def _features(self, text: str) -> list[str]:
         toks = tokenize(text)

@@ -115,7 +115,7 @@ class Bm25Index:
         self._dead_in_main = 0
         self._tantivy = TantivyMirror() if tantivy_index else None
         self._args = None  # query_args' arrays and scalars; every change resets it first
-        self._text_args = None  # fused_query_args' (args, vocabulary size, arrays)
+        self._text_args = None  # fused_query_args' (args, word table arrays, both joined)
         self._tail_args = None  # the same while a tail is scanned; reset with ``_args``
 
     # ------------------------------------------------------------------ edits
@@ -393,16 +393,19 @@ class Bm25Index:
     def fused_query_args(self, query: str, tokens: list[str] | None = None) -> tuple:
         """``(query_text, term_ids, arrays)`` for ``maclaw_kernels.recall.recall_query``: an
         ASCII ``query`` with ``tokens`` None goes as its bytes, which the kernel splits and looks
-        up in the vocabulary's term arrays (``maclaw_kernels.terms``) itself; given ``tokens``,
-        their ids go instead (``query`` unused). ``arrays``: the term arrays and
-        :meth:`query_arrays`, the same tuple object while neither changes."""
+        up in the vocabulary's word table (``maclaw_kernels.terms``) itself, or reports unknown;
+        given ``tokens`` (``tokenize(query)``), their ids go instead, and the vocabulary learns
+        the query's words for the next time (:meth:`Vocabulary.learn`). ``arrays``: the word
+        table's and :meth:`query_arrays`, the same tuple object while neither changes."""
         args = self.query_arrays()
-        text = self._text_args  # the term arrays and ``args``, kept while both stand
-        if text is None or text[0] is not args or text[1] != len(self.vocab.tokens):
-            text = self._text_args = (args, len(self.vocab.tokens),
-                                      (*self.vocab.term_arrays(), *args))
+        words = self.vocab.term_arrays()
+        text = self._text_args  # the word table's arrays and ``args``, kept while both stand
+        if text is None or text[0] is not args or text[1] is not words:
+            text = self._text_args = (args, words, (*words, *args))
         if tokens is None:
             return query.encode("ascii"), _NO_TERMS, text[2]
+        if query:
+            self.vocab.learn(query)  # its known words go through the kernel next time
         return b"", self._term_ids(tokens), text[2]
 
     def query_arrays(self) -> tuple:

@@ -283,6 +283,11 @@ def _recall_fused(store, query, tokens, qvec, unchecked, now, fused: _FusedArgs)
             m = recall_query(text, term_ids, qv, unchecked, now, *args)
         if m >= 0:
             return m
+        if m == -2:  # a word the kernel's table lacks: the Python tokenizer's terms
+            tokens = tokenize(query)
+            text, term_ids, index_args = store._bm25.fused_query_args(query, tokens)
+            args, views = fused.joined(index_args)
+            continue
         # not finite or not of unit length: normalised, or a ValidationError
         qvec, unchecked = _checked(store, qvec), False
 

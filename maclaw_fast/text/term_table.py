@@ -1,4 +1,4 @@
-"""The vocabulary in the form the term kernels read (``maclaw_kernels.terms``)."""
+"""Query words in the form the term kernels read (``maclaw_kernels.terms``)."""
 
 from __future__ import annotations
 
@@ -8,47 +8,58 @@ from maclaw_kernels.terms import insert_terms
 from maclaw_fast.index.arrays import grow
 
 
-class TermTable:
-    """A vocabulary's tokens as flat UTF-8 bytes, their offsets, and a hash table of their ids,
-    appended to as the vocabulary grows (ids are never reused, so nothing is ever rewritten).
+class WordTable:
+    """Lower-cased ASCII words as flat UTF-8 bytes and their offsets, with one int64 ``table``:
+    its first half an open-addressing hash table of word numbers (FNV-1a, linear probing, -1
+    empty, load ≤ ½), its second half each word's term id (``-2``: a stop word). Appended to,
+    never rewritten: a word keeps its term for good.
 
     Examples
     --------
     >>> from maclaw_kernels.terms import ascii_query_terms
-    >>> table = TermTable()
-    >>> ascii_query_terms(b"Deploy the SCRIPT, deploy!", *table.arrays(["deploy", "script"])).tolist()
-    [0, -1, 1, 0]
+    >>> table = WordTable()
+    >>> table.append(["deploy", "deploying", "the"], [0, 0, -2])
+    >>> ids, known = ascii_query_terms(b"Deploying the SCRIPT", *table.arrays)
+    >>> bool(known)
+    False
+    >>> ids, known = ascii_query_terms(b"Deploying the deploy!", *table.arrays)
+    >>> ids.tolist(), bool(known)
+    ([0, 0], True)
     """
 
     def __init__(self) -> None:
         self.data = np.zeros(1024, np.uint8)
         self.offsets = np.zeros(64, np.int64)
-        self.table = np.full(64, -1, np.int64)
+        self.table = np.full(128, -1, np.int64)
         self.count = 0
+        self.known: set[str] = set()
+        self.arrays = (self.data, self.offsets, self.table)
 
-    def arrays(self, tokens: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(bytes, offsets, table) covering every token of ``tokens`` (the vocabulary's list, of
-        which this table has seen a prefix)."""
-        if len(tokens) > self.count:
-            self._append(tokens[self.count:])
-        return self.data, self.offsets, self.table
-
-    def _append(self, new: list[str]) -> None:
-        encoded = [t.encode("utf-8") for t in new]
+    def append(self, words: list[str], ids: list[int]) -> None:
+        """Add ``words`` (new, ASCII, lower-case) with their term ids."""
+        encoded = [w.encode("ascii") for w in words]
         lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
         start = int(self.offsets[self.count])
         end = start + int(lengths.sum())
+        total = self.count + len(words)
         self.data = grow(self.data, end)
         self.data[start:end] = np.frombuffer(b"".join(encoded), np.uint8)
-        total = self.count + len(new)
         self.offsets = grow(self.offsets, total + 1)
         self.offsets[self.count + 1: total + 1] = start + np.cumsum(lengths)
-        if 2 * total > self.table.shape[0]:  # keep the load at most ½: rebuild larger
-            size = self.table.shape[0]
+        size = self.table.shape[0] // 2
+        if 2 * total > size:  # keep the load at most ½: rebuild larger
             while 2 * total > size:
                 size *= 2
-            self.table = np.full(size, -1, np.int64)
+            table = np.full(2 * size, -1, np.int64)
+            table[size: size + self.count] = self.table[self.table.shape[0] // 2:][:self.count]
+            self.table = table
+            table[size + self.count: size + total] = ids
             insert_terms(self.data, self.offsets, 0, total, self.table)
         else:
+            self.table[size + self.count: size + total] = ids
             insert_terms(self.data, self.offsets, self.count, total, self.table)
         self.count = total
+        self.known.update(words)
+        if (self.arrays[0] is not self.data or self.arrays[1] is not self.offsets
+                or self.arrays[2] is not self.table):
+            self.arrays = (self.data, self.offsets, self.table)

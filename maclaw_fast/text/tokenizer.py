@@ -1,26 +1,34 @@
-"""The one tokenizer (SPEC §2), shared by memory, tools, usage tracking and workspace search.
+"""The one tokenizer (SPEC §2 as revised by R1), shared by memory, tools, usage tracking, group
+keywords and workspace search.
 
-Lower-case, segment with jieba (rjieba, the Rust port: ~2 µs per sentence), strip, and drop tokens
-made only of punctuation, symbols or whitespace. No stop words, no stemming. The same tokens are
-fed to tantivy pre-tokenised, so tantivy's BM25 and ours see identical terms.
+Lower-case; Han runs are segmented by jieba (rjieba, the Rust port: ~2 µs per sentence; search
+mode by default), stripped, and tokens made only of punctuation, symbols or whitespace dropped;
+every other text is split into runs of letters and digits, stop words are dropped
+(:mod:`maclaw_fast.text.stopwords`) and the rest Snowball-stemmed (PyStemmer "english"). The same
+tokens are fed to tantivy pre-tokenised, so tantivy's BM25 and ours see identical terms.
+
+:data:`TOKENIZER_VERSION` names the analysis (its rules, stop list and stemmer): anything that
+persists tokens records it and rebuilds when it differs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
 import unicodedata
-from collections import defaultdict
 from functools import lru_cache
-from itertools import islice
 
 import rjieba
+import Stemmer
+
+from maclaw_fast.text.stopwords import DEFAULT_STOP_WORDS
 
 # Han runs go to jieba; everything else is split into word-character runs. jieba glues ASCII
 # words at "." "-" "%" ("cells.the", "il-6", "2.5-fold") and splits Greek from Latin ("nf-κb"
 # → "κ", "b"), so letting it see non-Han text cost SciFact nDCG@10 0.654 vs 0.661 (measured).
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _HAN_SPLIT = re.compile(f"([{_HAN}]+)")  # capturing: the Han runs come back at odd positions
-_HAS_HAN = re.compile(f"[{_HAN}]")
 _WORDS = re.compile(r"[^\W_]+")
 # ASCII text splits ~3× faster by mapping every non-alphanumeric character to a space in C
 # (str.translate's one-byte path) than by ``re``: [^\W_] is exactly [A-Za-z0-9] there
@@ -28,6 +36,8 @@ _ASCII_GAPS = str.maketrans({c: " " for c in map(chr, range(128)) if not c.isaln
 
 _DROP_CATEGORIES = frozenset({"Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So",
                               "Zs", "Zl", "Zp", "Cc", "Cf"})
+_RULES = "maclaw-tok-2"  # bump when the splitting rules change
+_MEMO_MAX = 1 << 20  # words remembered per analyzer before the memo starts over
 
 
 @lru_cache(maxsize=1 << 16)
@@ -35,36 +45,114 @@ def _keep(token: str) -> bool:
     return any(unicodedata.category(ch) not in _DROP_CATEGORIES for ch in token)
 
 
-def tokenize(text: str, *, search_mode: bool = True) -> list[str]:
-    """Split ``text`` into index terms.
+class _Terms(dict):
+    """Word run → its term ('' for a stop word), computed on first sight: a hit is one C-level
+    dict lookup (``map(terms.__getitem__, words)``), so stemming costs nothing on known words."""
 
-    ``search_mode`` (default) uses jieba's search segmentation, which also emits the shorter words
-    inside a long Chinese compound ("查询数据库" → 查询, 数据, 数据库, 查询数据库) so that a query and
-    a document segmented differently still share terms.
+    __slots__ = ("_lock", "_stem", "_stop")
+
+    def __init__(self, stop: frozenset[str], stemmer) -> None:
+        super().__init__()
+        self._stop = stop
+        self._stem = stemmer.stemWord if stemmer is not None else None
+        self._lock = threading.Lock()  # a PyStemmer object is not thread-safe
+
+    def __missing__(self, word: str) -> str:
+        if word in self._stop:
+            term = ""
+        elif self._stem is None:
+            term = word
+        else:
+            with self._lock:
+                term = self._stem(word) or word
+        if len(self) >= _MEMO_MAX:
+            self.clear()
+        self[word] = term
+        return term
+
+
+class Analyzer:
+    """A tokenizer: the splitting rules above with a stop list and a Snowball stemmer.
+
+    Every index uses :data:`DEFAULT_ANALYZER` (through :func:`tokenize`); another list or no
+    stemming makes a different :attr:`version`, which persisted indexes compare.
 
     Examples
     --------
-    >>> tokenize("Deploy script 部署脚本, v2!")
+    >>> a = Analyzer(stop_words={"the"}, stemmer=None)
+    >>> a.tokenize("The running DOGS")
+    ['running', 'dogs']
+    >>> Analyzer().tokenize("The running DOGS") == ['run', 'dog']
+    True
+    """
+
+    def __init__(self, stop_words=DEFAULT_STOP_WORDS, stemmer: str | None = "english") -> None:
+        self.stop_words = frozenset(str(w).lower() for w in stop_words)
+        self.stemmer = stemmer
+        self._terms = _Terms(self.stop_words, Stemmer.Stemmer(stemmer) if stemmer else None)
+        digest = hashlib.sha256("\n".join(sorted(self.stop_words)).encode()).hexdigest()[:12]
+        self.version = f"{_RULES}:stop-{digest}:stem-{stemmer or 'none'}"
+
+    def term(self, word: str) -> str:
+        """The term of one lower-cased word run ('' when it is a stop word).
+
+        >>> DEFAULT_ANALYZER.term("allergies"), DEFAULT_ANALYZER.term("the")
+        ('allergi', '')
+        """
+        return self._terms[word]
+
+    def tokenize(self, text: str, *, search_mode: bool = True) -> list[str]:
+        """Split ``text`` into index terms.
+
+        ``search_mode`` (default) uses jieba's search segmentation, which also emits the shorter
+        words inside a long Chinese compound ("查询数据库" → 查询, 数据, 数据库, 查询数据库) so that
+        a query and a document segmented differently still share terms.
+        """
+        if not text:
+            return []
+        text = text.lower()
+        if text.isascii():  # O(1): CPython keeps the flag on the string
+            return self._words(_ascii_words(text))
+        parts = _HAN_SPLIT.split(text)
+        out = self._words(_word_runs(parts[0]))
+        cut = rjieba.cut_for_search if search_mode else rjieba.cut
+        for i in range(1, len(parts), 2):
+            for raw in cut(parts[i]):
+                tok = raw.strip()
+                if tok and _keep(tok):
+                    out.append(tok)
+            if parts[i + 1]:
+                out.extend(self._words(_word_runs(parts[i + 1])))
+        return out
+
+    def _words(self, words: list[str]) -> list[str]:
+        """The terms of word runs, stop words left out (C-level map and filter)."""
+        return list(filter(None, map(self._terms.__getitem__, words)))
+
+    def ascii_words(self, text: str) -> list[str]:
+        """The lower-cased word runs of an ASCII ``text`` before stop words and stemming (what
+        the kernel fast path splits: :mod:`maclaw_kernels.terms`)."""
+        return _ascii_words(text.lower())
+
+
+DEFAULT_ANALYZER = Analyzer()
+TOKENIZER_VERSION = DEFAULT_ANALYZER.version
+
+
+def tokenize(text: str, *, search_mode: bool = True) -> list[str]:
+    """Split ``text`` into index terms with :data:`DEFAULT_ANALYZER` (see
+    :meth:`Analyzer.tokenize`).
+
+    Examples
+    --------
+    >>> tokenize("Deploy the scripts 部署脚本, v2!")
     ['deploy', 'script', '部署', '脚本', 'v2']
     >>> tokenize("deploy.sh needs IL-6")
-    ['deploy', 'sh', 'needs', 'il', '6']
+    ['deploy', 'sh', 'need', 'il', '6']
+    >>> tokenize("what is it?")
+    []
     """
-    if not text:
-        return []
-    text = text.lower()
-    if text.isascii():  # O(1): CPython keeps the flag on the string
-        return _ascii_words(text)
-    parts = _HAN_SPLIT.split(text)
-    out = _word_runs(parts[0])
-    cut = rjieba.cut_for_search if search_mode else rjieba.cut
-    for i in range(1, len(parts), 2):
-        for raw in cut(parts[i]):
-            tok = raw.strip()
-            if tok and _keep(tok):
-                out.append(tok)
-        if parts[i + 1]:
-            out.extend(_word_runs(parts[i + 1]))
-    return out
+    return DEFAULT_ANALYZER.tokenize(text, search_mode=search_mode)
 
 
 def _word_runs(text: str) -> list[str]:
@@ -102,76 +190,8 @@ def analysed_text(content: str, tags: list[str] | tuple[str, ...]) -> str:
     return content + " " + " ".join(tags)
 
 
-class Vocabulary:
-    """Token → dense int id, grown on demand; ids are never reused, so arrays keyed by id stay valid.
+# the vocabulary lives in its own module; imported here too, where callers have always found it
+from maclaw_fast.text.vocabulary import Vocabulary  # noqa: E402
 
-    Examples
-    --------
-    >>> v = Vocabulary()
-    >>> v.ids(["a", "b", "a"], add=True).tolist()
-    [0, 1, 0]
-    >>> v.ids(["zzz"]).tolist()
-    [-1]
-    """
-
-    def __init__(self) -> None:
-        self._ids: dict[str, int] = {}
-        self.tokens: list[str] = []
-        self._term_table = None
-
-    def term_arrays(self):
-        """(bytes, offsets, hash table) of every token, for ``maclaw_kernels.terms``
-        (:class:`~maclaw_fast.text.term_table.TermTable`, brought up to date here)."""
-        if self._term_table is None:
-            from maclaw_fast.text.term_table import TermTable
-
-            self._term_table = TermTable()
-        return self._term_table.arrays(self.tokens)
-
-    def __len__(self) -> int:
-        return len(self.tokens)
-
-    def get(self, token: str) -> int:
-        return self._ids.get(token, -1)
-
-    @property
-    def ids_dict(self) -> dict[str, int]:
-        """The token → id mapping itself (read-only use: bulk lookups)."""
-        return self._ids
-
-    def add(self, token: str) -> int:
-        tid = self._ids.get(token)
-        if tid is None:
-            tid = len(self.tokens)
-            self._ids[token] = tid
-            self.tokens.append(token)
-        return tid
-
-    def add_all(self, tokens: list[str]):
-        """Ids of ``tokens`` as an int64 array, adding the new ones in first-seen order (the same
-        ids as :meth:`add` one by one) in one C-level pass.
-
-        Examples
-        --------
-        >>> v = Vocabulary(); _ = v.add("b")
-        >>> v.add_all(["a", "b", "a", "c"]).tolist(), v.tokens
-        ([1, 0, 1, 2], ['b', 'a', 'c'])
-        """
-        import numpy as np
-
-        known = len(self.tokens)
-        table = defaultdict(None, self._ids)
-        table.default_factory = table.__len__  # a new token's id is the count before it
-        out = np.fromiter(map(table.__getitem__, tokens), np.int64, len(tokens))
-        if len(table) > known:
-            self.tokens.extend(islice(table, known, None))
-            self._ids = dict(table)
-        return out
-
-    def ids(self, tokens, *, add: bool = False):
-        import numpy as np
-
-        if add:
-            return np.fromiter((self.add(t) for t in tokens), dtype=np.int32, count=len(tokens))
-        get = self._ids.get
-        return np.fromiter((get(t, -1) for t in tokens), dtype=np.int32, count=len(tokens))
+__all__ = ["DEFAULT_ANALYZER", "TOKENIZER_VERSION", "Analyzer", "Vocabulary", "analysed_text",
+           "cjk_ratio", "tokenize"]

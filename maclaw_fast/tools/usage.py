@@ -2,7 +2,9 @@
 
 Records are kept columnar in a ring (tool id, up to 5 token ids, timestamp, success) so that one
 numba pass scores every tool for a message. The file format is the reference ``tool_usage.json``:
-a JSON list of ``{"tool_name", "query_tokens", "success", "timestamp"}`` with RFC 3339 times.
+a JSON list of ``{"tool_name", "query_tokens", "success", "timestamp"}`` with RFC 3339 times,
+plus ``"tokenizer"``: the analysis that made the tokens (``TOKENIZER_VERSION``); a record without
+it, or made by another analysis, has its tokens analysed again on load.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 
 from maclaw_fast.config import RouterConfig
 from maclaw_fast.errors import ValidationError
-from maclaw_fast.text import Vocabulary, tokenize
+from maclaw_fast.text import TOKENIZER_VERSION, Vocabulary, tokenize
 from maclaw_kernels.experience import (experience_indexed, experience_indexed_batch,
                                        experience_postings)
 
@@ -139,7 +141,8 @@ class UsageTracker:
                 out.append({"tool_name": self.tools.tokens[self.rec_uid[r]],
                             "query_tokens": list(self.rec_tokens[r] or []),
                             "success": bool(self.rec_ok[r]),
-                            "timestamp": _format_time(float(self.rec_ts[r]))})
+                            "timestamp": _format_time(float(self.rec_ts[r])),
+                            "tokenizer": TOKENIZER_VERSION})
             return out
 
     # ------------------------------------------------------------------ persistence
@@ -172,8 +175,13 @@ class UsageTracker:
             for item in raw[-self.window:]:
                 if not isinstance(item, dict):
                     raise ValidationError(f"bad usage record {item!r}")
-                self._append(item.get("tool_name"), item.get("query_tokens") or [],
-                             bool(item.get("success")), _parse_time(item.get("timestamp", 0)))
+                tokens = item.get("query_tokens") or []
+                if item.get("tokenizer") != TOKENIZER_VERSION and isinstance(tokens, list):
+                    # written by another analysis (or the reference format, which has no such
+                    # key): its words analysed again, so old and new terms never mix
+                    tokens = tokenize(" ".join(map(str, tokens)))
+                self._append(item.get("tool_name"), tokens, bool(item.get("success")),
+                             _parse_time(item.get("timestamp", 0)))
 
     # ------------------------------------------------------------------ scoring
     def _query(self, query) -> tuple[np.ndarray, int]:

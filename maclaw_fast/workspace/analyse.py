@@ -57,7 +57,7 @@ def analyse(files: list[tuple[str, str]], chunking: tuple[int, int, int], reuse:
     --------
     >>> a = analyse([("MEMORY.md", "Deploy the script\\n部署脚本")], (400, 80, 4), {}, "none")
     >>> a.file_chunks, a.lengths, a.vocab
-    ([1], [5], ['deploy', 'the', 'script', '部署', '脚本'])
+    ([1], [4], ['deploy', 'script', '部署', '脚本'])
     """
     out = Analysed([], [], [], [], [], [], [], [], b"")
     flat: list[str] = []

@@ -2,7 +2,8 @@
 
 ``workspace-chunks.arrow`` holds every chunk (path, lines, hash, text and the analysed tokens as
 int32 ids into a term list, so a reopen neither segments nor maps a token) and, in its schema
-metadata, the term list, the per-file records (size, mtime, sha256) and a generation number. Each later sync that changed something appends one line to
+metadata, the term list, the tokenizer's version (a state made by another analysis is rebuilt),
+the per-file records (size, mtime, sha256) and a generation number. Each later sync that changed something appends one line to
 ``workspace-journal.jsonl`` (msgspec JSON: updated file records, removed files, and the new chunks
 of re-chunked files), so editing one file costs a few kilobytes, not a rewrite of the table. When
 the journal outgrows a quarter of the snapshot, or a sync changes a large part of the workspace,
@@ -22,6 +23,8 @@ from pathlib import Path
 import msgspec
 import pyarrow as pa
 from pyarrow import ipc
+
+from maclaw_fast.text.tokenizer import TOKENIZER_VERSION
 
 STATE_VERSION = 3  # 3: tokens stored as ids into the metadata's term list
 CHUNKS_FILE = "workspace-chunks.arrow"
@@ -64,6 +67,7 @@ class _Meta(msgspec.Struct):
     chunking: tuple[int, int, int]
     files: list[FileRecord]
     vocab: list[str] = []
+    tokenizer: str = ""  # TOKENIZER_VERSION of the tokens: another one means a rebuild
 
 
 class LoadedChunks(msgspec.Struct):
@@ -142,7 +146,8 @@ class IndexState:
                                        type=_Meta)
         except (OSError, pa.ArrowException, msgspec.DecodeError, ValueError):
             return None
-        if meta.version != STATE_VERSION or tuple(meta.chunking) != self.chunking:
+        if (meta.version != STATE_VERSION or tuple(meta.chunking) != self.chunking
+                or meta.tokenizer != TOKENIZER_VERSION):  # never mix two analyses' terms
             return None
         self.generation = meta.generation
         self.has_snapshot = True
@@ -215,7 +220,8 @@ class IndexState:
         Arrow list array) and ``files``, and empty the journal."""
         self.dir.mkdir(parents=True, exist_ok=True)
         self.generation += 1
-        meta = _Meta(STATE_VERSION, self.generation, self.chunking, files, vocab)
+        meta = _Meta(STATE_VERSION, self.generation, self.chunking, files, vocab,
+                     TOKENIZER_VERSION)
         big = pa.large_string()
         types = {"path": pa.string(), "start_line": pa.int32(), "end_line": pa.int32(),
                  "hash": pa.string(), "text": big, "token_ids": pa.list_(pa.int32())}

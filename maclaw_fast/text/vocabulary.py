@@ -1,0 +1,126 @@
+"""Token → dense id, and the table through which the kernel fast path maps query words to ids."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from itertools import islice
+
+import numpy as np
+
+from maclaw_fast.text.tokenizer import DEFAULT_ANALYZER, Analyzer
+
+
+class Vocabulary:
+    """Token → dense int id, grown on demand; ids are never reused, so arrays keyed by id stay valid.
+
+    Examples
+    --------
+    >>> v = Vocabulary()
+    >>> v.ids(["a", "b", "a"], add=True).tolist()
+    [0, 1, 0]
+    >>> v.ids(["zzz"]).tolist()
+    [-1]
+    """
+
+    def __init__(self, analyzer: Analyzer = DEFAULT_ANALYZER) -> None:
+        self._ids: dict[str, int] = {}
+        self.tokens: list[str] = []
+        self.analyzer = analyzer
+        self._words = None  # the fast path's word table, made on first use
+
+    # ------------------------------------------------------------------ the kernel fast path
+    def term_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(bytes, offsets, table) of the query words learned so far, for
+        :func:`maclaw_kernels.terms.ascii_query_terms` (see
+        :class:`~maclaw_fast.text.term_table.WordTable`); the same tuple object while nothing
+        was learned that moved the arrays."""
+        return self._word_table().arrays
+
+    def term_words(self) -> set[str]:
+        """The words the fast path has learned (read-only)."""
+        return self._word_table().known
+
+    def learn(self, query: str) -> None:
+        """Teach the fast path the words of an ASCII ``query`` whose terms this vocabulary holds
+        (each word → its term's id) and its stop words; other words stay unknown, so a query
+        holding one is tokenized in Python (a later token may make it known). A word learned
+        here maps to what :meth:`Analyzer.tokenize` gives it for as long as the vocabulary
+        lives: ids are never reused and the analyzer never changes.
+
+        >>> v = Vocabulary(); _ = v.add("deploy")
+        >>> v.learn("Deploying the app")
+        >>> from maclaw_kernels.terms import ascii_query_terms
+        >>> ids, known = ascii_query_terms(b"the DEPLOYING", *v.term_arrays())
+        >>> ids.tolist(), bool(known)
+        ([0], True)
+        """
+        if not query.isascii():
+            return
+        table = self._word_table()
+        term, get = self.analyzer.term, self._ids.get
+        words, ids = [], []
+        for word in dict.fromkeys(self.analyzer.ascii_words(query)):
+            if word in table.known:
+                continue
+            t = term(word)
+            tid = get(t, -1) if t else STOP
+            if tid != -1:
+                words.append(word)
+                ids.append(tid)
+        if words:
+            table.append(words, ids)
+
+    def _word_table(self):
+        if self._words is None:
+            from maclaw_fast.text.term_table import WordTable
+
+            self._words = WordTable()
+        return self._words
+
+    # ------------------------------------------------------------------ tokens and ids
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def get(self, token: str) -> int:
+        return self._ids.get(token, -1)
+
+    @property
+    def ids_dict(self) -> dict[str, int]:
+        """The token → id mapping itself (read-only use: bulk lookups)."""
+        return self._ids
+
+    def add(self, token: str) -> int:
+        tid = self._ids.get(token)
+        if tid is None:
+            tid = len(self.tokens)
+            self._ids[token] = tid
+            self.tokens.append(token)
+        return tid
+
+    def add_all(self, tokens: list[str]):
+        """Ids of ``tokens`` as an int64 array, adding the new ones in first-seen order (the same
+        ids as :meth:`add` one by one) in one C-level pass.
+
+        Examples
+        --------
+        >>> v = Vocabulary(); _ = v.add("b")
+        >>> v.add_all(["a", "b", "a", "c"]).tolist(), v.tokens
+        ([1, 0, 1, 2], ['b', 'a', 'c'])
+        """
+        known = len(self.tokens)
+        table = defaultdict(None, self._ids)
+        table.default_factory = table.__len__  # a new token's id is the count before it
+        out = np.fromiter(map(table.__getitem__, tokens), np.int64, len(tokens))
+        if len(table) > known:
+            self.tokens.extend(islice(table, known, None))
+            self._ids = dict(table)
+        return out
+
+    def ids(self, tokens, *, add: bool = False):
+        if add:
+            return np.fromiter((self.add(t) for t in tokens), dtype=np.int32, count=len(tokens))
+        get = self._ids.get
+        return np.fromiter((get(t, -1) for t in tokens), dtype=np.int32, count=len(tokens))
+
+
+STOP = -2  # the word table's id of a stop word (the kernel leaves it out)

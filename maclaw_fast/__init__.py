@@ -20,13 +20,13 @@ __version__ = "0.1.0"
 __all__ = [
     "DuplicateError", "Entry", "GcReport", "MaclawError", "MaintenanceConfig", "MemoryConfig",
     "MemoryStore", "NotFoundError", "RecallConfig", "RecallHit", "RouterConfig", "ScoreBreakdown",
-    "SearchConfig", "StoreLockedError", "ValidationError",
+    "SearchConfig", "StoreLockedError", "StorePool", "ValidationError",
 ]
 
 
 def __getattr__(name):  # each part loads its own dependencies on demand (a route needs no store)
     lazy = {
-        "MemoryStore": "maclaw_fast.memory.store",
+        "MemoryStore": "maclaw_fast.memory.store", "StorePool": "maclaw_fast.memory.pool",
         "ToolRegistry": "maclaw_fast.tools", "ToolRouter": "maclaw_fast.tools",
         "RegisteredTool": "maclaw_fast.tools", "WorkspaceIndex": "maclaw_fast.workspace",
         "Maintenance": "maclaw_fast.maintenance", "Agent": "maclaw_fast.agent",

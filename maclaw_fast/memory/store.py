@@ -54,7 +54,8 @@ class MemoryStore:
     """
 
     def __init__(self, *, embedder="auto", config: MemoryConfig = MemoryConfig(),
-                 path: str | os.PathLike | None = None, clock=time.time) -> None:
+                 path: str | os.PathLike | None = None, clock=time.time,
+                 query_cache: QueryCache | None = None) -> None:
         if not isinstance(config, MemoryConfig):
             raise ValidationError("config must be a MemoryConfig")
         self.config = config
@@ -70,8 +71,12 @@ class MemoryStore:
         self._bm25 = Bm25Index(config.bm25)
         self._vectors = VectorColumn(max(self.dim, 1))
         self._graph = MemoryGraph(config.graph.max_edges)
-        self._qcache = (QueryCache(self.embedder, config.query_cache_size)
-                        if self.embedder is not None else None)
+        if query_cache is not None and (not isinstance(query_cache, QueryCache)
+                                        or query_cache.embedder is not self.embedder):
+            raise ValidationError("query_cache must be a QueryCache of this store's embedder")
+        self._qcache = query_cache if query_cache is not None else (
+            QueryCache(self.embedder, config.query_cache_size)
+            if self.embedder is not None else None)
         self.meta: dict[str, str] = {}
         self._plan_cache: dict = {}  # recall masks per (version, dynamic, category)
         self._closed = False
@@ -88,11 +93,16 @@ class MemoryStore:
     # ------------------------------------------------------------------ lifecycle
     @classmethod
     def open(cls, path: str | os.PathLike, *, embedder="auto",
-             config: MemoryConfig = MemoryConfig(), clock=time.time) -> MemoryStore:
-        """Open (or create) the store in directory ``path``; one writer at a time."""
+             config: MemoryConfig = MemoryConfig(), clock=time.time,
+             query_cache: QueryCache | None = None) -> MemoryStore:
+        """Open (or create) the store in directory ``path``; one writer at a time.
+
+        ``query_cache``: a query-vector cache shared with other stores of the same embedder
+        (what :class:`~maclaw_fast.memory.pool.StorePool` passes); default, one of its own."""
         if not isinstance(path, (str, os.PathLike)) or not str(path):
             raise ValidationError("path must be a directory path")
-        return cls(embedder=embedder, config=config, path=path, clock=clock)
+        return cls(embedder=embedder, config=config, path=path, clock=clock,
+                   query_cache=query_cache)
 
     @classmethod
     def in_memory(cls, *, embedder="auto", config: MemoryConfig = MemoryConfig(),
@@ -468,6 +478,14 @@ class MemoryStore:
         from maclaw_fast.persist.compat import export_maclaw
 
         return export_maclaw(self, path)
+
+    def resident_bytes(self) -> int:
+        """An estimate of the memory this store holds: its arrays' bytes plus its text and
+        the Python objects around it (what :class:`StorePool` budgets ``max_bytes`` with)."""
+        from maclaw_fast.memory.footprint import store_bytes
+
+        with self._lock:
+            return store_bytes(self)
 
     def stats(self) -> dict:
         with self._lock:

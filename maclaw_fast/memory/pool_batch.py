@@ -1,0 +1,83 @@
+"""The Arrow side of :meth:`StorePool.recall_batch`: rows in, grouped by store, results merged."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from maclaw_fast.errors import ValidationError
+from maclaw_fast.memory import validate
+from maclaw_fast.memory.pool import check_store_name
+
+
+def _columns(rows) -> tuple[list, list, list]:
+    """(stores, queries, projects) of Arrow or tuple ``rows``."""
+    import pyarrow as pa
+
+    if isinstance(rows, (pa.Table, pa.RecordBatch)):
+        names = rows.schema.names
+        if "store" not in names or "query" not in names:
+            raise ValidationError("recall_batch rows need 'store' and 'query' columns")
+        stores = rows.column("store").to_pylist()
+        queries = rows.column("query").to_pylist()
+        projects = (rows.column("project").to_pylist() if "project" in names
+                    else [None] * len(stores))
+        return stores, queries, projects
+    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
+        raise ValidationError("recall_batch rows must be an Arrow table or (store, query"
+                              "[, project]) tuples")
+    stores, queries, projects = [], [], []
+    for i, row in enumerate(rows):
+        if not isinstance(row, (tuple, list)) or len(row) not in (2, 3):
+            raise ValidationError(f"row {i} must be (store, query) or (store, query, project)")
+        stores.append(row[0])
+        queries.append(row[1])
+        projects.append(row[2] if len(row) == 3 else None)
+    return stores, queries, projects
+
+
+def grouped_rows(rows) -> dict[str, tuple[list[int], list[str], list]]:
+    """Validated rows by store name: (input row numbers, queries, projects), first-seen order."""
+    stores, queries, projects = _columns(rows)
+    groups: dict[str, tuple[list[int], list[str], list]] = {}
+    for i, (name, query, project) in enumerate(zip(stores, queries, projects)):
+        try:
+            name = check_store_name(name)
+            query = validate.query(query)
+            project = validate.project(project)
+        except ValidationError as exc:
+            raise ValidationError(f"row {i}: {exc}") from None
+        group = groups.get(name)
+        if group is None:
+            group = groups[name] = ([], [], [])
+        group[0].append(i)
+        group[1].append(query)
+        group[2].append(project)
+    return groups
+
+
+def merge_results(parts) -> object:
+    """One table from per-store ``(name, input rows, recall_batch_arrow table)`` parts: the
+    ``query_index`` column becomes ``row`` (the input row) and a ``store`` column is added."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    tables = []
+    for name, indices, table in parts:
+        local = table.column("query_index").to_numpy()
+        row = np.asarray(indices, np.int64)[local] if len(local) else np.zeros(0, np.int64)
+        rest = table.drop_columns(["query_index"])
+        store_col = pa.repeat(pa.scalar(name, pa.string()), len(row))
+        tables.append(pa.table({"row": pa.array(row), "store": store_col,
+                                **{c: rest.column(c) for c in rest.column_names}}))
+    if not tables:
+        return _empty()
+    merged = pa.concat_tables(tables)
+    order = pc.sort_indices(merged, sort_keys=[("row", "ascending"), ("rank", "ascending")])
+    return merged.take(order)
+
+
+def _empty():
+    import pyarrow as pa
+
+    return pa.table({"row": pa.array([], pa.int64()), "store": pa.array([], pa.string()),
+                     "rank": pa.array([], pa.int32()), "id": pa.array([], pa.string())})

@@ -74,8 +74,9 @@ class Bm25Index:
     Parameters
     ----------
     config : k1 and b.
-    tantivy_index : keep the tantivy index of record (default). ``False`` keeps only the mirror
-        (used where nothing asks tantivy, e.g. throw-away evaluation indexes).
+    tantivy_index : keep the tantivy index of record (default), built on the first
+        :meth:`tantivy_scores` call and kept in step from then on. ``False`` keeps only the
+        mirror (used where nothing asks tantivy, e.g. throw-away evaluation indexes).
 
     Examples
     --------
@@ -113,7 +114,12 @@ class Bm25Index:
         self._bulk_depth = 0  # inside bulk(): adds leave the postings rebuild to its end
         self._delta = None  # rebuilt lazily
         self._dead_in_main = 0
-        self._tantivy = TantivyMirror() if tantivy_index else None
+        # the tantivy index is built from the forward store the first time it is asked
+        # (tantivy_scores), then kept in step: an index nobody queries through tantivy (every
+        # store, router and search path scores from the mirror) never pays for its writer's
+        # heap and thread (~1.5 MiB and a thread per index, measured)
+        self._keep_tantivy = bool(tantivy_index)
+        self._tantivy: TantivyMirror | None = None
         self._args = None  # query_args' arrays and scalars; every change resets it first
         self._text_args = None  # fused_query_args' (args, word table arrays, both joined)
         self._tail_args = None  # the same while a tail is scanned; reset with ``_args``
@@ -238,6 +244,28 @@ class Bm25Index:
         if not self._bulk_depth:
             self._rebuild_if_tail_large()
 
+    def doc_term_ids(self, keys) -> tuple[np.ndarray, np.ndarray]:
+        """The indexed terms of ``keys`` as :meth:`add_many_ids` takes them back: every key's
+        term ids (each repeated by its count, in id order), one key after another, and how many
+        belong to each key. What a reopen reloads instead of tokenising again.
+
+        Examples
+        --------
+        >>> ix = Bm25Index(tantivy_index=False)
+        >>> ix.add(7, ["tea", "green", "tea"])
+        >>> ids, lengths = ix.doc_term_ids([7])
+        >>> [ix.vocab.tokens[i] for i in ids.tolist()], lengths.tolist()
+        (['tea', 'tea', 'green'], [3])
+        """
+        with self._lock:
+            docs = np.fromiter((self._key_doc[int(k)] for k in keys), np.int64)
+            counts = self._doc_nterms[docs].astype(np.int64)
+            offs = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(
+                np.cumsum(counts) - counts, counts)
+            pos = np.repeat(self._doc_start[docs], counts) + offs
+            tfs = self._fwd_tfs[pos].astype(np.int64)
+            return np.repeat(self._fwd_terms[pos], tfs), self._doc_len[docs].copy()
+
     def _rebuild_if_tail_large(self) -> None:
         if self._fwd_used - self._main_nnz > max(1024, self._main_nnz // 8):
             self._rebuild_main()
@@ -288,8 +316,7 @@ class Bm25Index:
 
     def clear(self) -> None:
         with self._lock:
-            self.__init__(Bm25Config(k1=self.k1, b=self.b),
-                          tantivy_index=self._tantivy is not None)
+            self.__init__(Bm25Config(k1=self.k1, b=self.b), tantivy_index=self._keep_tantivy)
 
     def _ensure_docs(self, n: int) -> None:
         for name in ("_doc_start", "_doc_nterms", "_doc_len", "_doc_norm", "_doc_key",
@@ -479,10 +506,10 @@ class Bm25Index:
         merge, which tantivy-py cannot force; so after deletes the tantivy index is rebuilt
         from the live documents before it answers (only this path pays for it).
         """
-        if self._tantivy is None:
+        if not self._keep_tantivy:
             raise RuntimeError("this Bm25Index was built without tantivy")
         with self._lock:
-            if self._tantivy.deletes:
+            if self._tantivy is None or self._tantivy.deletes:
                 self._tantivy = TantivyMirror()
                 for key, d in self._key_doc.items():
                     self._tantivy.add(key, self._doc_tokens(d), replace=False)

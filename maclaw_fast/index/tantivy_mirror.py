@@ -8,7 +8,9 @@ import tantivy
 
 class TantivyMirror:
     """A tantivy RAM index over pre-tokenised text: whitespace tokenizer, term frequencies, and the
-    caller's key as a raw term for exact deletes. Committed lazily, before a search."""
+    caller's key as a raw term for exact deletes. Committed lazily, before a search; the writer
+    (a 15 MB heap budget and an indexing thread) exists only between a change and the next
+    search."""
 
     def __init__(self) -> None:
         sb = tantivy.SchemaBuilder()
@@ -17,11 +19,17 @@ class TantivyMirror:
         sb.add_text_field("body", stored=False, tokenizer_name="whitespace", index_option="freq")
         self.schema = sb.build()
         self.index = tantivy.Index(self.schema)
-        self.writer = self.index.writer(heap_size=15_000_000, num_threads=1)
+        self.writer = None
         self.dirty = False
         self.deletes = 0  # deletes since the build: tantivy's statistics still count them
 
+    def _writer(self):
+        if self.writer is None:
+            self.writer = self.index.writer(heap_size=15_000_000, num_threads=1)
+        return self.writer
+
     def add(self, key: int, tokens: list[str], replace: bool = True) -> None:
+        self._writer()
         if replace:
             self.writer.delete_documents_by_term("key", str(key))
         doc = tantivy.Document()
@@ -31,13 +39,14 @@ class TantivyMirror:
         self.dirty = True
 
     def remove(self, key: int) -> None:
-        self.writer.delete_documents_by_term("key", str(key))
+        self._writer().delete_documents_by_term("key", str(key))
         self.deletes += 1
         self.dirty = True
 
     def scores(self, tokens: list[str]) -> dict[int, float]:
         if self.dirty:
             self.writer.commit()
+            self.writer = None  # released until the next change
             self.index.reload()
             self.dirty = False
         uniq = list(dict.fromkeys(tokens))

@@ -115,6 +115,38 @@ class EntryTable:
         self.write(row, entry)
         return row
 
+    def load_rows(self, ids: list[str], content: list[str], tags: list[tuple[str, ...]],
+                  compact: list[str], numeric: dict[str, np.ndarray]) -> None:
+        """Fill an empty table with ``len(ids)`` rows at once (a reopen): rows ``0..n-1`` in
+        order, as :meth:`insert` one by one would make them. ``numeric`` holds the columns
+        ``category``, ``status``, ``scope`` (codes), ``access``, ``created_at``, ``updated_at``,
+        ``strength``, ``pinned`` and ``tokens`` (budget tokens), one value per row."""
+        n = len(ids)
+        if self.n_rows or self.row_of:
+            raise ValueError("load_rows fills an empty table")
+        self._reserve(n)
+        self.alive[:n] = True
+        self.seq[:n] = np.arange(n)
+        for name, values in numeric.items():
+            getattr(self, name)[:n] = values
+        self.weight[:n] = CATEGORY_WEIGHT[self.category[:n]]
+        self.ids[:n] = ids
+        self.content[:n] = content
+        self.tags[:n] = tags
+        self.compact[:n] = compact
+        self.row_of = dict(zip(ids, range(n)))
+        by_content: dict[str, int] = {}
+        for row, text in enumerate(content):  # the first row with a content owns it
+            by_content.setdefault(text, row)
+        self.row_of_content = by_content
+        by_tag = self.rows_by_tag
+        for row, row_tags in enumerate(tags):
+            for tag in row_tags:
+                by_tag.setdefault(tag.lower(), set()).add(row)
+        self.n_rows = n
+        self._next_seq = n
+        self.version += 1
+
     def write(self, row: int, entry: Entry) -> None:
         """Overwrite the fields of ``row`` (its id and seq stay)."""
         old_content = self.content[row]

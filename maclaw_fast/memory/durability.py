@@ -1,7 +1,8 @@
 """Durability of a MemoryStore directory (SPEC §8): lock, snapshot + journal replay on open,
 journal appends, debounced snapshots, fingerprint checks.
 
-Layout: ``store.lock``, ``snapshot.arrow`` (+ ``.prev``), ``journal.bin``, ``archive/``.
+Layout: ``store.lock``, ``snapshot.arrow`` (+ ``.prev``), ``journal.bin``, ``archive/``, and
+``terms.arrow`` (the snapshot's BM25 term ids, a cache the reopen uses when it matches).
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import numpy as np
 from maclaw_fast.config import PersistConfig
 from maclaw_fast.embedding import embed_checked
 from maclaw_fast.errors import ValidationError
+from maclaw_fast.memory.reload import load_snapshot, save_terms
 from maclaw_fast.persist.journal import (DeleteOp, EdgesOp, Journal, JournalRecord, LinkOp,
                                          MetaOp, PutOp, TouchOp)
 from maclaw_fast.persist.lock import StoreLock
 from maclaw_fast.persist.snapshot import (SnapshotMeta, entries_table, read_snapshot,
-                                          snapshot_meta, table_entries, write_snapshot)
+                                          snapshot_meta, write_snapshot)
 from maclaw_fast.records import Entry
 from maclaw_fast.text.tokenizer import analysed_text
 
@@ -42,6 +44,7 @@ class Durability:
         self.notes: list[str] = []  # what recovery did, for stats and tests
         self._timer: threading.Timer | None = None
         self._dirty = False
+        self._terms_saved = True  # terms.arrow matches the snapshot (else written on close)
 
     # ------------------------------------------------------------------ open
     def load(self) -> None:
@@ -63,13 +66,9 @@ class Durability:
             self.seq = meta.seq
             snap_fp = meta.fingerprint
             store.meta.update(meta.meta)
-            entries, vectors = table_entries(table)
-            use_vectors = vectors is not None and store.dim and meta.fingerprint == _fp(store)
-            for i, e in enumerate(entries):
-                vec = vectors[i] if use_vectors and not np.isnan(vectors[i, 0]) else None
-                store._insert(_no_edges(e), vec)
-            for e in entries:
-                self._set_edges(e.id, e.related_ids, e.related_strengths)
+            self._terms_saved = load_snapshot(
+                store, table, vectors=bool(store.dim) and meta.fingerprint == _fp(store),
+                seq=meta.seq, directory=self.dir)
         elif notes:
             warnings.warn(f"{self.dir}: no valid snapshot; opening from the journal only",
                           RuntimeWarning, stacklevel=4)
@@ -176,6 +175,8 @@ class Durability:
                             meta=dict(store.meta))
         table = store_table(store, meta)
         write_snapshot(self.snapshot_path, table)
+        save_terms(store, self.dir, meta.seq)  # beside it: the reopen reads term ids back
+        self._terms_saved = True
         self.journal.reset()
         self._dirty = False
 
@@ -186,6 +187,8 @@ class Durability:
         try:
             if self._dirty or not self.snapshot_path.exists():
                 self.snapshot()
+            elif not self._terms_saved:
+                save_terms(self.store, self.dir, self.seq)
         finally:
             self.journal.close()
             self.lock.release()

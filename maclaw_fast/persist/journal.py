@@ -96,6 +96,7 @@ class Journal:
         self._lock = threading.Lock()
         self._last_sync = 0.0
         self._pending = False
+        self._unsynced = False  # appended since the last fsync
         self._timer: threading.Timer | None = None
         self.size = 0
 
@@ -124,14 +125,26 @@ class Journal:
 
     # ------------------------------------------------------------------ writing
     def open_for_append(self, valid_length: int) -> None:
-        """Open for appending, cutting anything after ``valid_length`` (a torn tail)."""
+        """Get ready to append after ``valid_length`` bytes, cutting anything beyond (a torn
+        tail). The file itself is opened by the first append and closed again by
+        :meth:`reset`: an idle store holds no journal descriptor, and opening one without a
+        torn tail costs no fsync."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(self.path, "ab+")
-        fh.truncate(valid_length)
-        fh.seek(valid_length)
-        os.fsync(fh.fileno())
-        self._fh = fh
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            size = 0
+        if size > valid_length:
+            with open(self.path, "rb+") as fh:
+                fh.truncate(valid_length)
+                os.fsync(fh.fileno())
         self.size = valid_length
+
+    def _handle(self):
+        """The open journal file (opened on demand, appending; lock held)."""
+        if self._fh is None:
+            self._fh = open(self.path, "ab+")
+        return self._fh
 
     def append(self, record: JournalRecord) -> None:
         payload = _encoder.encode(record)
@@ -139,19 +152,21 @@ class Journal:
         with self._lock:
             # straight to the descriptor (opened O_APPEND): the file object's buffer would only
             # be flushed at once, and each layer costs ~1 µs of a 2 µs append
-            fd = self._fh.fileno()
+            fd = self._handle().fileno()
             view = memoryview(frame)
             while view:
                 view = view[os.write(fd, view):]
             self.size += len(frame)
+            self._unsynced = True
             if self.fsync == "always":
-                os.fsync(self._fh.fileno())
+                os.fsync(fd)
+                self._unsynced = False
             elif self.fsync == "interval":
                 now = time.monotonic()
                 if now - self._last_sync >= self.interval_s:
-                    os.fsync(self._fh.fileno())
+                    os.fsync(fd)
                     self._last_sync = now
-                    self._pending = False
+                    self._pending = self._unsynced = False
                 elif not self._pending:
                     self._pending = True
                     self._timer = threading.Timer(self.interval_s, self.sync)
@@ -159,20 +174,26 @@ class Journal:
                     self._timer.start()
 
     def sync(self) -> None:
+        """fsync what was appended since the last fsync (nothing to do: no system call)."""
         with self._lock:
-            if self._fh is not None and not self._fh.closed:
-                self._fh.flush()
+            if self._fh is not None and not self._fh.closed and self._unsynced:
                 os.fsync(self._fh.fileno())
                 self._last_sync = time.monotonic()
+                self._unsynced = False
             self._pending = False
 
     def reset(self) -> None:
-        """Empty the journal (after a snapshot that holds everything in it)."""
+        """Empty the journal (after a snapshot that holds everything in it) and close it."""
         with self._lock:
-            self._fh.truncate(0)
-            self._fh.seek(0)
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            if self._fh is None and self.size == 0:
+                return  # nothing was appended since the file was last emptied
+            fh = self._handle()
+            fh.truncate(0)
+            fh.seek(0)
+            os.fsync(fh.fileno())
+            fh.close()
+            self._fh = None
+            self._unsynced = False
             self.size = 0
 
     def close(self) -> None:

@@ -1,0 +1,141 @@
+"""A reopen from the snapshot (bulk columns, saved BM25 term ids) equals a store rebuilt entry by
+entry from the journal; the saved terms are used only when they match; an idle open store holds
+one file descriptor and no tantivy writer."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from maclaw_fast import MemoryConfig, MemoryStore
+from maclaw_fast.config import PersistConfig
+from maclaw_fast.memory import reload as reload_module
+
+SLOW_SNAPSHOTS = MemoryConfig(persist=PersistConfig(snapshot_debounce_s=3600))
+QUERIES = ["deploy tea", "部署 脚本", "boat", "note 3", "atlas friday", "unknownword"]
+
+
+def _fill(path):
+    """A store with edges, updates, deletes, pins, compact forms and Chinese text, left open
+    (everything in the journal)."""
+    store = MemoryStore.open(path, embedder="hash", config=SLOW_SNAPSHOTS)
+    rnd = np.random.default_rng(5)
+    words = ["deploy", "tea", "boat", "部署脚本", "friday", "atlas", "garden", "python"]
+    ids = []
+    for i in range(120):
+        text = " ".join(rnd.choice(words, 4)) + f" note {i}"
+        ids.append(store.save(text, category=["preference", "project", "user_fact",
+                                              "instruction"][i % 4],
+                              tags=["atlas"] if i % 3 else ["zeus", "Atlas"]).id)
+    for i in range(0, 120, 9):
+        store.delete(ids[i])
+    store.update(ids[4], content="deploy the boat on friday", tags=["boat"])
+    store.set_fields(ids[5], compact_form="short form", strength=0.5)
+    store.pin(ids[7])
+    store.save(store.get(ids[8]).content, category="preference", tags=["extra"])  # merges tags
+    store.recall("deploy tea")  # reinforces: touches
+    return store
+
+
+def _state(store):
+    t = store._table
+    rows = t.live_rows()
+    return {
+        "arrow": store.to_arrow().to_pylist(),
+        "bm25": [store._bm25.scores(q.split(), t.n_rows)[rows].tolist() for q in QUERIES],
+        "recall": [[(h.entry.id, round(h.score, 12)) for h in
+                    store.recall(q, reinforce=False)] for q in QUERIES],
+        "graph": [sorted((t.ids[o], w) for o, w in store._graph.neighbours(int(r)))
+                  for r in rows],
+        "tokens": t.tokens[rows].tolist(),
+        "weight": t.weight[rows].tolist(),
+    }
+
+
+@pytest.fixture
+def replayed_and_reloaded(tmp_path):
+    live = _fill(tmp_path / "live")
+    shutil.copytree(tmp_path / "live", tmp_path / "copy")  # a crash: only the journal holds it
+    live.close()
+    assert not (tmp_path / "copy" / "snapshot.arrow").exists()
+    return tmp_path / "copy"
+
+
+def test_reopen_from_snapshot_equals_journal_replay(replayed_and_reloaded, monkeypatch):
+    path = replayed_and_reloaded
+    clock = 1.9e9
+    with MemoryStore.open(path, embedder="hash", clock=lambda: clock) as replayed:
+        want = _state(replayed)  # rebuilt entry by entry; its load wrote snapshot + terms
+    assert (path / "terms.arrow").exists()
+
+    def no_tokenising(*args, **kwargs):
+        raise AssertionError("the reopen tokenised instead of loading the saved terms")
+
+    with monkeypatch.context() as m:
+        m.setattr(reload_module, "tokenize", no_tokenising)
+        with MemoryStore.open(path, embedder="hash", clock=lambda: clock) as reloaded:
+            assert _state(reloaded) == want
+    os.remove(path / "terms.arrow")  # without the terms file: tokenised, the same again
+    with MemoryStore.open(path, embedder="hash", clock=lambda: clock) as tokenised:
+        assert _state(tokenised) == want
+    assert (path / "terms.arrow").exists()  # written back on close
+
+
+@pytest.mark.parametrize("damage", ["tokenizer", "stale", "garbage", "truncated"])
+def test_saved_terms_are_used_only_when_they_match(tmp_path, monkeypatch, damage):
+    path = tmp_path / "s"
+    with MemoryStore.open(path, embedder="hash") as s:
+        s.save("deploy script for atlas", category="project")
+    stale = (path / "terms.arrow").read_bytes()
+    with MemoryStore.open(path, embedder="hash") as s:
+        s.save("green tea in the morning", category="preference")
+        want = [h.entry.id for h in s.recall("tea deploy", reinforce=False)]
+    if damage == "tokenizer":
+        monkeypatch.setattr(reload_module, "tokenizer_version", lambda: "another-tokenizer")
+    elif damage == "stale":
+        (path / "terms.arrow").write_bytes(stale)
+    elif damage == "garbage":
+        (path / "terms.arrow").write_bytes(os.urandom(300))
+    else:
+        data = (path / "terms.arrow").read_bytes()
+        (path / "terms.arrow").write_bytes(data[: len(data) // 2])
+    calls = []
+    real = reload_module.tokenize
+    monkeypatch.setattr(reload_module, "tokenize", lambda text: calls.append(text) or real(text))
+    with MemoryStore.open(path, embedder="hash") as s:
+        assert [h.entry.id for h in s.recall("tea deploy", reinforce=False)] == want
+    assert len(calls) == 2  # both entries tokenised again
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_an_idle_open_store_holds_one_descriptor_and_no_writer_thread(tmp_path):
+    with MemoryStore.open(tmp_path / "s", embedder="hash") as s:
+        for i in range(30):
+            s.save(f"note {i} about tea", category="preference")
+    fds, threads = _fds(), _threads()
+    stores = [MemoryStore.open(tmp_path / "s", embedder="hash")]
+    stores[0].recall("tea", reinforce=False)
+    for i in range(5):
+        shutil.copytree(tmp_path / "s", tmp_path / f"c{i}", ignore=shutil.ignore_patterns(
+            "store.lock"))
+        stores.append(MemoryStore.open(tmp_path / f"c{i}", embedder="hash"))
+        stores[-1].recall("tea", reinforce=False)
+    assert _fds() - fds == len(stores)  # the directory lock, nothing else
+    assert _threads() == threads  # no tantivy writer, no timer
+    stores[0].save("a write opens the journal", category="preference")
+    assert _fds() - fds == len(stores) + 1
+    stores[0].flush()  # the snapshot empties the journal and closes it
+    assert _fds() - fds == len(stores)
+    for s in stores:
+        s.close()
+    assert _fds() == fds

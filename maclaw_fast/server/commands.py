@@ -34,6 +34,13 @@ def register(subparsers) -> None:
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     p.add_argument("--token", default=None,
                    help="bearer token HTTP clients must send (or set MACLAW_MCP_TOKEN)")
+    p.add_argument("--stores", default=None,
+                   help="HTTP only: a root directory of per-user stores (with --users)")
+    p.add_argument("--users", default=None,
+                   help='JSON file {"users": {"<token>": "<store name>"}}: each HTTP '
+                        "request's bearer token picks its user's store under --stores")
+    p.add_argument("--pool-size", type=int, default=1000,
+                   help="per-user stores kept open at once (default 1000)")
     p.set_defaults(func=cmd_serve)
 
 
@@ -43,10 +50,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from maclaw_fast.server.mcp_server import Backend, ServerConfig, build_server
 
     token = args.token or os.environ.get(TOKEN_ENV) or None
-    if args.transport == "http":
+    users = None
+    if args.stores or args.users:
+        from maclaw_fast.errors import ValidationError
+        from maclaw_fast.server.users import load_users
+
+        if not (args.stores and args.users) or args.transport != "http" or args.store:
+            raise ValidationError("per-user stores need --transport http, --stores DIR and "
+                                  "--users FILE (and no --store)")
+        if args.pool_size < 1:
+            raise ValidationError("--pool-size must be ≥ 1")
+        users = load_users(args.users)
+        token = None  # the users' tokens authenticate every request
+    if args.transport == "http" and users is None:
         check_bind(args.host, token)  # before opening (and locking) the store
     cfg = ServerConfig(store=args.store, workspace=args.workspace, catalog=args.catalog,
-                       embedder=embedder_from_args(args) or "none", project=args.project)
+                       embedder=embedder_from_args(args) or "none", project=args.project,
+                       stores=args.stores, pool_size=args.pool_size)
     with Backend.open(cfg) as backend:
         mcp = build_server(backend)
         if args.transport == "stdio":
@@ -61,5 +81,5 @@ def cmd_serve(args: argparse.Namespace) -> int:
         else:
             from maclaw_fast.server.http import serve_http
 
-            serve_http(mcp, host=args.host, port=args.port, token=token)
+            serve_http(mcp, host=args.host, port=args.port, token=token, users=users)
     return 0

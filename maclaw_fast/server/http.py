@@ -78,22 +78,32 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def build_app(mcp, *, host: str, token: str | None, path: str = "/mcp"):
+def build_app(mcp, *, host: str, token: str | None, path: str = "/mcp",
+              users: dict[str, str] | None = None):
     """The ASGI app: the SDK's streamable-HTTP app (DNS-rebinding protection on loopback),
-    wrapped in :class:`BearerAuth` when a token is given."""
-    check_bind(host, token)
+    wrapped in :class:`BearerAuth` when a token is given, or in
+    :class:`~maclaw_fast.server.users.UserAuth` when ``users`` (token → store name) is."""
+    if users and token:
+        raise ValidationError("give one shared token or per-user tokens, not both")
+    if not users:  # per-user tokens are checked when the users file is read (≥ 16 chars)
+        check_bind(host, token)
     # JSON responses: every tool answers once, no server-initiated stream is needed, and plain
     # JSON costs less per request than an SSE stream
     app = mcp.streamable_http_app(streamable_http_path=path, json_response=True, host=host)
+    if users:
+        from maclaw_fast.server.users import UserAuth
+
+        return UserAuth(app, users)
     return BearerAuth(app, token) if token else app
 
 
 def serve_http(mcp, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
-               path: str = "/mcp", log_level: str = "warning") -> None:
+               path: str = "/mcp", log_level: str = "warning",
+               users: dict[str, str] | None = None) -> None:
     """Serve until interrupted (SIGINT / SIGTERM)."""
     import uvicorn
 
-    app = build_app(mcp, host=host, token=token, path=path)
+    app = build_app(mcp, host=host, token=token, path=path, users=users)
     try:  # fail with a clear message before uvicorn prints its own traceback
         fam = socket.AF_INET6 if ":" in host else socket.AF_INET
         with socket.socket(fam, socket.SOCK_STREAM) as s:
@@ -103,7 +113,7 @@ def serve_http(mcp, *, host: str = "127.0.0.1", port: int = 8765, token: str | N
         raise ValidationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     shown = f"[{host}]" if ":" in host else host
     print(f"maclaw-fast MCP server on http://{shown}:{port}{path}"
-          f"{' (bearer token required)' if token else ''}", file=sys.stderr, flush=True)
+          f"{' (bearer token required)' if token or users else ''}", file=sys.stderr, flush=True)
     # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal; with the default
     # handler that would kill the process before the caller closes (snapshots) the store.
     exit_on_sigterm()

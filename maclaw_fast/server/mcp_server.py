@@ -46,9 +46,14 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     ``store`` None → :func:`default_store_path`; ``catalog`` None → no tools to route
     (``route_tools`` says so); ``embedder``: ``auto`` (MiniLM for English, multilingual-e5-small
     for Chinese or mixed text), ``minilm``, ``e5``, ``hash`` or ``none``.
+    ``stores`` (instead of ``store``): a root directory of per-user stores served through a
+    :class:`~maclaw_fast.memory.pool.StorePool` of ``pool_size`` open stores, each request's
+    store chosen by its bearer token (``server.users``).
     """
 
     store: str | None = None
+    stores: str | None = None
+    pool_size: int = 1000
     workspace: str | None = None
     catalog: str | None = None
     embedder: str = "auto"
@@ -68,18 +73,38 @@ class Backend:
     """
 
     def __init__(self, store, *, router=None, workspace=None, project: str | None = None,
-                 owns: bool = False) -> None:
+                 owns: bool = False, pool=None) -> None:
         self.store, self.router, self.workspace = store, router, workspace
-        self.project, self._owns = project, owns
+        self.project, self._owns, self.pool = project, owns, pool
+
+    @contextlib.contextmanager
+    def store_for(self, ctx):
+        """The store a tool call works on: the one store, or (with a pool) the store of the
+        call's authenticated user, held open for the block."""
+        if self.pool is None:
+            yield self.store
+            return
+        from maclaw_fast.server.users import request_store
+
+        with self.pool.store(request_store(ctx)) as store:
+            yield store
 
     @classmethod
     def open(cls, config: ServerConfig) -> "Backend":
         from maclaw_fast import MemoryStore
 
         emb = None if config.embedder == "none" else config.embedder
-        path = Path(config.store) if config.store else default_store_path()
-        path.mkdir(parents=True, exist_ok=True)
-        store = MemoryStore.open(path, embedder=emb)
+        pool = None
+        if config.stores:
+            from maclaw_fast.memory.pool import StorePool
+
+            if config.store:
+                raise ValidationError("give a store or a root of per-user stores, not both")
+            store = pool = StorePool(config.stores, max_open=config.pool_size, embedder=emb)
+        else:
+            path = Path(config.store) if config.store else default_store_path()
+            path.mkdir(parents=True, exist_ok=True)
+            store = MemoryStore.open(path, embedder=emb)
         try:
             router = workspace = None
             if config.catalog:
@@ -98,12 +123,15 @@ class Backend:
         except BaseException:
             store.close()
             raise
+        if pool is not None:
+            return cls(None, router=router, workspace=workspace, project=config.project,
+                       owns=True, pool=pool)
         return cls(store, router=router, workspace=workspace, project=config.project, owns=True)
 
     def close(self) -> None:
         if not self._owns:
             return
-        for obj in (self.workspace, self.router, self.store):
+        for obj in (self.workspace, self.router, self.store, self.pool):
             close = getattr(obj, "close", None)
             if callable(close):
                 with contextlib.suppress(Exception):
@@ -130,7 +158,7 @@ def build_server(backend: Backend):
     >>> server = build_server(backend)                      # doctest: +SKIP
     >>> server.run("stdio")                                 # doctest: +SKIP
     """
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver import Context, MCPServer
     from mcp.types import ToolAnnotations
 
     mcp = MCPServer(SERVER_NAME, instructions=(
@@ -139,12 +167,19 @@ def build_server(backend: Backend):
         "memory_search, and ask route_tools which of your tools fit a request."),
         log_level="WARNING")
     ro = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
-    store = backend.store
 
     def guard(fn, *args, **kwargs) -> dict[str, Any]:
         try:
             return fn(*args, **kwargs)
         except MaclawError as exc:  # bad input or unknown id: tell the caller, keep serving
+            raise _tool_error(exc) from exc
+
+    def on_store(ctx, fn, *args, **kwargs) -> dict[str, Any]:
+        """``fn(store, ...)`` on the call's store (the user's, when serving many)."""
+        try:
+            with backend.store_for(ctx) as store:
+                return fn(store, *args, **kwargs)
+        except MaclawError as exc:
             raise _tool_error(exc) from exc
 
     @mcp.tool(description="Save a memory (a fact, preference, instruction, ...). Identical "
@@ -155,8 +190,9 @@ def build_server(backend: Backend):
         tags: Annotated[list[str], Field(description="tags; a project name scopes "
                                                      "project memories")] = [],  # noqa: B006
         pinned: Annotated[bool, Field(description="protect from eviction")] = False,
+        ctx: Context = None,
     ) -> dict[str, Any]:
-        return guard(h.save_memory, store, content, category, tags, pinned)
+        return on_store(ctx, h.save_memory, content, category, tags, pinned)
 
     @mcp.tool(description="Recall the memories most relevant to a query, best first, with "
                           "score breakdowns. Self-identity and user facts come first unless a "
@@ -168,9 +204,10 @@ def build_server(backend: Backend):
         category: Annotated[CategoryName | None, Field(description="only this category")] = None,
         max_results: Annotated[int | None, Field(ge=1, le=100)] = None,
         reinforce: Annotated[bool, Field(description="strengthen what is returned")] = True,
+        ctx: Context = None,
     ) -> dict[str, Any]:
-        return guard(h.recall_memory, store, query, project=project or backend.project,
-                     category=category, max_results=max_results, reinforce=reinforce)
+        return on_store(ctx, h.recall_memory, query, project=project or backend.project,
+                        category=category, max_results=max_results, reinforce=reinforce)
 
     @mcp.tool(description="Keyword search over the workspace memory files (MEMORY.md, "
                           "memory/*.md; when the server has a workspace) and stored memories.",
@@ -179,9 +216,10 @@ def build_server(backend: Backend):
         query: Annotated[str, Field(min_length=1)],
         max_results: Annotated[int, Field(ge=1, le=100)] = 10,
         category: Annotated[CategoryName | None, Field(description="store filter")] = None,
+        ctx: Context = None,
     ) -> dict[str, Any]:
-        return guard(h.search_memory, store, query, workspace=backend.workspace,
-                     max_results=max_results, category=category)
+        return on_store(ctx, h.search_memory, query, workspace=backend.workspace,
+                        max_results=max_results, category=category)
 
     @mcp.tool(description="Get one stored memory by id, or lines of a workspace memory file "
                           "by path (e.g. a citation from memory_search).", annotations=ro)
@@ -190,11 +228,12 @@ def build_server(backend: Backend):
         path: Annotated[str | None, Field(description="workspace memory file")] = None,
         from_line: Annotated[int, Field(ge=1)] = 1,
         lines: Annotated[int | None, Field(ge=1)] = None,
+        ctx: Context = None,
     ) -> dict[str, Any]:
         if (id is None) == (path is None):
             raise _tool_error(ValidationError("give exactly one of id or path"))
         if id is not None:
-            return guard(lambda: {"ok": True, "entry": h.entry_dict(store.get(id))})
+            return on_store(ctx, lambda store: {"ok": True, "entry": h.entry_dict(store.get(id))})
         if backend.workspace is None:
             raise _tool_error(ValidationError("no workspace configured (serve --workspace DIR)"))
         from maclaw_fast.workspace.agent_api import memory_get as ws_get
@@ -206,14 +245,15 @@ def build_server(backend: Backend):
 
     @mcp.tool(description="Forget (delete) a memory by id.",
               annotations=ToolAnnotations(destructiveHint=True, idempotentHint=True))
-    def memory_forget(id: Annotated[str, Field(min_length=1)]) -> dict[str, Any]:  # noqa: A002
-        return guard(h.forget_memory, store, id)
+    def memory_forget(id: Annotated[str, Field(min_length=1)],  # noqa: A002
+                      ctx: Context = None) -> dict[str, Any]:
+        return on_store(ctx, h.forget_memory, id)
 
     @mcp.tool(description="Pin a memory (never evicted or compressed), or unpin it.",
               annotations=ToolAnnotations(idempotentHint=True))
     def memory_pin(id: Annotated[str, Field(min_length=1)],  # noqa: A002
-                   pinned: bool = True) -> dict[str, Any]:
-        return guard(h.pin_memory, store, id, pinned)
+                   pinned: bool = True, ctx: Context = None) -> dict[str, Any]:
+        return on_store(ctx, h.pin_memory, id, pinned)
 
     def need_router():
         if backend.router is None:

@@ -37,10 +37,10 @@ class Archive:
         self._seq = 0
         self._dirty = False
         if directory is not None:
-            directory.mkdir(parents=True, exist_ok=True)
             self._journal = Journal(directory / "journal.bin", config.persist.fsync,
                                     config.persist.fsync_interval_s)
-            self._load()
+            if directory.is_dir():  # made by the first archived entry (its journal's open)
+                self._load()
 
     def _load(self) -> None:
         table, _ = read_snapshot(self.dir / "snapshot.arrow")

@@ -135,10 +135,8 @@ class EntryTable:
         self.tags[:n] = tags
         self.compact[:n] = compact
         self.row_of = dict(zip(ids, range(n)))
-        by_content: dict[str, int] = {}
-        for row, text in enumerate(content):  # the first row with a content owns it
-            by_content.setdefault(text, row)
-        self.row_of_content = by_content
+        # the first row with a content owns it: built backwards, earlier rows overwrite later
+        self.row_of_content = dict(zip(reversed(content), range(n - 1, -1, -1)))
         by_tag = self.rows_by_tag
         for row, row_tags in enumerate(tags):
             for tag in row_tags:

@@ -54,7 +54,8 @@ def load_snapshot(store, table: pa.Table, *, vectors: bool, seq: int, directory=
     store._graph.reserve(n)
     if vectors and store.dim and "embedding" in table.column_names:
         _load_vectors(store, table.column("embedding").combine_chunks(), n)
-    loaded = _load_bm25(store, ids, content, tags, seq, directory)
+    columns = (table.column("id"), table.column("content"), table.column("tags"))
+    loaded = _load_bm25(store, columns, content, tags, seq, directory)
     _load_edges(store, table, ids)
     return loaded
 
@@ -69,13 +70,12 @@ def _load_vectors(store, col: pa.FixedSizeListArray, n: int) -> None:
     store._vectors.set_rows(rows, flat.reshape(-1, store.dim))
 
 
-def _load_bm25(store, ids, content, tags, seq: int, directory) -> bool:
-    n = len(ids)
+def _load_bm25(store, columns, content, tags, seq: int, directory) -> bool:
+    n = len(content)
     keys = np.arange(n)
     saved = None
     if directory is not None:
-        meta = TermsMeta(seq=seq, rows=n, digest=digest(ids, content, tags),
-                         tokenizer=tokenizer_version())
+        meta = TermsMeta(seq=seq, rows=n, digest=digest(*columns), tokenizer=tokenizer_version())
         saved = read_terms(directory, meta)
     bm25 = store._bm25
     if saved is not None:
@@ -110,6 +110,8 @@ def save_terms(store, directory, seq: int) -> None:
     ids = [t.ids[r] for r in rows.tolist()]
     content = [t.content[r] for r in rows.tolist()]
     tags = [t.tags[r] for r in rows.tolist()]
-    meta = TermsMeta(seq=seq, rows=len(ids), digest=digest(ids, content, tags),
+    columns = (pa.array(ids, pa.string()), pa.array(content, pa.string()),
+               pa.array([list(x) for x in tags], pa.list_(pa.string())))
+    meta = TermsMeta(seq=seq, rows=len(ids), digest=digest(*columns),
                      tokenizer=tokenizer_version())
     write_terms(directory, store._bm25, rows, meta)

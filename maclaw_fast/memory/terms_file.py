@@ -16,6 +16,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from maclaw_fast.text import tokenizer as _tokenizer
@@ -35,14 +36,28 @@ class TermsMeta(msgspec.Struct, kw_only=True):
     tokenizer: str
 
 
-def digest(ids: list[str], content: list[str], tags: list) -> str:
-    """A digest of what the term ids were made from (ids, contents and tags, in row order)."""
+def _feed(h, arr) -> None:
+    """Hash an Arrow string or list-of-string array: its lengths, then its bytes (zero-copy)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_list(arr.type):
+        h.update(pc.list_value_length(arr).fill_null(0).to_numpy().astype(np.int32).tobytes())
+        _feed(h, arr.flatten())
+        return
+    if arr.null_count:
+        arr = arr.fill_null("")
+    offsets = np.frombuffer(arr.buffers()[1], np.int32)[arr.offset: arr.offset + len(arr) + 1]
+    h.update(np.diff(offsets).tobytes())
+    if len(arr) and offsets[-1] > offsets[0]:
+        h.update(memoryview(arr.buffers()[2])[offsets[0]:offsets[-1]])
+
+
+def digest(ids, content, tags) -> str:
+    """A digest of what the term ids were made from: the ids, contents and tags in row order,
+    as Arrow arrays (string, string, list of string)."""
     h = hashlib.blake2b(digest_size=16)
-    h.update("\x00".join(ids).encode("utf-8", "surrogatepass"))
-    h.update(b"\x01")
-    h.update("\x00".join(content).encode("utf-8", "surrogatepass"))
-    h.update(b"\x01")
-    h.update("\x00".join("\x02".join(t) for t in tags).encode("utf-8", "surrogatepass"))
+    for arr in (ids, content, tags):
+        _feed(h, arr)
     return h.hexdigest()
 
 

@@ -143,6 +143,7 @@ class Journal:
     def _handle(self):
         """The open journal file (opened on demand, appending; lock held)."""
         if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "ab+")
         return self._fh
 

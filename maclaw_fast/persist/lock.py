@@ -8,6 +8,8 @@ from pathlib import Path
 
 from maclaw_fast.errors import StoreLockedError
 
+_PID_WIDTH = 12  # wider than any pid: every write covers the one before
+
 
 class StoreLock:
     """Held from open to close; released by the kernel when the process dies (even SIGKILL)."""
@@ -25,8 +27,10 @@ class StoreLock:
             raise StoreLockedError(
                 f"{self.path.parent} is already open for writing by another process or handle"
             ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        # the holder's pid, for people; written in place at a fixed width: truncating the
+        # file first would wait on the file system's journal behind other stores' fsyncs
+        # (measured ~20 ms per open under load)
+        os.pwrite(fd, str(os.getpid()).encode().ljust(_PID_WIDTH), 0)
         self._fd = fd
 
     def release(self) -> None:

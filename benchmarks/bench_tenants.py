@@ -247,6 +247,9 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         pool.close()
         say(f"pool closed in {time.perf_counter() - t0:.1f} s")
+        with open("/proc/loadavg") as fh:
+            say(f"machine: {os.cpu_count()} cores, load average at the end "
+                f"{' / '.join(fh.read().split()[:3])} (latencies are wall-clock)")
     finally:
         if not args.keep and not args.root:
             shutil.rmtree(root, ignore_errors=True)

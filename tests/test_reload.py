@@ -139,3 +139,29 @@ def test_an_idle_open_store_holds_one_descriptor_and_no_writer_thread(tmp_path):
     for s in stores:
         s.close()
     assert _fds() == fds
+
+
+def test_writes_to_many_stores_start_one_timer_thread(tmp_path):
+    threads = _threads()
+    stores = [MemoryStore.open(tmp_path / f"s{i}", embedder="hash") for i in range(20)]
+    try:
+        for i, s in enumerate(stores):
+            s.save(f"note {i}", category="preference")  # a debounced snapshot + a journal fsync
+        assert _threads() <= threads + 1
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_timers_run_in_order_and_cancel():
+    import threading
+
+    from maclaw_fast.timers import later
+
+    seen, done = [], threading.Event()
+    later(0.05, lambda: seen.append("b"))
+    later(0.01, lambda: seen.append("a"))
+    later(0.03, lambda: seen.append("x")).cancel()
+    later(0.08, done.set)
+    assert done.wait(10)
+    assert seen == ["a", "b"]

@@ -7,7 +7,6 @@ Layout: ``store.lock``, ``snapshot.arrow`` (+ ``.prev``), ``journal.bin``, ``arc
 
 from __future__ import annotations
 
-import threading
 import warnings
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from maclaw_fast.persist.lock import StoreLock
 from maclaw_fast.persist.snapshot import (SnapshotMeta, entries_table, read_snapshot,
                                           snapshot_meta, write_snapshot)
 from maclaw_fast.records import Entry
+from maclaw_fast.timers import Timer, later
 from maclaw_fast.text.tokenizer import analysed_text
 
 FSYNC_POLICIES = ("always", "interval", "never")
@@ -42,7 +42,7 @@ class Durability:
         self.lock = StoreLock(directory)
         self.seq = 0
         self.notes: list[str] = []  # what recovery did, for stats and tests
-        self._timer: threading.Timer | None = None
+        self._timer: Timer | None = None
         self._dirty = False
         self._terms_saved = True  # terms.arrow matches the snapshot (else written on close)
 
@@ -158,9 +158,7 @@ class Durability:
         self.journal.append(JournalRecord(self.seq, ops))
         self._dirty = True
         if self._timer is None and self.config.snapshot_debounce_s > 0:
-            self._timer = threading.Timer(self.config.snapshot_debounce_s, self._debounced)
-            self._timer.daemon = True
-            self._timer.start()
+            self._timer = later(self.config.snapshot_debounce_s, self._debounced)
 
     def _debounced(self) -> None:
         with self.store._lock:

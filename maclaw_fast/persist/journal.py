@@ -16,6 +16,7 @@ from pathlib import Path
 import msgspec
 
 from maclaw_fast.records import Entry
+from maclaw_fast.timers import Timer, later
 
 _FRAME = struct.Struct("<II")  # payload length, crc32(payload)
 _MAX_RECORD = 1 << 30
@@ -97,7 +98,7 @@ class Journal:
         self._last_sync = 0.0
         self._pending = False
         self._unsynced = False  # appended since the last fsync
-        self._timer: threading.Timer | None = None
+        self._timer: Timer | None = None
         self.size = 0
 
     # ------------------------------------------------------------------ reading
@@ -170,9 +171,7 @@ class Journal:
                     self._pending = self._unsynced = False
                 elif not self._pending:
                     self._pending = True
-                    self._timer = threading.Timer(self.interval_s, self.sync)
-                    self._timer.daemon = True
-                    self._timer.start()
+                    self._timer = later(self.interval_s, self.sync)  # the shared timer thread
 
     def sync(self) -> None:
         """fsync what was appended since the last fsync (nothing to do: no system call)."""

@@ -37,7 +37,7 @@ def parse_users(data) -> dict[str, str]:
     >>> parse_users({"users": {"short": "alice"}})
     Traceback (most recent call last):
     ...
-    maclaw_fast.errors.ValidationError: users file: every token must be a string of at least 16 characters
+    maclaw_fast.errors.ValidationError: users file: a token needs at least 16 characters
     """
     users = data.get("users") if isinstance(data, dict) else None
     if not isinstance(users, dict) or not users:
@@ -46,8 +46,7 @@ def parse_users(data) -> dict[str, str]:
     for token, name in users.items():
         if not isinstance(token, str) or len(token) < MIN_TOKEN or not token.isprintable() \
                 or token != token.strip():
-            raise ValidationError(f"users file: every token must be a string of at least "
-                                  f"{MIN_TOKEN} characters")
+            raise ValidationError(f"users file: a token needs at least {MIN_TOKEN} characters")
         try:
             out[token] = check_store_name(name)
         except ValidationError as exc:

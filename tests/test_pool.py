@@ -255,3 +255,20 @@ def test_threads_over_random_stores_lose_nothing(tmp_path, monkeypatch):
         with MemoryStore.open(tmp_path / name, embedder="hash") as s:
             contents = {e.content for e in s.entries()}
         assert contents == saved[name] - deleted[name]
+
+
+def test_batch_buffers_are_not_kept_and_bytes_follow_them(tmp_path):
+    with StorePool(tmp_path, embedder="hash") as pool:
+        for i in range(200):
+            pool.save("u", f"note {i} about tea {i % 7}", category="preference")
+        with pool.store("u") as s:
+            idle = s.resident_bytes()
+            s.recall_batch_arrow(["tea"] * 50, reinforce=False)
+            holding = s.resident_bytes()
+            assert holding > idle + 200 * 1024 * 8  # (1024 × 200) float64 + float32 buffers
+            s.trim()
+            assert s.resident_bytes() <= idle
+        pool.recall_batch([("u", "tea")] * 50, reinforce=False)
+        with pool.store("u") as s:
+            assert s.resident_bytes() <= idle
+        assert pool.stats()["bytes"] <= idle

@@ -218,6 +218,10 @@ class EntryTable:
             if e is not None:  # (a row listed twice is replaced twice, with the same values)
                 cache[r] = replace(e, access_count=int(a), strength=st, updated_at=u)
 
+    def drop_cache(self) -> None:
+        """Forget every cached Entry object (they are made again on demand)."""
+        self._cache.clear()
+
     def cached_entry(self, row: int) -> Entry | None:
         return self._cache.get(row)
 

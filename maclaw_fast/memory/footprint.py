@@ -15,18 +15,28 @@ PER_CACHED_ENTRY = 300  # an Entry struct kept in the table's entry cache
 PER_TERM = 120  # a vocabulary token string, its dict entry and list slot
 
 
-def array_bytes(obj) -> int:
-    """``nbytes`` of the NumPy arrays among ``obj``'s attributes (and in tuples there)."""
-    total = 0
+def array_bytes(obj, *, owned: bool = False) -> int:
+    """``nbytes`` of the NumPy arrays among ``obj``'s attributes (and in tuples there);
+    ``owned``: only arrays that own their memory (not views of others)."""
     attrs = getattr(obj, "__dict__", None)
     if attrs is None:
         return 0
+    arrays = []
     for value in attrs.values():
         if isinstance(value, np.ndarray):
-            total += value.nbytes
+            arrays.append(value)
         elif isinstance(value, tuple):
-            total += sum(v.nbytes for v in value if isinstance(v, np.ndarray))
-    return total
+            arrays += [v for v in value if isinstance(v, np.ndarray)]
+    return sum(a.nbytes for a in arrays if not owned or a.base is None)
+
+
+def footprint_key(store) -> tuple:
+    """What :func:`store_bytes` depends on, cheap to read: equal keys, equal estimates."""
+    t, bm25 = store._table, store._bm25
+    plans = tuple(id(v) for v in store._plan_cache.values())
+    return (t.version, t.n_rows, len(t._cache), len(bm25), len(bm25.vocab),
+            store._vectors.matrix.shape[0], plans,
+            any(getattr(v, "_batch", None) is not None for v in store._plan_cache.values()))
 
 
 def store_bytes(store) -> int:
@@ -37,4 +47,6 @@ def store_bytes(store) -> int:
     total += array_bytes(bm25) + len(bm25.vocab) * PER_TERM
     total += sum(map(len, filter(None, t.content))) + t.n_rows * PER_ROW_OBJECTS
     total += len(t._cache) * PER_CACHED_ENTRY
+    for plan in store._plan_cache.values():  # recall plans: masks and score buffers (their
+        total += array_bytes(plan, owned=True)  # views of the columns are counted above)
     return total

@@ -285,6 +285,7 @@ class StorePool:
         for name, (indices, queries, projects) in groups.items():
             with self.store(name) as s:
                 table = s.recall_batch_arrow(queries, projects=projects, reinforce=reinforce)
+                s.trim()  # a batch's score buffers (~6 MB per 500 entries) are not kept
             parts.append((name, indices, table))
         return merge_results(parts)
 

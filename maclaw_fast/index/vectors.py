@@ -100,8 +100,13 @@ class VectorColumn:
         # rows arrive normalised (embed_checked / check_vectors); normalising again would
         # perturb the last bits and make a reopened store score differently
         vectors = np.ascontiguousarray(vectors, np.float32)
-        self.matrix[idx] = vectors
-        self.has_vec[idx] = True
+        lo, hi = int(idx[0]), int(idx[-1]) + 1
+        if hi - lo == idx.size and (idx.size < 2 or bool((np.diff(idx) == 1).all())):
+            self.matrix[lo:hi] = vectors  # a run of rows (a reopen): one copy, no gather
+            self.has_vec[lo:hi] = True
+        else:
+            self.matrix[idx] = vectors
+            self.has_vec[idx] = True
         if self.quantized:
             codes = np.empty((idx.size, self.dim), np.int8)
             scale, err = np.empty(idx.size, np.float32), np.empty(idx.size)

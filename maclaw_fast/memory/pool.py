@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
@@ -203,7 +204,11 @@ class StorePool:
                 del self._slots[slot.name]  # its open failed: nothing to keep
             victims = self._victims(now)
         for victim in victims:
-            self._close_slot(victim)
+            try:
+                self._close_slot(victim)
+            except Exception as exc:  # noqa: BLE001 - another store's close is not this call's
+                warnings.warn(f"closing store {victim.name!r} failed: {exc}", RuntimeWarning,
+                              stacklevel=3)
 
     def _victims(self, now: float) -> list[_Slot]:
         """Idle open slots to close, least recently used first (pool lock held)."""

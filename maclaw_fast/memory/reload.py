@@ -22,6 +22,10 @@ def _codes(column: pa.ChunkedArray, table: dict[str, int]) -> np.ndarray:
     return lookup[enc.indices.to_numpy(zero_copy_only=False)]
 
 
+def _byte_lengths(column: pa.ChunkedArray) -> np.ndarray:
+    return pc.binary_length(column).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
 def _numpy(table: pa.Table, name: str, dtype) -> np.ndarray:
     return table.column(name).to_numpy().astype(dtype, copy=False)
 
@@ -36,9 +40,10 @@ def load_snapshot(store, table: pa.Table, *, vectors: bool, seq: int, directory=
     content = table.column("content").to_pylist()
     tags = [tuple(x) if x else () for x in table.column("tags").to_pylist()]
     compact = table.column("compact_form").to_pylist()
-    # budget tokens: utf-8 bytes // 4 of compact_form, else content (SPEC §6)
-    shown = pc.if_else(pc.greater(pc.binary_length(table.column("compact_form")), 0),
-                       table.column("compact_form"), table.column("content"))
+    # budget tokens: utf-8 bytes // 4 of compact_form, else content (SPEC §6); NumPy does the
+    # choice (a Python scalar handed to pyarrow.compute costs a failed dateutil import each time)
+    compact_len = _byte_lengths(table.column("compact_form"))
+    shown_len = np.where(compact_len > 0, compact_len, _byte_lengths(table.column("content")))
     numeric = {
         "category": _codes(table.column("category"), CATEGORY_CODE),
         "status": _codes(table.column("status"), STATUS_CODE),
@@ -48,7 +53,7 @@ def load_snapshot(store, table: pa.Table, *, vectors: bool, seq: int, directory=
         "updated_at": _numpy(table, "updated_at", np.float64),
         "strength": _numpy(table, "strength", np.float64),
         "pinned": _numpy(table, "pinned", np.bool_),
-        "tokens": pc.binary_length(shown).to_numpy().astype(np.int64) // 4,
+        "tokens": shown_len // 4,
     }
     t.load_rows(ids, content, tags, compact, numeric)
     store._graph.reserve(n)

@@ -41,7 +41,8 @@ def _feed(h, arr) -> None:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     if pa.types.is_list(arr.type):
-        h.update(pc.list_value_length(arr).fill_null(0).to_numpy().astype(np.int32).tobytes())
+        lengths = pc.list_value_length(arr).to_numpy(zero_copy_only=False)  # NaN: a null list
+        h.update(np.nan_to_num(lengths).astype(np.int32).tobytes())
         _feed(h, arr.flatten())
         return
     if arr.null_count:

@@ -91,7 +91,8 @@ class StorePool:
         :meth:`MemoryStore.resident_bytes` estimates them); None = only ``max_open`` counts.
     idle_close_s : optional: stores unused this long are closed (checked as calls come in, at
         most once a second; :meth:`close_idle` does it on demand).
-    embedder, config, clock : as :meth:`MemoryStore.open`; one embedder serves every store.
+    embedder, config, clock : as :meth:`MemoryStore.open`; one embedder serves every store (a
+        name such as ``"auto"`` is resolved once, for the pool, not per store's language).
     query_cache_size : entries of the one query-vector cache the stores share.
 
     Examples

@@ -19,14 +19,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
-from maclaw_fast.text import tokenizer as _tokenizer
+from maclaw_fast.text.tokenizer import TOKENIZER_VERSION
 
 FILE_NAME = "terms.arrow"
 
 
 def tokenizer_version() -> str:
-    """What decides whether saved term ids still hold: the tokenizer's own version."""
-    return str(getattr(_tokenizer, "TOKENIZER_VERSION", "tokenizer-1"))
+    """What decides whether saved term ids still hold: the analysis that made them (its rules,
+    stop list and stemmer, :data:`~maclaw_fast.text.tokenizer.TOKENIZER_VERSION`)."""
+    return TOKENIZER_VERSION
 
 
 class TermsMeta(msgspec.Struct, kw_only=True):

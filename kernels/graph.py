@@ -87,3 +87,40 @@ def link_candidates(bm25, cos, alive, seq, row, use_cos, min_cos, w_bm25, w_cos,
         rank[j] = -np.inf
         m += 1
     return picked[:m], strength[:m]
+
+
+@njit(cache=True)
+def propagate_linked(seeds, seed_values, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops,
+                     adj_factor, eligible):
+    """:func:`propagate_reached` over the similarity edges, then along the conversation links
+    (SPEC R5): from each seed, ``prev`` and ``nxt`` (row → row, -1 = none) are followed for up to
+    ``adj_hops`` steps, the ``h``-th step giving ``value · adj_factor^h``; a walk stops at a
+    missing link, a seed or a row not ``eligible``. Every row keeps the best value any walk
+    gave it; returns (values, rows raised above 0 in the order first reached)."""
+    best, reached = propagate_reached(seeds, seed_values, nbr, edge_w, max(hops, 0), hop_factor,
+                                      eligible)
+    if adj_hops <= 0 or seeds.shape[0] == 0:
+        return best, reached
+    n = nbr.shape[0]
+    is_seed = np.zeros(n, dtype=np.bool_)
+    for s in seeds:
+        is_seed[s] = True
+    more = np.empty(reached.shape[0] + 2 * seeds.shape[0] * adj_hops, np.int64)
+    more[:reached.shape[0]] = reached
+    m = reached.shape[0]
+    for j in range(seeds.shape[0]):
+        for direction in range(2):
+            links = prev if direction == 0 else nxt
+            node = seeds[j]
+            v = np.float64(seed_values[j])
+            for _ in range(adj_hops):
+                node = links[node]
+                if node < 0 or is_seed[node] or not eligible[node]:
+                    break
+                v = v * adj_factor
+                if v > best[node]:
+                    if best[node] == 0.0:
+                        more[m] = node
+                        m += 1
+                    best[node] = v
+    return best, more[:m]

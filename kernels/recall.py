@@ -4,7 +4,9 @@ import numpy as np
 from numba import njit, prange
 
 from maclaw_kernels.bm25 import bm25_query
-from maclaw_kernels.graph import propagate_reached
+from maclaw_kernels.graph import propagate_linked
+from maclaw_kernels.recall_assemble import (KIND_RANKED, cos_range, norm_cos, pick_identity,
+                                            select_hits)
 from maclaw_kernels.terms import ascii_query_terms
 from maclaw_kernels.topk import top_k_desc, top_k_known
 from maclaw_kernels.vectors import dot_scores, is_unit_vector
@@ -25,13 +27,24 @@ def bm25_hit_range(bm25, scored):
 
 
 @njit(cache=True)
-def row_relevance(x, cos_i, affinity_i, norm_mode, lo, hi, bm25_w, cos_w):
-    """(normalised BM25, fused relevance) of one eligible row with raw BM25 ``x``."""
+def row_relevance(x, cos_i, affinity_i, norm_mode, lo, hi, cos_mode, c_lo, c_hi, bm25_w, cos_w):
+    """(normalised BM25, fused relevance) of one eligible row with raw BM25 ``x`` and cosine
+    ``cos_i``: BM25 by ``norm_mode`` over the hits' range (``lo``, ``hi``), the cosine by
+    :func:`norm_cos` over the candidates' range (``c_lo``, ``c_hi``)."""
     if x > 0.0 and norm_mode == 1:
         x = x / hi
     elif x > 0.0 and norm_mode == 2:
         x = 1.0 if hi == lo else (x - lo) / (hi - lo)
-    return x, bm25_w * x + cos_w * max(cos_i, 0.0) + affinity_i
+    return x, bm25_w * x + cos_w * norm_cos(cos_i, cos_mode, c_lo, c_hi) + affinity_i
+
+
+@njit(cache=True)
+def fusion_ranges(bm25, cos, eligible, norm_mode, cos_mode):
+    """(BM25 lo, BM25 hi, cosine lo, cosine hi) over the ``eligible`` rows, as
+    :func:`row_relevance` takes them (placeholders for the raw modes)."""
+    lo, hi = bm25_hit_range(bm25, eligible) if norm_mode != 0 else (np.inf, 0.0)
+    c_lo, c_hi = cos_range(cos, eligible) if cos_mode != 0 else (np.inf, -np.inf)
+    return lo, hi, c_lo, c_hi
 
 
 @njit(cache=True)
@@ -91,17 +104,18 @@ def base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, m
 
 
 @njit(cache=True, inline="always")
-def score_rows(base, bm25, cos, affinity, eligible, scored, norm_mode, bm25_w, cos_w, w_rel,
-               bm25_out, rel_out, score_out, graph_out):
-    """``rel = bm25_w·norm(bm25) + cos_w·max(cos, 0) + affinity`` over the ``eligible`` rows
+def score_rows(base, bm25, cos, affinity, eligible, scored, norm_mode, cos_mode, bm25_w, cos_w,
+               w_rel, bm25_out, rel_out, score_out, graph_out):
+    """``rel = bm25_w·norm(bm25) + cos_w·norm(cos) + affinity`` over the ``eligible`` rows
     (0 elsewhere), the score ``base + w_rel·rel`` of the ``scored`` ones (−inf elsewhere) and
     ``graph_out`` zeroed, in one pass over the rows; returns the scored rows' (lowest score,
     highest score, count) for :func:`top_k_known`.
 
     ``norm_mode``: 0 raw, 1 divide by the best BM25, 2 min-max over the eligible hits (a lone or
-    all-equal hit maps to 1).
+    all-equal hit maps to 1); ``cos_mode``: 0 raw (``max(cos, 0)``), 1 min-max over the eligible
+    rows (:func:`norm_cos`).
     """
-    lo, hi = bm25_hit_range(bm25, eligible) if norm_mode != 0 else (np.inf, 0.0)
+    lo, hi, c_lo, c_hi = fusion_ranges(bm25, cos, eligible, norm_mode, cos_mode)
     s_lo = np.inf
     s_hi = -np.inf
     count = 0
@@ -111,7 +125,7 @@ def score_rows(base, bm25, cos, affinity, eligible, scored, norm_mode, bm25_w, c
         rel_out[i] = 0.0
         if eligible[i]:
             bm25_out[i], rel_out[i] = row_relevance(bm25[i], cos[i], affinity[i], norm_mode, lo,
-                                                    hi, bm25_w, cos_w)
+                                                    hi, cos_mode, c_lo, c_hi, bm25_w, cos_w)
         score_out[i] = -np.inf
         if scored[i]:
             score_out[i] = base[i] + w_rel * rel_out[i]
@@ -123,7 +137,7 @@ def score_rows(base, bm25, cos, affinity, eligible, scored, norm_mode, bm25_w, c
 
 @njit(cache=True)
 def rank_scored(base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
-                k, score_out, graph_out):
+                prev, nxt, adj_hops, adj_factor, k, score_out, graph_out):
     """Score, propagate relevance from the top ``n_seeds`` through the graph, re-score, and return
     the top ``k`` scored rows (score desc, access desc, seq asc)."""
     for i in range(base.shape[0]):
@@ -131,23 +145,26 @@ def rank_scored(base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hop
         graph_out[i] = 0.0
     top = top_k_desc(score_out, access, seq, scored, max(k, n_seeds))
     return rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w,
-                             hops, hop_factor, k, score_out, graph_out)
+                             hops, hop_factor, prev, nxt, adj_hops, adj_factor, k, score_out,
+                             graph_out)
 
 
 @njit(cache=True)
 def rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hops,
-                      hop_factor, k, score_out, graph_out):
+                      hop_factor, prev, nxt, adj_hops, adj_factor, k, score_out, graph_out):
     """Given ``top`` = the first ``max(k, n_seeds)`` rows by ``score_out`` (``graph_out`` zero):
-    propagate from the first ``n_seeds``, update the rows reached, return the new top ``k``.
+    propagate from the first ``n_seeds`` along the similarity edges and the conversation links
+    (:func:`maclaw_kernels.graph.propagate_linked`), update the rows reached, return the new
+    top ``k``.
 
     Propagation only raises the scores of the rows it reaches, so the new top ``k`` lies within
     ``top`` plus those rows.
     """
     seeds = top[:min(n_seeds, top.shape[0])]
-    if hops <= 0 or seeds.shape[0] == 0:
+    if (hops <= 0 and adj_hops <= 0) or seeds.shape[0] == 0:
         return top[:k]
-    gained, reached = propagate_reached(seeds, rel[seeds], nbr, edge_w, hops, hop_factor,
-                                        scored)
+    gained, reached = propagate_linked(seeds, rel[seeds], nbr, edge_w, hops, hop_factor, prev,
+                                       nxt, adj_hops, adj_factor, scored)
     rows = np.empty(top.shape[0] + reached.shape[0], np.int64)
     rows[:top.shape[0]] = top
     m = top.shape[0]
@@ -166,51 +183,29 @@ def rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, 
 
 
 @njit(cache=True, inline="always")
-def hit_reason(j, n_fixed, scored_row, graph):
-    """Why the ``j``-th selected row is a hit, as a code: 2 self identity (the fixed rows come
-    first), 3 user fact (a leading row, never scored), 1 reached by the graph walk, 0 scored."""
-    if j < n_fixed:
-        return 2.0
-    if not scored_row:
-        return 3.0
+def hit_reason(kind, graph):
+    """Why a selected row is a hit, as a code: its :func:`select_hits` kind (2 self identity,
+    3 a leading user fact), else 1 when the graph walk raised it, 0 when ranked on its own."""
+    if kind != KIND_RANKED:
+        return kind
     return 1.0 if graph > 0.0 else 0.0
 
 
 @njit(cache=True)
-def select_within_budget(pinned_rows, ranked_rows, tokens, max_entries, budget, out):
-    """Assemble: every ``pinned_rows`` entry (self identity) always, then ``ranked_rows`` in order
-    while fewer than ``max_entries``; an entry over the remaining budget is skipped, not a stop.
-    Returns how many rows were written to ``out``."""
-    n = 0
-    used = 0
-    for r in pinned_rows:
-        out[n] = r
-        n += 1
-        used += tokens[r]
-    for r in ranked_rows:
-        if n >= max_entries:
-            break
-        if r < 0:
-            continue
-        if used + tokens[r] > budget:
-            continue
-        out[n] = r
-        n += 1
-        used += tokens[r]
-    return n
-
-
-@njit(cache=True, inline="always")
-def recall_one(base, bm25, cos, affinity, eligible, scored, access, seq, tokens, fixed_rows,
-               lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops,
-               hop_factor, max_entries, budget, work, out_rows, out_score, out_bm25, out_rel,
-               out_graph, out_reason):
+def recall_one(base, bm25, cos, affinity, eligible, scored, updated_at, access, seq, tokens,
+               fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel, n_seeds, nbr,
+               edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, max_identity,
+               max_user_facts, lead_window, max_entries, budget, work, out_rows, out_score,
+               out_bm25, out_rel, out_graph, out_reason):
     """One query end to end; writes the selected rows, their score parts and :func:`hit_reason`
     codes, returns the count.
 
-    ``fixed_rows`` are always included (self identity); ``lead_rows`` come before the ranked rows
-    (user facts). The ranked candidate list grows until the budget loop is satisfied. ``work``:
-    four float64 rows of at least ``n`` each, scratch (a caller's buffer spares allocations).
+    ``fixed_rows``: the self-identity candidates, of which :func:`pick_identity` leads with at
+    most ``max_identity``; ``user_fact`` marks the rows of which at most ``max_user_facts``
+    lead when among the first ``lead_window`` ranked rows (:func:`select_hits`); every other
+    ``scored`` row is ranked by its score. The ranked candidate list grows until the budget loop
+    is satisfied. ``work``: four float64 rows of at least ``n`` each, scratch (a caller's buffer spares
+    allocations).
     """
     n = base.shape[0]
     bm25n = work[0, :n]
@@ -218,40 +213,31 @@ def recall_one(base, bm25, cos, affinity, eligible, scored, access, seq, tokens,
     score = work[2, :n]
     graph = work[3, :n]
     s_lo, s_hi, n_scored = score_rows(base, bm25, cos, affinity, eligible, scored, norm_mode,
-                                      bm25_w, cos_w, w_rel, bm25n, rel, score, graph)
+                                      cos_mode, bm25_w, cos_w, w_rel, bm25n, rel, score, graph)
     k = min(max_entries + 8, n_scored)
     top = top_k_known(score, access, seq, scored, max(k, n_seeds), s_lo, s_hi, n_scored)
     ranked = rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w,
-                               hops, hop_factor, k, score, graph)
-    return select_ranked(ranked, k, n_scored, base, rel, bm25n, score, graph, scored, access,
-                         seq, tokens, fixed_rows, lead_rows, w_rel, n_seeds, nbr, edge_w, hops,
-                         hop_factor, max_entries, budget, out_rows, out_score, out_bm25, out_rel,
-                         out_graph, out_reason)
-
-
-@njit(cache=True, inline="always")
-def select_ranked(ranked, k, n_scored, base, rel, bm25n, score, graph, scored, access, seq,
-                  tokens, fixed_rows, lead_rows, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
-                  max_entries, budget, out_rows, out_score, out_bm25, out_rel, out_graph,
-                  out_reason):
-    """Assemble from the first ``k`` ranked rows; when entries over the budget leave the result
-    short, rank again with twice the candidates. Writes rows, score parts and reason codes,
-    returns the count."""
+                               hops, hop_factor, prev, nxt, adj_hops, adj_factor, k, score, graph)
+    fixed = pick_identity(fixed_rows, eligible, access, updated_at, seq, max_identity)
     while True:
-        cand = np.concatenate((lead_rows, ranked))
-        m = select_within_budget(fixed_rows, cand, tokens, max_entries, budget, out_rows)
+        ranked_rel = np.empty(ranked.shape[0])
+        for j in range(ranked.shape[0]):
+            ranked_rel[j] = rel[ranked[j]] + graph[ranked[j]]
+        m = select_hits(fixed, ranked, ranked_rel, user_fact, max_user_facts, lead_window,
+                        tokens, max_entries, budget, out_rows, out_reason)
         if m >= max_entries or k >= n_scored:
             break
+        # entries over the budget (or leading elsewhere) left it short: rank deeper
         k = min(2 * k, n_scored)
         ranked = rank_scored(base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hops,
-                             hop_factor, k, score, graph)
+                             hop_factor, prev, nxt, adj_hops, adj_factor, k, score, graph)
     for j in range(m):
         r = out_rows[j]
         out_score[j] = base[r] + w_rel * (rel[r] + graph[r])
         out_bm25[j] = bm25n[r]
         out_rel[j] = rel[r]
         out_graph[j] = graph[r]
-        out_reason[j] = hit_reason(j, fixed_rows.shape[0], scored[r], graph[r])
+        out_reason[j] = hit_reason(out_reason[j], graph[r])
     return m
 
 
@@ -267,11 +253,21 @@ def copy_row_parts(m, out_rows, recency, importance, cos, affinity, out_parts):
         out_parts[7, j] = affinity[r]
 
 
+# the recall kernels' arguments that describe the plan (the store's ``kernel_args``), in order
+KERNEL_ARGS = ("access", "seq", "tokens", "fixed_rows", "user_fact", "norm_mode", "cos_mode",
+               "bm25_w", "cos_w", "w_rel", "n_seeds", "nbr", "edge_w", "hops", "hop_factor",
+               "prev", "nxt", "adj_hops", "adj_factor", "max_identity", "max_user_facts",
+               "lead_window",
+               "max_entries", "budget")
+
+
 @njit(cache=True)
 def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
                   memo_factor, log_table, bm25, cos, affinity, eligible, scored, access, seq,
-                  tokens, fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr,
-                  edge_w, hops, hop_factor, max_entries, budget, work, out_rows, out_parts):
+                  tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel,
+                  n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor,
+                  max_identity, max_user_facts, lead_window, max_entries, budget, work, out_rows,
+                  out_parts):
     """:func:`base_scores` then :func:`recall_one`, in one call for the single-query path.
 
     ``work``: seven float64 rows of at least ``n``, scratch. ``out_parts`` rows, per selected
@@ -282,10 +278,11 @@ def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_ke
     recency, importance, base = work[4, :n], work[5, :n], work[6, :n]
     base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
                 memo_factor, log_table, recency, importance, base)
-    m = recall_one(base, bm25, cos, affinity, eligible, scored, access, seq, tokens, fixed_rows,
-                   lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops,
-                   hop_factor, max_entries, budget, work, out_rows, out_parts[0], out_parts[1],
-                   out_parts[2], out_parts[3], out_parts[8])
+    m = recall_one(base, bm25, cos, affinity, eligible, scored, updated_at, access, seq, tokens,
+                   fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel, n_seeds,
+                   nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, max_identity,
+                   max_user_facts, lead_window, max_entries, budget, work, out_rows,
+                   out_parts[0], out_parts[1], out_parts[2], out_parts[3], out_parts[8])
     copy_row_parts(m, out_rows, recency, importance, cos, affinity, out_parts)
     return m
 
@@ -296,8 +293,9 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
                  doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b,
                  avgdl, term_weight, matrix, has_vec, updated_at, weight, decay_per_hour, w_rec,
                  w_imp, memo_key, memo_at, memo_factor, log_table, affinity, eligible, scored,
-                 access, seq, tokens, fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel,
-                 n_seeds, nbr, edge_w, hops, hop_factor, max_entries, budget, bm25, cos, work,
+                 access, seq, tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w,
+                 w_rel, n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor,
+                 max_identity, max_user_facts, lead_window, max_entries, budget, bm25, cos, work,
                  out_rows, out_parts):
     """One query end to end: BM25 into ``bm25``, cosines into ``cos``, then what
     :func:`recall_single` does, in one call (each call level of this many arrays costs ~1 µs).
@@ -328,15 +326,12 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
         dot_scores(matrix, n, has_vec, query, cos)
     else:
         cos[:n] = 0.0
-    recency, importance, base = work[4, :n], work[5, :n], work[6, :n]
-    base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
-                memo_factor, log_table, recency, importance, base)
-    m = recall_one(base, bm25[:n], cos[:n], affinity, eligible, scored, access, seq, tokens,
-                   fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w,
-                   hops, hop_factor, max_entries, budget, work, out_rows, out_parts[0],
-                   out_parts[1], out_parts[2], out_parts[3], out_parts[8])
-    copy_row_parts(m, out_rows, recency, importance, cos, affinity, out_parts)
-    return m
+    return recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key,
+                         memo_at, memo_factor, log_table, bm25[:n], cos[:n], affinity, eligible,
+                         scored, access, seq, tokens, fixed_rows, user_fact, norm_mode, cos_mode,
+                         bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt,
+                         adj_hops, adj_factor, max_identity, max_user_facts, lead_window,
+                         max_entries, budget, work, out_rows, out_parts)
 
 
 # recall_query's arguments after the five that change per call, as recall_viewed reads them:
@@ -345,9 +340,12 @@ VIEWED_ARGS = (
     ("u1", 1), ("i8", 1), ("i8", 1), ("i8", 1), "", ("i8", 1), ("i4", 1), ("f4", 1), "", "",
     ("i8", 1), ("i4", 1), ("i4", 1), ("f4", 1), ("f4", 1), ("b1", 1), ("i8", 1), "", "", "",
     ("f8", 1), ("f4", 2), ("b1", 1), ("f8", 1), ("f8", 1), "", "", "", ("f8", 1), ("f8", 1),
-    ("f8", 1), ("f8", 1), ("f8", 1), ("b1", 1), ("b1", 1), ("i8", 1), ("i8", 1), ("i8", 1),
-    ("i8", 1), ("i8", 1), "", "", "", "", "", ("i8", 2), ("f8", 2), "", "", "", "", ("f8", 1),
-    ("f4", 1), ("f8", 2), ("i8", 1), ("f8", 2))
+    ("f8", 1), ("f8", 1), ("f8", 1), ("b1", 1), ("b1", 1),
+    # the plan's kernel arguments (KERNEL_ARGS)
+    ("i8", 1), ("i8", 1), ("i8", 1), ("i8", 1), ("b1", 1), "", "", "", "", "", "", ("i8", 2),
+    ("f8", 2), "", "", ("i8", 1), ("i8", 1), "", "", "", "", "", "", "",
+    # scratch and outputs
+    ("f8", 1), ("f4", 1), ("f8", 2), ("i8", 1), ("f8", 2))
 
 
 @njit(cache=True)
@@ -369,25 +367,30 @@ def recall_viewed(query_text, term_ids, query, check_unit, now, views, knobs):
         column(v, 20, np.float64), column(v, 21, np.float64), column(v, 22, np.float64),
         column(v, 23, np.float64), column(v, 24, np.bool_), column(v, 25, np.bool_),
         column(v, 26, np.int64), column(v, 27, np.int64), column(v, 28, np.int64),
-        column(v, 29, np.int64), column(v, 30, np.int64), i64(k[9]), k[10], k[11], k[12],
-        i64(k[13]), block(v, 31, np.int64), block(v, 32, np.float64), i64(k[14]), k[15],
-        i64(k[16]), i64(k[17]), column(v, 33, np.float64), column(v, 34, np.float32),
-        block(v, 35, np.float64), column(v, 36, np.int64), block(v, 37, np.float64))
+        column(v, 29, np.int64), column(v, 30, np.bool_), i64(k[9]), i64(k[10]), k[11], k[12],
+        k[13], i64(k[14]), block(v, 31, np.int64), block(v, 32, np.float64), i64(k[15]), k[16],
+        column(v, 33, np.int64), column(v, 34, np.int64), i64(k[17]), k[18], i64(k[19]),
+        i64(k[20]), i64(k[21]), i64(k[22]), i64(k[23]), column(v, 35, np.float64),
+        column(v, 36, np.float32), block(v, 37, np.float64), column(v, 38, np.int64),
+        block(v, 39, np.float64))
 
 
 @njit(cache=True, parallel=True)
-def recall_batch(base, bm25, cos, affinity, eligible, scored, scope_of, access, seq, tokens,
-                 fixed_rows, lead_rows, norm_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w,
-                 hops, hop_factor, max_entries, budget, out_rows, out_score, out_bm25, out_rel,
-                 out_graph, out_reason, out_count):
+def recall_batch(base, bm25, cos, affinity, eligible, scored, scope_of, updated_at, access, seq,
+                 tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel,
+                 n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor,
+                 max_identity, max_user_facts, lead_window, max_entries, budget, out_rows,
+                 out_score, out_bm25, out_rel, out_graph, out_reason, out_count):
     """:func:`recall_one` per query row of ``bm25``/``cos``; query ``q`` takes its masks from
     row ``scope_of[q]`` of ``affinity``/``eligible``/``scored`` (one row per distinct project,
     not one per query)."""
     for q in prange(bm25.shape[0]):
         s = scope_of[q]
         out_count[q] = recall_one(base, bm25[q], cos[q], affinity[s], eligible[s], scored[s],
-                                  access, seq, tokens, fixed_rows, lead_rows, norm_mode, bm25_w,
-                                  cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
-                                  max_entries, budget, np.empty((4, base.shape[0])), out_rows[q],
-                                  out_score[q], out_bm25[q], out_rel[q], out_graph[q],
-                                  out_reason[q])
+                                  updated_at, access, seq, tokens, fixed_rows, user_fact,
+                                  norm_mode, cos_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w,
+                                  hops, hop_factor, prev, nxt, adj_hops, adj_factor,
+                                  max_identity, max_user_facts, lead_window, max_entries,
+                                  budget,
+                                  np.empty((4, base.shape[0])), out_rows[q], out_score[q],
+                                  out_bm25[q], out_rel[q], out_graph[q], out_reason[q])

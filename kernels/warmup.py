@@ -46,14 +46,16 @@ def _memory_kernels():
     for kern in (decay.decay_pass, decay.decay_pass_batch):
         kern(f64 + 1, f64, ~bools, bools, 0.0, 0.003, 0.1, np.zeros(n), np.zeros(n, np.bool_))
     nbr = np.full((n, 5), -1, np.int64)
-    common = (i64, i64, i64, np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0.4, 0.6, 1.0,
-              5, nbr, np.zeros((n, 5)), 1, 0.5, 3, 100)
+    links = np.full(n, -1, np.int64)
+    # the plan's arguments, in the order of recall.KERNEL_ARGS
+    common = (i64, i64, i64, np.zeros(0, np.int64), ~bools, 1, 1, 0.4, 0.6, 1.0, 5, nbr,
+              np.zeros((n, 5)), 1, 0.5, links, links, 2, 0.8, 3, 3, 5, 3, 100)
     rec, imp, base = np.zeros(n), np.zeros(n), np.zeros(n)
     # recency knobs: decay, weights, the recency memo (key, updated_at seen, factors), log table
     knobs = (0.005, 1.0, 1.0, np.full(2, np.nan), np.full(n, np.nan), np.zeros(n), np.zeros(64))
     recall.base_scores(f64, f64, i64, 0.0, *knobs, rec, imp, base)
     outs = [np.zeros(8, np.int64)] + [np.zeros(8) for _ in range(5)]
-    recall.recall_one(base, f64, np.zeros(n, np.float32), f64, bools, bools, *common,
+    recall.recall_one(base, f64, np.zeros(n, np.float32), f64, bools, bools, f64, *common,
                       np.zeros((4, n)), *outs)
     recall.recall_single(f64, f64, 0.0, *knobs, f64, np.zeros(n, np.float32), f64, bools, bools,
                          *common, np.zeros((7, n)), np.zeros(8, np.int64), np.zeros((9, 8)))
@@ -76,7 +78,7 @@ def _memory_kernels():
                               np.zeros((9, 8)))
     outs_b = [np.zeros((1, 8), np.int64)] + [np.zeros((1, 8)) for _ in range(5)]
     recall.recall_batch(base, f64[None], np.zeros((1, n), np.float32), f64[None], bools[None],
-                        bools[None], np.zeros(1, np.int64), *common, *outs_b,
+                        bools[None], np.zeros(1, np.int64), f64, *common, *outs_b,
                         np.zeros(1, np.int64))
     return ["bm25", "vectors", "decay", "recall", "recall_large"]
 

@@ -31,26 +31,50 @@ EPISODIC: frozenset[str] = frozenset(c for c, v in CATEGORY_TABLE.items() if v[2
 
 
 class Bm25Config(msgspec.Struct, frozen=True, kw_only=True):
-    """BM25 parameters (SPEC §2)."""
+    """BM25 parameters (SPEC §2, R2): these defaults suit long documents (workspace chunks, tool
+    catalogs); a memory store's own default is :data:`MEMORY_BM25`."""
 
     k1: float = 1.2
     b: float = 0.75
 
 
+# SPEC R2: short memories saturate term frequency sooner and normalise length less. Measured on
+# LoCoMo's tuning half (benchmarks/results/quality_memory.md, BM25-only turn R@10 by k1/b).
+MEMORY_BM25 = Bm25Config(k1=0.9, b=0.4)
+
+
 class RecallConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """Scoring and assembly of recall (SPEC §6)."""
+    """Scoring and assembly of recall (SPEC §6 with R3–R5).
+
+    ``relevance = bm25_weight·norm(bm25) + cos_weight·norm(cos) + affinity``;
+    ``score = weight_recency·recency + weight_importance·importance + weight_relevance·relevance``.
+    The defaults were chosen on LoCoMo's tuning half (conversations 0–4; the sweep is in
+    ``benchmarks/results/quality_memory.md``): normalised relevance (≤ 1 + affinity) weighted so
+    that it decides, recency and importance ordering memories of similar relevance.
+    ``bm25_norm="raw", cos_norm="raw", weight_relevance=1.0`` is the reference's scoring. A
+    store without an embedder fuses BM25 alone with ``bm25_weight + cos_weight``.
+    """
 
     recency_decay_per_hour: float = 0.005
     weight_recency: float = 1.0
     weight_importance: float = 1.0
-    weight_relevance: float = 1.0
+    weight_relevance: float = 10.0
     bm25_weight: float = 0.4
     cos_weight: float = 0.6
     project_affinity: float = 3.0
-    bm25_norm: str = "raw"  # raw | max | minmax
+    bm25_norm: str = "max"  # raw | max (by the query's best score) | minmax
+    cos_norm: str = "minmax"  # raw (max(cos, 0)) | minmax (over the recall's candidates)
     graph_seeds: int = 5
     graph_hops: int = 1
     graph_hop_factor: float = 0.5
+    # the conversation links (SPEC R5): relevance passed along prev/next per hop
+    adjacency_factor: float = 0.8
+    adjacency_hops: int = 2
+    # the always-on block (SPEC R4): self-identity entries that lead every recall; user facts
+    # that lead when among the query's results (recall_dynamic ranks them instead)
+    max_identity: int = 3
+    max_user_facts: int = 3
+    user_fact_window: int = 5  # "among the results": within this many of the ranked entries
     max_entries: int = 20
     token_budget: int = 2000
     dynamic_max_entries: int = 15
@@ -67,6 +91,10 @@ class GraphConfig(msgspec.Struct, frozen=True, kw_only=True):
     link_top: int = 3
     link_bm25_weight: float = 0.4
     link_cos_weight: float = 0.6
+    # conversation links (SPEC R5): a save without a thread continues the previous unthreaded
+    # save when within this many seconds of it; False makes no links at all
+    adjacency: bool = True
+    adjacency_gap_s: float = 1800.0
 
 
 class ForgettingConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,7 +133,7 @@ class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True):
     20
     """
 
-    bm25: Bm25Config = Bm25Config()
+    bm25: Bm25Config = MEMORY_BM25
     recall: RecallConfig = RecallConfig()
     graph: GraphConfig = GraphConfig()
     forgetting: ForgettingConfig = ForgettingConfig()

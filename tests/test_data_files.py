@@ -173,12 +173,13 @@ def test_demo_queries(memories):
     assert any(not is_chinese(q["query"]) for q in queries)
     project_tags = {t for m in memories for t in m["tags"]}
     for q in queries:
-        assert set(q) == {"query", "project", "expect_substring"}
+        assert set(q) == {"query", "project", "expect_ids"}
         assert isinstance(q["query"], str) and q["query"]
         assert q["project"] is None or q["project"] in project_tags
-        sub = q["expect_substring"]
-        assert isinstance(sub, str) and sub
-        assert any(sub in m["content"] for m in memories), sub
+        ids = q["expect_ids"]
+        assert isinstance(ids, list) and ids
+        # ids of the bundled sample store: "sample-NNNN", NNNN = the index in memories.json
+        assert all(i.startswith("sample-") and int(i[7:]) < len(memories) for i in ids), ids
 
 
 # ------------------------------------------------------------------ tools

@@ -11,8 +11,9 @@ from maclaw_kernels.quantized import quantize_rows
 from maclaw_kernels.recall import recall_single
 from maclaw_kernels.recall_large import recall_large, top_of, within_hops
 from maclaw_kernels.topk import top_k_desc
-from maclaw_kernels.vectors import dot_scores
+from maclaw_kernels.vectors import dot_scores, dot_scores_parallel
 from tests.test_memory_kernels import random_graph, recency_knobs, ro
+from tests.test_recall_kernels import random_links
 
 
 def large_case(seed):
@@ -35,25 +36,30 @@ def large_case(seed):
     affinity = np.where(rng.random(n) < 0.2, 3.0, 0.0)
     eligible = rng.random(n) < 0.9
     cat = rng.choice(3, n, p=[0.04, 0.06, 0.9])
-    scored = eligible & (cat == 2)
-    fixed = np.flatnonzero(eligible & (cat == 0)).astype(np.int64)
-    lead = np.flatnonzero(eligible & (cat == 1)).astype(np.int64)
+    scored = eligible & (rng.random(n) < 0.95)
+    fixed = np.flatnonzero(cat == 0).astype(np.int64)
     nbr, w = random_graph(rng, n)
+    prev, nxt = random_links(rng, n)
     return dict(rng=rng, n=n, matrix=matrix, has_vec=has_vec, query=query, now=now,
                 updated=updated, weight=weight, access=access, seq=seq, tokens=tokens, bm25=bm25,
-                affinity=affinity, eligible=eligible, scored=scored, fixed=fixed, lead=lead,
-                nbr=nbr, w=w)
+                affinity=affinity, eligible=eligible, scored=scored, fixed=fixed,
+                user_fact=cat == 1, nbr=nbr, w=w, prev=prev, nxt=nxt)
 
 
-def run_both(c, mode, n_seeds, hops, max_entries, budget, block, readonly=False, w_rec=1.0):
-    width = max_entries + c["fixed"].size
+def run_both(c, mode, n_seeds, hops, max_entries, budget, block, readonly=False, w_rec=1.0,
+             cos_mode=0, adj_hops=2, max_identity=3, max_user_facts=3, window=5):
+    width = max_entries + min(max_identity, c["fixed"].size)
     cols = [c[k] for k in ("bm25", "affinity", "eligible", "scored", "access", "seq", "tokens",
-                           "fixed", "lead")]
+                           "fixed", "user_fact")]
     if readonly:
         cols = ro(*cols)
-    knobs = (mode, 0.4, 0.6, 1.0, n_seeds, c["nbr"], c["w"], hops, 0.5, max_entries, budget)
+    knobs = (mode, cos_mode, 0.4, 0.6, 1.0, n_seeds, c["nbr"], c["w"], hops, 0.5, c["prev"],
+             c["nxt"], adj_hops, 0.8, max_identity, max_user_facts, window, max_entries, budget)
     cos = np.empty(c["n"], np.float32)
-    dot_scores(c["matrix"], c["n"], c["has_vec"], c["query"], cos)
+    # the bounded path's cosines are row_dot's bits (dot_scores' four-row loop may sum in
+    # another order); with min-max cosines the kernel ranks dot_scores' cosines densely
+    dot = dot_scores if cos_mode else dot_scores_parallel
+    dot(c["matrix"], c["n"], c["has_vec"], c["query"], cos)
     ref_rows, ref_parts = np.full(width, -1, np.int64), np.zeros((9, width))
     m_ref = recall_single(c["updated"], c["weight"], c["now"],
                           *recency_knobs(c["n"], 0.005, w_rec, 0.8), cols[0], cos, *cols[1:],
@@ -72,14 +78,19 @@ def run_both(c, mode, n_seeds, hops, max_entries, budget, block, readonly=False,
 
 @pytest.mark.parametrize("seed", range(40))
 def test_recall_large_equals_recall_single(seed):
+    """Equal rows and parts, bit for bit; the bounded path with raw cosines, the dense one it
+    falls back to with min-max cosines (SPEC R3 needs every cosine)."""
     c = large_case(seed)
     block = int(c["rng"].choice([4, 8, 12, 64, 2048]))
-    settings = ((0, 5, 1, 20, 2000), (1, 3, 2, 5, 300), (2, 5, 1, 15, 1500), (0, 1, 0, 1, 50),
-                (0, 5, 3, 20, 400), (0, 0, 1, 20, 2000))
-    for mode, n_seeds, hops, max_entries, budget in settings:
+    settings = ((0, 5, 1, 20, 2000, 0, 2), (1, 3, 2, 5, 300, 0, 0), (2, 5, 1, 15, 1500, 1, 2),
+                (0, 1, 0, 1, 50, 0, 1), (0, 5, 3, 20, 400, 0, 2), (0, 0, 1, 20, 2000, 0, 2),
+                (1, 5, 0, 20, 2000, 0, 3))
+    for mode, n_seeds, hops, max_entries, budget, cos_mode, adj_hops in settings:
         ref, got = run_both(c, mode, n_seeds, hops, max_entries, budget, block,
-                            readonly=(seed % 7 == 0))
-        ctx = f"seed {seed} block {block} mode {mode} seeds {n_seeds} hops {hops}"
+                            readonly=(seed % 7 == 0), cos_mode=cos_mode, adj_hops=adj_hops,
+                            max_identity=int(seed % 4), max_user_facts=int(seed % 3) + 1)
+        ctx = (f"seed {seed} block {block} mode {mode} seeds {n_seeds} hops {hops} "
+               f"cos {cos_mode} adjacency {adj_hops}")
         assert got[0] == ref[0], ctx
         assert got[1].tolist() == ref[1].tolist(), ctx
         np.testing.assert_array_equal(got[2], ref[2], err_msg=ctx)
@@ -91,7 +102,8 @@ def test_budget_starved_result_ranks_deeper():
     c = large_case(3)
     n = c["n"]
     c["scored"] = c["eligible"].copy()
-    c["fixed"] = c["lead"] = np.zeros(0, np.int64)
+    c["fixed"] = np.zeros(0, np.int64)
+    c["user_fact"] = np.zeros(n, np.bool_)
     c["tokens"] = np.where(np.arange(n) % 3 == 0, 1, 5000).astype(np.int64)
     ref, got = run_both(c, 0, 5, 1, 20, 100, 8)
     assert got[0] == ref[0] > 0
@@ -204,14 +216,15 @@ def test_recall_large_skipping_rows_by_bound_changes_nothing(seed):
             continue
         off = big["n"]
         for key in ("matrix", "has_vec", "updated", "weight", "access", "tokens", "bm25",
-                    "affinity", "eligible", "scored"):
+                    "affinity", "eligible", "scored", "user_fact"):
             big[key] = np.concatenate((big[key], more[key]))
         big["seq"] = np.concatenate((big["seq"], more["seq"] + off))
         nbr = np.where(more["nbr"] >= 0, more["nbr"] + off, -1)
         big["nbr"] = np.concatenate((big["nbr"], nbr))
         big["w"] = np.concatenate((big["w"], more["w"]))
         big["fixed"] = np.concatenate((big["fixed"], more["fixed"] + off))
-        big["lead"] = np.concatenate((big["lead"], more["lead"] + off))
+        for key in ("prev", "nxt"):
+            big[key] = np.concatenate((big[key], np.where(more[key] >= 0, more[key] + off, -1)))
         big["n"] = off + more["n"]
     for mode, w_block, w_rec in ((0, 256, 1.0), (2, 64, 1.0), (1, 2048, 1.0), (0, 256, -0.5)):
         ref, got = run_both(big, mode, 5, 1, 20, 2000, w_block, w_rec=w_rec)

@@ -52,9 +52,6 @@ SPEC_SCOPE = {"self_identity": "global", "instruction": "global", "preference": 
 ALIASES = {"feedback": "instruction", "project": "project_knowledge", "user": "user_fact"}
 NORMS = ("raw", "max", "minmax")
 TIE_TOL = {"none": 1e-9, "dyadic": 1e-9, "float": 1e-6}
-# Bug (see test_dynamic_norm_ignores_user_facts): recall_dynamic's max/minmax BM25 normaliser
-# counts user-fact entries it can never return. Set to False once that test passes.
-KNOWN_BUG_DYNAMIC_NORM_COUNTS_USER_FACTS = False
 # Bug (see test_batch_empty_query_like_recall): recall_batch embeds an empty query, recall does
 # not. Set to False once that test passes.
 KNOWN_BUG_BATCH_EMBEDS_EMPTY_QUERY = False
@@ -198,7 +195,9 @@ class World:
         vec = None
         if self.mode != "none" and rng.random() < 0.85:
             vec = self._raw_vec(rng.choice(self.centres))
-        entry = self.store.save(content, category=category, tags=tags, vector=vec)
+        # conversations: named threads, and saves without one linked by the time gap
+        thread = rng.choice((None, None, "s1", "s2"))
+        entry = self.store.save(content, category=category, tags=tags, vector=vec, thread=thread)
         self.contents.append(content)
         if entry.id not in self.vec:
             if vec is None and self.embedder is not None:
@@ -224,7 +223,8 @@ class World:
         out = []
         for seq, e in enumerate(self.store.entries()):
             assert e.scope == SPEC_SCOPE[e.category]
-            out.append({
+            before, after = self.store.adjacent(e.id)
+            out.append({"prev": before, "next": after,
                 "id": e.id, "content": e.content, "category": e.category, "tags": list(e.tags),
                 "updated_at": e.updated_at, "access_count": e.access_count, "status": e.status,
                 "scope": e.scope, "vector": self.vec.get(e.id), "compact_form": e.compact_form,
@@ -288,6 +288,16 @@ def assert_same_hits(got, expected, all_scores, tie_tol, ctx=""):
     assert len(set(got_ids)) == len(got_ids), f"{ctx}: duplicate ids {got_ids}"
 
 
+def assert_same_kinds(hits, oracle, ctx=""):
+    """The leading block: the hits the oracle leads with are led with, with their reason."""
+    for h in hits:
+        want = oracle.last_kinds.get(h.entry.id)
+        if want is not None:
+            assert h.reason == want, f"{ctx}: {h.entry.id} is {h.reason}, oracle {want}"
+        else:
+            assert h.reason in ("scored", "graph"), f"{ctx}: {h.entry.id} is {h.reason}"
+
+
 def engine_rows(hits):
     out = []
     for h in hits:
@@ -307,6 +317,9 @@ class Coverage(Counter):
 
     def note(self, expected, oracle):
         self["hits"] += len(expected)
+        self["lead_user_facts"] += sum(k == "user_fact" for k in oracle.last_kinds.values())
+        self["adjacent"] += sum(bool(e.get("prev") or e.get("next"))
+                                for e in oracle.entries)
         self["graph"] += sum(bd["graph"] > 0 for _, _, bd in expected)
         self["affinity"] += sum(bd["affinity"] > 0 for _, _, bd in expected)
         self["cos"] += sum(bd["cos"] > 0 for _, _, bd in expected)
@@ -325,7 +338,7 @@ def check_world(w: World, *, n_queries: int = 5, cov: Coverage | None = None) ->
     norm = cfg.recall.bm25_norm
     before = [(e.id, e.access_count, e.updated_at, e.strength) for e in store.entries()]
     tie_tol = TIE_TOL[w.mode]
-    oracle = PyRecall(entries, cfg, tokenize)
+    oracle = PyRecall(entries, cfg, tokenize, bm25_only=w.mode == "none")
     for _ in range(n_queries):
         text, qv = w.query()
         project = w.project()
@@ -333,24 +346,21 @@ def check_world(w: World, *, n_queries: int = 5, cov: Coverage | None = None) ->
         hits = store.recall(text, project=project, reinforce=False, query_vector=qv)
         exp = oracle.recall(text, toks, qv if qv is not None else w.embedded(text), project,
                             w.now)
-        assert_same_hits(engine_rows(hits), exp, oracle.last_scores, tie_tol,
-                         f"recall[{norm}] {text!r} project={project!r}")
+        ctx = f"recall[{norm}] {text!r} project={project!r}"
+        assert_same_hits(engine_rows(hits), exp, oracle.last_scores, tie_tol, ctx)
+        if [h.entry.id for h in hits] == [e[0] for e in exp]:
+            assert_same_kinds(hits, oracle, ctx)
         cov.note(exp, oracle)
         cat = w.rng.choice((None, None, "project", "instruction", "user_fact", "self_identity",
                             "session_checkpoint"))
         hits = store.recall_dynamic(text, project=project, category=cat, reinforce=False)
         exp = oracle.recall(text, toks, w.embedded(text), project, w.now, dynamic=True,
                             category=ALIASES.get(cat, cat))
-        if (KNOWN_BUG_DYNAMIC_NORM_COUNTS_USER_FACTS and norm != "raw" and cat is None
-                and any(e["category"] == "user_fact" and e["status"] == "active"
-                        and oracle.bm25(toks, e["id"]) > 0 for e in entries)):
-            cov["known_bug_skips"] += 1  # see test_dynamic_norm_ignores_user_facts
-            continue
         assert_same_hits(engine_rows(hits), exp, oracle.last_scores, tie_tol,
                          f"recall_dynamic[{norm}] {text!r} project={project!r} cat={cat}")
-        assert len(hits) <= cfg.recall.dynamic_max_entries + sum(
-            e["category"] == "self_identity" and e["status"] == "active" for e in entries)
-        assert all(h.entry.category != "user_fact" for h in hits)
+        assert len(hits) <= cfg.recall.dynamic_max_entries + min(cfg.recall.max_identity, sum(
+            e["category"] == "self_identity" and e["status"] == "active" for e in entries))
+        assert all(h.reason != "user_fact" for h in hits)  # ranked there, never leading
         cov.note(exp, oracle)
     after = [(e.id, e.access_count, e.updated_at, e.strength) for e in store.entries()]
     assert after == before, "reinforce=False changed the store"
@@ -377,7 +387,7 @@ def check_batch(w: World, n_queries: int = 6) -> None:
                                query_vectors=qvecs)
     table = store.recall_batch_arrow(texts, projects=arg_projects, reinforce=False,
                                      query_vectors=qvecs)
-    oracle = PyRecall(w.entries(), store.config, tokenize)
+    oracle = PyRecall(w.entries(), store.config, tokenize, bm25_only=w.mode == "none")
     assert len(batch) == n_queries
     rows = table.to_pylist()
     for q, (text, project) in enumerate(zip(texts, projects)):
@@ -410,14 +420,19 @@ def recall_configs(draw):
     if draw(st.booleans()):
         return with_recall(MemoryConfig(), bm25_norm=norm)
     rc = RecallConfig(
-        bm25_norm=norm,
+        bm25_norm=norm, cos_norm=draw(st.sampled_from(("raw", "minmax"))),
+        adjacency_hops=draw(st.sampled_from((0, 1, 2))),
+        adjacency_factor=draw(st.sampled_from((0.8, 0.5))),
+        max_identity=draw(st.sampled_from((0, 1, 3))),
+        max_user_facts=draw(st.sampled_from((0, 1, 3))),
+        user_fact_window=draw(st.sampled_from((5, 20))),
         graph_hops=draw(st.sampled_from((0, 1, 2))), graph_seeds=draw(st.sampled_from((0, 1, 3, 5))),
         graph_hop_factor=draw(st.sampled_from((0.5, 0.9))),
         max_entries=draw(st.sampled_from((5, 20))), token_budget=draw(st.sampled_from((300, 2000))),
         dynamic_max_entries=draw(st.sampled_from((4, 15))),
         dynamic_token_budget=draw(st.sampled_from((200, 1500))),
         weight_recency=draw(st.sampled_from((1.0, 0.5))),
-        weight_relevance=draw(st.sampled_from((1.0, 2.0))),
+        weight_relevance=draw(st.sampled_from((1.0, 2.0, 10.0))),
         project_affinity=draw(st.sampled_from((3.0, 0.7))))
     return MemoryConfig(recall=rc)
 
@@ -452,6 +467,7 @@ def test_random_stores_exercise_every_rule(seed, mode):
         cfg = with_recall(MemoryConfig(), **changes)
         check_world(World(seed + 100 * i, 250, mode, cfg), n_queries=12, cov=cov)
     assert cov["graph"] > 0 and cov["skipped"] > 0 and cov["affinity"] > 0
+    assert cov["lead_user_facts"] > 0 and cov["adjacent"] > 0
     assert cov["bm25"] > 0 and cov["exact_ties"] > 0
     assert (cov["cos"] > 0) == (mode != "none")
 
@@ -476,7 +492,7 @@ def test_tie_break_access_then_store_order():
                   "access_count": e.access_count, "status": e.status, "scope": e.scope,
                   "vector": None, "related": dict(zip(e.related_ids, e.related_strengths)),
                   "seq": s} for s, e in enumerate(store.entries())]
-    exp = PyRecall(w_entries, store.config, tokenize).recall("zebra", None, None, None, t[0])
+    exp = PyRecall(w_entries, store.config, tokenize, bm25_only=True).recall("zebra", None, None, None, t[0])
     assert [e[0] for e in exp] == [h.entry.id for h in hits]
 
 
@@ -495,22 +511,22 @@ def test_spec_worked_example_scores():
     ents = [{"id": e.id, "content": e.content, "category": e.category, "tags": [],
              "updated_at": e.updated_at, "access_count": 1, "status": "active", "scope": e.scope,
              "vector": None, "related": {}, "seq": s} for s, e in enumerate(store.entries())]
-    exp = PyRecall(ents, MemoryConfig(), tokenize).recall("zzz", None, None, None, NOW0)
+    exp = PyRecall(ents, MemoryConfig(), tokenize, bm25_only=True).recall("zzz", None, None, None, NOW0)
     assert [round(s, 3) for _, s, _ in exp] == [4.693, 3.693]
 
 
 @pytest.mark.parametrize("norm", ["max", "minmax"])
-def test_dynamic_norm_ignores_user_facts(norm):
-    """The user fact is no candidate of recall_dynamic, so the instruction is the query's only
-    BM25 hit: normalised BM25 1.0 (max: x / x; minmax: a lone hit maps to 1)."""
+def test_dynamic_ranks_user_facts(norm):
+    """SPEC R4: recall_dynamic ranks user facts like any other entry: the user fact is the
+    query's only BM25 hit, so it comes first, ranked on its score (not leading)."""
     store = MemoryStore.in_memory(embedder=None,
                                   config=with_recall(MemoryConfig(), bm25_norm=norm))
     store.save("deploy deploy deploy", category="user_fact")
-    store.save("deploy notes for the release", category="instruction")
+    store.save("notes for the release", category="instruction")
     store.save("green tea", category="preference")
     hits = store.recall_dynamic("deploy", reinforce=False)
-    assert [h.entry.category for h in hits] == ["instruction", "preference"]
-    assert hits[0].breakdown.bm25 == 1.0
+    assert [h.entry.category for h in hits] == ["user_fact", "instruction", "preference"]
+    assert hits[0].reason == "scored" and hits[0].breakdown.bm25 == 1.0
 
 
 class _ConstantEmbedder:

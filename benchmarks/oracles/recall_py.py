@@ -12,7 +12,8 @@ Input: entries as dicts, in store order::
     {"id": str, "content": str, "category": str (canonical), "tags": [str], "updated_at": float
      (unix s), "access_count": int, "status": "active"|"superseded"|"dormant",
      "scope": "global"|"project", "vector": list[float] | None, "related": {id: strength},
-     "seq": int (store order), optional "compact_form": str, optional "tokens": [str]}
+     "seq": int (store order), optional "compact_form": str, optional "tokens": [str],
+     optional "prev" / "next": id of the entry before / after it in its conversation}
 
 ``tokens`` (the analysed text ``content + " " + " ".join(tags)`` tokenised with
 ``maclaw_fast.text.tokenize``) is computed when absent; pass it to keep tokenising out of a
@@ -26,11 +27,21 @@ is ``{"recency", "importance", "bm25" (normalised), "cos", "affinity", "graph", 
 Decisions where the SPEC leaves room (the engine is expected to agree):
 
 * BM25 normalisation (``max`` / ``minmax``) is over the query's hits (BM25 > 0) among the
-  recall's candidates (active, in scope, in the category filter, user facts excluded in
-  ``recall_dynamic``); non-hits stay 0; ``minmax`` of a lone or all-equal hit set is 1.
-* self-identity and user-fact entries carry the same score formula in their breakdown (graph 0),
-  though they are placed by store order, not by score.
-* self-identity entries count towards the entry limit (but are all included, even past it).
+  recall's candidates (active, in scope, in the category filter); non-hits stay 0; ``minmax`` of
+  a lone or all-equal hit set is 1.
+* Cosine normalisation ``minmax`` (SPEC R3) is over every candidate's cosine (0 for an entry
+  without a vector or a query without one): ``(c − lo)/(hi − lo)``; when all are equal, 1 for a
+  positive cosine, 0 otherwise. ``raw`` is ``max(c, 0)``. The breakdown's ``cos`` is
+  ``max(c, 0)`` either way.
+* Every candidate is ranked on its score (SPEC R4). The graph walk (SPEC §4 expansion along the
+  similarity edges, and R5: along the conversation links, ``adjacency_factor`` per step, for up
+  to ``adjacency_hops`` steps each way, stopping at a seed or a non-candidate) starts from the
+  best ``graph_seeds``; a row's relevance becomes the best value that reached it when higher.
+* The leading block (SPEC R4): the ``max_identity`` self-identity candidates of highest
+  importance, then most recent, then first saved, always (they count towards the entry limit);
+  then the user facts among the first ``user_fact_window`` ranked entries whose relevance (after
+  the walk) is above 0, at most ``max_user_facts`` (0 in ``recall_dynamic``), by that relevance;
+  then the rest in rank order.
 """
 
 from __future__ import annotations
@@ -82,7 +93,10 @@ def budget_tokens(entry: dict) -> int:
 class PyRecall:
     """The per-entry loop over dicts. Build once per store state; recall many times."""
 
-    def __init__(self, entries: list[dict], config, tokenize=None) -> None:
+    def __init__(self, entries: list[dict], config, tokenize=None, *,
+                 bm25_only: bool = False) -> None:
+        # a store without an embedder fuses BM25 alone, with both weights (RecallConfig)
+        self.bm25_only = bm25_only
         self.entries = sorted(entries, key=lambda e: e["seq"])
         self.config = config
         self.k1 = config.bm25.k1
@@ -113,6 +127,7 @@ class PyRecall:
         self.unit = {e["id"]: self._unit(e.get("vector")) for e in self.entries}
         self.last_scores: dict[str, tuple[float, dict]] = {}  # every candidate of the last call
         self.last_skipped = 0  # entries the last budget loop skipped
+        self.last_kinds: dict[str, str] = {}  # id -> "self_identity" / "user_fact" of the leaders
 
     # ------------------------------------------------------------------ pieces
     def bm25(self, q_tokens: list[str], entry_id: str) -> float:
@@ -169,6 +184,25 @@ class PyRecall:
                 break
         return best
 
+    def walk_links(self, seeds: list[tuple[str, float]], hops: int, factor: float,
+                   allowed: set[str]) -> dict[str, float]:
+        """SPEC R5: from each seed, ``hops`` steps along ``prev`` and along ``next``, the
+        ``h``-th step giving ``value · factor^h``; a walk stops at a missing link, a seed or an
+        entry not ``allowed``; the maximum is kept."""
+        seed_ids = {sid for sid, _ in seeds}
+        best: dict[str, float] = {}
+        for sid, value in seeds:
+            for direction in ("prev", "next"):
+                node, v = sid, value
+                for _ in range(hops):
+                    node = self.by_id[node].get(direction)
+                    if node is None or node in seed_ids or node not in allowed:
+                        break
+                    v *= factor
+                    if v > best.get(node, 0.0):
+                        best[node] = v
+        return best
+
     # ------------------------------------------------------------------ recall
     def recall(self, query: str, q_tokens: list[str] | None, q_vec, project: str | None,
                now: float, *, dynamic: bool = False, category: str | None = None
@@ -186,15 +220,13 @@ class PyRecall:
         has_project = project is not None and project != ""
         plow = project.lower() if has_project else ""
 
-        # 1. candidates: active, in scope (and the category filter / no user facts when dynamic)
+        # 1. candidates: active, in scope, in the category filter
         cands = []
         tagged = {}
         for e in self.entries:
             if e["status"] != "active":
                 continue
             if category is not None and e["category"] != category:
-                continue
-            if dynamic and e["category"] == "user_fact":
                 continue
             is_tagged = has_project and any(t.lower() == plow for t in e["tags"])
             if has_project and e["scope"] == "project" and not is_tagged:
@@ -222,40 +254,57 @@ class PyRecall:
                 return 1.0 if hi == lo else (x - lo) / (hi - lo)
             return x
 
+        # the cosine of every candidate, and its normalisation over them
+        raw_cos = {}
+        for e in cands:
+            vec = self.unit[e["id"]] if q_vec is not None else None
+            raw_cos[e["id"]] = sum(a * b for a, b in zip(q_vec, vec)) if vec is not None else 0.0
+        c_lo = min(raw_cos.values()) if raw_cos else 0.0
+        c_hi = max(raw_cos.values()) if raw_cos else 0.0
+        if rc.cos_norm not in ("raw", "minmax"):
+            raise ValueError(f"unknown cos_norm {rc.cos_norm!r}")
+
+        def norm_cos(c: float) -> float:
+            if rc.cos_norm == "raw":
+                return max(c, 0.0)
+            if c_hi > c_lo:
+                return (c - c_lo) / (c_hi - c_lo)
+            return 1.0 if c > 0.0 else 0.0
+
         # the score of every candidate
         info = {}
         for e in cands:
             hours = max(now - e["updated_at"], 0.0) / 3600.0
             recency = math.exp(-rc.recency_decay_per_hour * hours)
             importance = CATEGORY_WEIGHT[e["category"]] + math.log(1.0 + e["access_count"])
-            vec = self.unit[e["id"]] if q_vec is not None else None
-            cos = 0.0
-            if vec is not None:
-                cos = sum(a * b for a, b in zip(q_vec, vec))
-                cos = max(cos, 0.0)
+            cos = max(raw_cos[e["id"]], 0.0)
             bm = norm(raw[e["id"]])
             affinity = rc.project_affinity if tagged[e["id"]] else 0.0
-            rel = rc.bm25_weight * bm + rc.cos_weight * cos + affinity
+            bw, cw = rc.bm25_weight, rc.cos_weight
+            if self.bm25_only:
+                bw, cw = bw + cw, 0.0
+            rel = bw * bm + cw * norm_cos(raw_cos[e["id"]]) + affinity
             base = rc.weight_recency * recency + rc.weight_importance * importance
             info[e["id"]] = {"recency": recency, "importance": importance, "bm25": bm,
                              "cos": cos, "affinity": affinity, "graph": 0.0, "rel": rel,
                              "base": base, "total": base + rc.weight_relevance * rel}
 
-        # 2. self identity / user facts in store order, the rest sorted
-        si = [e for e in cands if e["category"] == "self_identity"]
-        uf = [e for e in cands if e["category"] == "user_fact"]
-        scored = [e for e in cands if e["category"] not in ("self_identity", "user_fact")]
+        # 2. every candidate ranked on its score
+        scored = list(cands)
 
         def key(e):
             return (-info[e["id"]]["total"], -e["access_count"])
 
         scored.sort(key=key)  # stable: store order breaks full ties
 
-        # 3. graph expansion from the top seeds, then re-score and re-sort
-        if rc.graph_hops > 0 and scored:
+        # 3. the graph walk from the top seeds, then re-score and re-sort
+        if (rc.graph_hops > 0 or rc.adjacency_hops > 0) and scored:
             seeds = [(e["id"], info[e["id"]]["rel"]) for e in scored[: rc.graph_seeds]]
             allowed = {e["id"] for e in scored}
             gained = self.expand(seeds, rc.graph_hops, rc.graph_hop_factor, allowed)
+            for eid, value in self.walk_links(seeds, rc.adjacency_hops, rc.adjacency_factor,
+                                              allowed).items():
+                gained[eid] = max(gained.get(eid, 0.0), value)
             for eid, value in gained.items():
                 d = info[eid]
                 if value > d["rel"]:
@@ -266,14 +315,27 @@ class PyRecall:
 
         self.last_scores = {eid: (d["total"], d) for eid, d in info.items()}
 
-        # 4. assemble within the budget
+        # 4. the leading block, then the ranked entries, within the budget
+        si = [e for e in cands if e["category"] == "self_identity"]
+        si.sort(key=lambda e: (-info[e["id"]]["importance"], -e["updated_at"], e["seq"]))
+        fixed = si[: max(rc.max_identity, 0)]
+        n_uf = 0 if dynamic else max(rc.max_user_facts, 0)
+
+        def relevance(e):
+            return info[e["id"]]["rel"] + info[e["id"]]["graph"]
+
+        lead = [e for e in scored[: max(rc.user_fact_window, 0)]
+                if e["category"] == "user_fact" and relevance(e) > 0.0]
+        lead = sorted(lead, key=lambda e: -relevance(e))[:n_uf]  # stable: rank order on ties
+        chosen = {e["id"] for e in fixed + lead}
+        rest = [e for e in scored if e["id"] not in chosen]
         out = []
         used = 0
         self.last_skipped = 0
-        for e in si:
+        for e in fixed:
             out.append(e)
             used += budget_tokens(e)
-        for e in uf + scored:
+        for e in lead + rest:
             if len(out) >= max_entries:
                 break
             cost = budget_tokens(e)
@@ -282,6 +344,8 @@ class PyRecall:
                 continue
             out.append(e)
             used += cost
+        self.last_kinds = {e["id"]: k for k, group in (("self_identity", fixed),
+                                                        ("user_fact", lead)) for e in group}
 
         result = []
         for e in out:

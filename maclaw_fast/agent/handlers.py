@@ -102,10 +102,12 @@ def _tags_arg(args: dict) -> list[str]:
     return tags
 
 
-def save_memory(store, content: str, category: str, tags=(), pinned: bool = False) -> dict:
-    """Save (or refresh identical content) and describe the result."""
+def save_memory(store, content: str, category: str, tags=(), pinned: bool = False,
+                thread: str | None = None) -> dict:
+    """Save (or refresh identical content) and describe the result; ``thread`` (the agent's
+    session, an MCP client's conversation) links consecutive saves of one conversation."""
     before = len(store)
-    e = store.save(content, category=category, tags=list(tags), pinned=pinned)
+    e = store.save(content, category=category, tags=list(tags), pinned=pinned, thread=thread)
     # "memory:save" is the reference's save signal: the knowledge extractor looks for it in
     # recent tool results and skips a conversation whose agent already saved what mattered
     return {"ok": True, "event": "memory:save", "saved": entry_dict(e),
@@ -192,7 +194,7 @@ def memory_handler(store, *, workspace=None, default_category: str = "user_fact"
             pinned = args.get("pinned", False)
             return save_memory(store, _str_arg(args, "content"),
                                args.get("category") or default_category, _tags_arg(args),
-                               bool(pinned))
+                               bool(pinned), thread=ctx.session)
         if action == "recall":
             return recall_memory(store, _str_arg(args, "query"), project=ctx.project,
                                  category=args.get("category"), dynamic=True,

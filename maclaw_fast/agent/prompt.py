@@ -77,9 +77,9 @@ def user_fact_summary(store, limit: int = 400) -> str:
 def split_hits(hits: Sequence[RecallHit]) -> tuple[list[Entry], list[Entry], list[RecallHit]]:
     """``(self_identity entries, user_fact entries, the other hits)`` of one recall, in order.
 
-    ``recall`` returns every active self-identity entry and the user facts in store order ahead
-    of the scored hits, so the agent builds its summaries from them instead of scanning the
-    store twice per turn.
+    ``recall`` leads with at most three self-identity entries and the user facts relevant to the
+    message (SPEC R4), so the agent builds its summaries from them instead of scanning the store
+    twice per turn; other user facts come back ranked among the hits when they match.
     """
     si, uf, rest = [], [], []
     for h in hits:

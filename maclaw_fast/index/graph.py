@@ -1,7 +1,10 @@
-"""The memory graph (SPEC §4) as flat arrays: ``nbr[row, slot]`` (-1 = empty) and ``weight``.
+"""The memory graph (SPEC §4) as flat arrays: ``nbr[row, slot]`` (-1 = empty) and ``weight``,
+plus the conversation links (SPEC R5) ``prev[row]`` / ``next[row]`` (-1 = none).
 
 Edges are directed slots; ``link`` applies the SPEC rule to each direction separately, so a full
-node can refuse its half of an edge.
+node can refuse its half of an edge. Conversation links are separate from the ≤ 5 edges: each
+row has at most one predecessor and one successor, and each thread (a name; "" for saves
+without one) remembers its last row.
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ class MemoryGraph:
         self.max_edges = int(max_edges)
         self.nbr = np.full((capacity, self.max_edges), -1, dtype=np.int64)
         self.weight = np.zeros((capacity, self.max_edges), dtype=np.float64)
+        self.prev = np.full(capacity, -1, dtype=np.int64)
+        self.next = np.full(capacity, -1, dtype=np.int64)
+        self.tails: dict[str, int] = {}  # thread -> its last row
+        self._thread_of: dict[int, str] = {}  # a thread's last row -> the thread
 
     def reserve(self, n: int) -> None:
         cap = self.nbr.shape[0]
@@ -35,6 +42,55 @@ class MemoryGraph:
         nbr[:cap] = self.nbr
         w[:cap] = self.weight
         self.nbr, self.weight = nbr, w
+        for name in ("prev", "next"):
+            links = np.full(new_cap, -1, dtype=np.int64)
+            links[:cap] = getattr(self, name)
+            setattr(self, name, links)
+
+    # ------------------------------------------------------------------ conversation links
+    def append_to_thread(self, thread: str, row: int, continues: bool) -> int:
+        """Make ``row`` the last row of ``thread``, linked after the previous last row when
+        ``continues`` (and there is one); returns that previous row or -1."""
+        self.reserve(row + 1)
+        before = self.tails.get(thread, -1)
+        if not continues or before == row:
+            before = -1
+        if before >= 0:
+            self.next[before] = row
+            self.prev[row] = before
+        self._set_tail(thread, row)
+        return before
+
+    def link_adjacent(self, a: int, b: int) -> None:
+        """Restore the link a → b as persisted (without touching the threads' last rows)."""
+        self.reserve(max(a, b) + 1)
+        self.next[a] = b
+        self.prev[b] = a
+
+    def set_tail(self, thread: str, row: int) -> None:
+        """Restore a thread's last row as persisted."""
+        self.reserve(row + 1)
+        self._set_tail(thread, row)
+
+    def _set_tail(self, thread: str, row: int) -> None:
+        old = self.tails.get(thread)
+        if old is not None:
+            self._thread_of.pop(old, None)
+        other = self._thread_of.get(row)  # a row ends at most one thread
+        if other is not None:
+            self.tails.pop(other, None)
+        self.tails[thread] = row
+        self._thread_of[row] = thread
+
+    def tail(self, thread: str) -> int:
+        """The last row of ``thread`` (-1 when none)."""
+        return self.tails.get(thread, -1)
+
+    def adjacent(self, row: int) -> tuple[int, int]:
+        """(previous row, next row) of ``row`` in its conversation (-1 when none)."""
+        if row >= self.prev.shape[0]:
+            return -1, -1
+        return int(self.prev[row]), int(self.next[row])
 
     def _link_one(self, a: int, b: int, s: float) -> bool:
         # rows hold 5 slots: plain lists beat NumPy calls at this size
@@ -78,9 +134,22 @@ class MemoryGraph:
                 if t >= 0]
 
     def remove_node(self, row: int) -> list[int]:
-        """Drop ``row`` and every edge into it; returns the rows whose edges changed."""
+        """Drop ``row`` and every edge into it; returns the rows whose edges changed. Its
+        conversation neighbours are joined to each other (the order of a conversation stays),
+        and a thread it ended ends at its predecessor."""
         if row >= self.nbr.shape[0]:
             return []
+        before, after = int(self.prev[row]), int(self.next[row])
+        if before >= 0:
+            self.next[before] = after
+        if after >= 0:
+            self.prev[after] = before
+        self.prev[row] = self.next[row] = -1
+        thread = self._thread_of.pop(row, None)
+        if thread is not None:
+            del self.tails[thread]
+            if before >= 0:
+                self._set_tail(thread, before)
         hit_rows, hit_slots = np.nonzero(self.nbr == row)
         self.nbr[hit_rows, hit_slots] = -1
         self.weight[hit_rows, hit_slots] = 0.0

@@ -55,20 +55,18 @@ def cmd_demo(args) -> int:
     print(f"demo store: {len(store)} memories from data/memories.json "
           f"(embedder {store.embedder.fingerprint if store.embedder else 'none'}), "
           f"built in {time.perf_counter() - t0:.2f} s")
-    print("recall() puts every self-identity entry and user fact first (SPEC §6); below, the"
-          " ranked part comes from recall_dynamic(), the agent memory tool's view.")
+    print("recall() leads with at most 3 self-identity entries and the user facts relevant to"
+          " the query, then ranks everything else; below, the first hits it returns.")
     for q in load_json("demo_queries.json")[: args.queries]:
         t = time.perf_counter()
         hits = store.recall(q["query"], project=q.get("project"), reinforce=False)
         ms = (time.perf_counter() - t) * 1e3
         kinds = {r: sum(h.reason == r for h in hits) for r in ("self_identity", "user_fact")}
-        ranked = [h for h in store.recall_dynamic(q["query"], project=q.get("project"),
-                                                  reinforce=False)
-                  if h.reason in ("scored", "graph")][: args.top]
         print(f"\nrecall {q['query']!r} (project={q.get('project')}): {len(hits)} hits in"
               f" {ms:.2f} ms ({kinds['self_identity']} self-identity, {kinds['user_fact']} user"
-              f" facts, {len(hits) - sum(kinds.values())} ranked); top ranked:")
-        _print_hits(ranked)
+              f" facts leading, {len(hits) - sum(kinds.values())} ranked); first"
+              f" {min(args.top, len(hits))}:")
+        _print_hits(hits[: args.top])
     for module, func in (("maclaw_fast.tools.commands", "demo_route"),
                          ("maclaw_fast.workspace.commands", "demo_search")):
         try:
@@ -85,7 +83,7 @@ def cmd_demo(args) -> int:
 def cmd_save(args) -> int:
     with _open(args) as store:
         e = store.save(args.content, category=args.category, tags=args.tag or (),
-                       pinned=args.pinned)
+                       pinned=args.pinned, thread=args.thread)
         print(json.dumps({"id": e.id, "category": e.category, "tags": list(e.tags)},
                          ensure_ascii=False))
     return 0
@@ -174,7 +172,7 @@ def register(sub) -> None:
 
     add_embedder_args(p)
     p.add_argument("--queries", type=int, default=6)
-    p.add_argument("--top", type=int, default=3)
+    p.add_argument("--top", type=int, default=8)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("save", help="remember one memory")
@@ -183,6 +181,8 @@ def register(sub) -> None:
     p.add_argument("--category", required=True)
     p.add_argument("--tag", action="append")
     p.add_argument("--pinned", action="store_true")
+    p.add_argument("--thread", help="conversation name: links this memory after the previous "
+                                    "one saved with the same name")
     p.set_defaults(func=cmd_save)
 
     p = sub.add_parser("recall", help="recall memories for a query")

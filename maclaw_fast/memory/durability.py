@@ -15,9 +15,10 @@ import numpy as np
 from maclaw_fast.config import PersistConfig
 from maclaw_fast.embedding import embed_checked
 from maclaw_fast.errors import ValidationError
+from maclaw_fast.memory.linking import adjacency_state, replay_adjacent, restore_adjacency
 from maclaw_fast.memory.reload import load_snapshot, save_terms
-from maclaw_fast.persist.journal import (DeleteOp, EdgesOp, Journal, JournalRecord, LinkOp,
-                                         MetaOp, PutOp, TouchOp)
+from maclaw_fast.persist.journal import (AdjacentOp, DeleteOp, EdgesOp, Journal, JournalRecord,
+                                         LinkOp, MetaOp, PutOp, TouchOp)
 from maclaw_fast.persist.lock import StoreLock
 from maclaw_fast.persist.snapshot import (SnapshotMeta, entries_table, read_snapshot,
                                           snapshot_meta, write_snapshot)
@@ -69,6 +70,7 @@ class Durability:
             self._terms_saved = load_snapshot(
                 store, table, vectors=bool(store.dim) and meta.fingerprint == _fp(store),
                 seq=meta.seq, directory=self.dir)
+            restore_adjacency(store, meta.adjacency, meta.threads)
         elif notes:
             warnings.warn(f"{self.dir}: no valid snapshot; opening from the journal only",
                           RuntimeWarning, stacklevel=4)
@@ -135,6 +137,8 @@ class Durability:
             store._apply_touch(rows, op.access_add, op.strength_add, op.updated_at)
         elif isinstance(op, MetaOp):
             store.meta[op.key] = op.value
+        elif isinstance(op, AdjacentOp):
+            replay_adjacent(store, op)
 
     def _reembed_missing(self, snap_fp: str) -> None:
         """Vectors from another model are dropped on load; embed what lacks one, in batches."""
@@ -169,8 +173,9 @@ class Durability:
     def snapshot(self) -> None:
         """Write all state as a snapshot, then empty the journal (caller holds the store lock)."""
         store = self.store
+        pairs, threads = adjacency_state(store)
         meta = SnapshotMeta(seq=self.seq, fingerprint=_fp(store), dim=store.dim,
-                            meta=dict(store.meta))
+                            meta=dict(store.meta), adjacency=pairs, threads=threads)
         table = store_table(store, meta)
         write_snapshot(self.snapshot_path, table)
         save_terms(store, self.dir, meta.seq)  # beside it: the reopen reads term ids back

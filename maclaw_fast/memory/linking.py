@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from maclaw_fast.persist.journal import DeleteOp, LinkOp
+from maclaw_fast.persist.journal import AdjacentOp, DeleteOp, LinkOp
 from maclaw_fast.records import Entry
 from maclaw_kernels.graph import link_candidates
 
@@ -31,6 +31,61 @@ def auto_link(store, row: int) -> list[LinkOp]:
     if not touched:
         return []
     return [LinkOp(t.ids[row], [t.ids[r] for r in touched], weights)]
+
+
+def link_adjacent(store, row: int, thread: str | None) -> list[AdjacentOp]:
+    """Link a new row after the last one of its conversation (SPEC R5): the same ``thread``
+    always continues; without one, the previous save without a thread is continued when it was
+    made within ``adjacency_gap_s`` of this one (by their ``created_at``). Returns the journal
+    op that replays it."""
+    g = store.config.graph
+    if not g.adjacency:
+        return []
+    t = store._table
+    key = thread or ""
+    before = store._graph.tail(key)
+    continues = before >= 0 and bool(t.alive[before])
+    if continues and not thread:
+        continues = abs(float(t.created_at[row]) - float(t.created_at[before])) <= g.adjacency_gap_s
+    # in place: the recall plans hold views of the link arrays and see the change
+    linked = store._graph.append_to_thread(key, row, continues)
+    return [AdjacentOp(t.ids[row], key, t.ids[linked] if linked >= 0 else "")]
+
+
+def replay_adjacent(store, op: AdjacentOp) -> None:
+    """Apply a journalled :class:`AdjacentOp` (no rule is re-run: the op says what was done)."""
+    t = store._table
+    row = t.row_of.get(op.id)
+    if row is None:
+        return
+    before = t.row_of.get(op.prev, -1) if op.prev else -1
+    if before >= 0:
+        store._graph.link_adjacent(before, row)
+    store._graph.set_tail(op.thread, row)
+
+
+def adjacency_state(store) -> tuple[list[list[str]], dict[str, str]]:
+    """The conversation links as (``[prev id, next id]`` pairs, thread → last id), for a
+    snapshot."""
+    t, g = store._table, store._graph
+    pairs = []
+    for row in t.live_rows().tolist():
+        nxt = int(g.next[row]) if row < g.next.shape[0] else -1
+        if nxt >= 0:
+            pairs.append([t.ids[row], t.ids[nxt]])
+    tails = {name: t.ids[row] for name, row in g.tails.items() if t.alive[row]}
+    return pairs, tails
+
+
+def restore_adjacency(store, pairs: list[list[str]], tails: dict[str, str]) -> None:
+    """Restore what :func:`adjacency_state` saved (ids no longer present are skipped)."""
+    row_of, g = store._table.row_of, store._graph
+    for a, b in pairs:
+        if a in row_of and b in row_of:
+            g.link_adjacent(row_of[a], row_of[b])
+    for name, entry_id in tails.items():
+        if entry_id in row_of:
+            g.set_tail(name, row_of[entry_id])
 
 
 def enforce_capacity(store) -> list[Entry]:

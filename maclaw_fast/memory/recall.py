@@ -22,6 +22,7 @@ from maclaw_kernels.recall_large import recall_large
 from maclaw_kernels.views import view_table
 
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
+COS_MODES = {"raw": 0, "minmax": 1}
 _NO_VECTOR = np.zeros(0, np.float32)  # the query vector of a query without one
 # rows per block of the large-store pass, a multiple of 4 (the dot kernel's step); measured at
 # 100k × 384: 1,024 and 2,048 equal, 512 and 4,096 slower (block overhead, cache misses)
@@ -46,30 +47,40 @@ class _Static:
         cat = t.category[:n]
         if category is not None:
             active = active & (cat == CATEGORY_CODE[category])
-        if dynamic:  # the agent tool's view has no user facts at all, not even for normalising
-            active = active & (cat != USER_FACT)
         self.active = active
         self.is_global = t.scope[:n] == 0
-        si = active & (cat == SELF_IDENTITY)
-        uf = active & (cat == USER_FACT)
-        self.fixed = _store_order(t, np.flatnonzero(si))
-        self.lead = np.zeros(0, np.int64) if dynamic else _store_order(t, np.flatnonzero(uf))
-        self.rankable = active & ~si & ~uf
+        # SPEC R4: of the self-identity entries at most max_identity lead (the kernel picks
+        # them per call: access counts change in place); user facts lead only when among the
+        # query's results (none in recall_dynamic); every entry is also ranked on its score
+        self.fixed = _store_order(t, np.flatnonzero(active & (cat == SELF_IDENTITY)))
+        self.user_fact = np.ascontiguousarray(active & (cat == USER_FACT))
+        self.rankable = active
         self.max_entries = rc.dynamic_max_entries if dynamic else rc.max_entries
         self.budget = rc.dynamic_token_budget if dynamic else rc.token_budget
         if rc.bm25_norm not in NORM_MODES:
             raise ValidationError(f"bm25_norm must be one of {sorted(NORM_MODES)}")
+        if rc.cos_norm not in COS_MODES:
+            raise ValidationError(f"cos_norm must be one of {sorted(COS_MODES)}")
         self.norm = NORM_MODES[rc.bm25_norm]
+        max_identity = max(int(rc.max_identity), 0)
+        max_user_facts = 0 if dynamic else max(int(rc.max_user_facts), 0)
         self.projects: dict[str | None, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         g = store._graph
         # views into the columns: touch/link change them in place, anything that reallocates
-        # them also bumps the table version and so rebuilds this object
-        self.kernel_args = (t.access[:n], t.seq[:n], t.tokens[:n], self.fixed, self.lead,
-                            self.norm, rc.bm25_weight, rc.cos_weight, rc.weight_relevance,
-                            rc.graph_seeds, g.nbr[:n], g.weight[:n], rc.graph_hops,
-                            rc.graph_hop_factor, self.max_entries, self.budget)
+        # them also bumps the table version and so rebuilds this object (order: KERNEL_ARGS)
+        # a store without an embedder has no cosine: BM25 carries both weights, so relevance
+        # keeps its range (≤ 1 + affinity) against recency and importance
+        bm25_w, cos_w = ((rc.bm25_weight, rc.cos_weight) if store.dim
+                         else (rc.bm25_weight + rc.cos_weight, 0.0))
+        self.kernel_args = (t.access[:n], t.seq[:n], t.tokens[:n], self.fixed, self.user_fact,
+                            self.norm, COS_MODES[rc.cos_norm], bm25_w, cos_w,
+                            rc.weight_relevance, rc.graph_seeds, g.nbr[:n], g.weight[:n],
+                            rc.graph_hops, rc.graph_hop_factor, g.prev[:n], g.next[:n],
+                            rc.adjacency_hops, rc.adjacency_factor, max_identity,
+                            max_user_facts, max(int(rc.user_fact_window), 0), self.max_entries,
+                            self.budget)
         self.n = n
-        self.width = self.max_entries + self.fixed.shape[0]
+        self.width = self.max_entries + min(max_identity, self.fixed.shape[0])
         self.recency_args = (t.updated_at[:n], t.weight[:n])
         # the kernels' recency memo (key, updated_at seen, factor per row): refreshed in
         # place by each recall, so recency is a multiply per row, not an exp
@@ -107,8 +118,8 @@ class _Static:
 
     def scope_masks(self, store, project: str | None):
         """(eligible, affinity, scored, whether any affinity is not 0) for one project:
-        project-scoped entries need the project's tag; ``scored`` = eligible and neither self
-        identity nor user fact."""
+        project-scoped entries need the project's tag; ``scored`` = the eligible rows the
+        ranking sees (every one: self-identity entries and user facts compete too)."""
         cached = self.projects.get(project)
         if cached is None:
             eligible, affinity = _scope_masks(self, store, project)
@@ -445,7 +456,8 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
                     cos = cos_buf
                     cos.fill(0.0)
                 recall_batch_kernel(plan.base, bm25, cos, affinity, eligible, scored,
-                                    scope_of[lo:hi], *static.kernel_args, rows[lo:hi],
+                                    scope_of[lo:hi], static.recency_args[0],
+                                    *static.kernel_args, rows[lo:hi],
                                     *(p[lo:hi] for p in parts), counts[lo:hi])
                 if n:  # -1 marks an unused slot: any valid column will do there
                     cos_sel[lo:hi] = np.take_along_axis(cos, np.maximum(rows[lo:hi], 0), axis=1)

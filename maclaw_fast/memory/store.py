@@ -221,15 +221,19 @@ class MemoryStore:
         return tokens
 
     def save(self, content: str, *, category: str, tags=(), pinned: bool = False,
-             vector=None) -> Entry:
+             vector=None, thread: str | None = None) -> Entry:
         """Remember ``content``; identical content updates the existing entry instead (SPEC §5).
 
-        ``vector`` (optional) is used instead of calling the embedder.
+        ``vector`` (optional) is used instead of calling the embedder. ``thread`` (optional, e.g.
+        the agent's session id) links the entry after the previous one saved in that thread;
+        without it, after the previous save without a thread when that came within
+        ``GraphConfig.adjacency_gap_s`` (SPEC R5). Recall passes relevance along these links.
         """
         content = validate.content(content)
         category = validate.category(category)
         tags = validate.tags(tags)
         pinned = validate.flag(pinned, "pinned")
+        thread = validate.thread(thread)
         with self._lock:
             self._check_open()
             row = self._table.row_of_content.get(content)
@@ -249,7 +253,7 @@ class MemoryStore:
                           strength=1.0, status="active", scope=CATEGORY_TABLE[category][1],
                           pinned=pinned)
             row = self._insert(entry, vec)
-            links = self._auto_link(row)
+            links = self._auto_link(row) + self._link_adjacent(row, thread)
             self._log(PutOp(self._entry(row), _vec_bytes(vec)), *links)
             result = self._entry(row)
             self._enforce_capacity()
@@ -309,6 +313,28 @@ class MemoryStore:
         from maclaw_fast.memory.linking import auto_link
 
         return auto_link(self, row)
+
+    def _link_adjacent(self, row: int, thread: str | None) -> list:
+        """Link a new row into its conversation (SPEC R5); returns the journal op recording it."""
+        from maclaw_fast.memory.linking import link_adjacent
+
+        return link_adjacent(self, row, thread)
+
+    def adjacent(self, entry_id: str) -> tuple[str | None, str | None]:
+        """(previous id, next id) of an entry in its conversation (None where none).
+
+        >>> with MemoryStore.in_memory(embedder=None) as store:
+        ...     a = store.save("we met at the station", category="conversation_summary",
+        ...                    thread="s1")
+        ...     b = store.save("then we took the train", category="conversation_summary",
+        ...                    thread="s1")
+        ...     store.adjacent(b.id) == (a.id, None)
+        True
+        """
+        with self._lock:
+            before, after = self._graph.adjacent(self._row(entry_id))
+            ids = self._table.ids
+            return (ids[before] if before >= 0 else None, ids[after] if after >= 0 else None)
 
     def update(self, entry_id: str, *, content: str | None = None, tags=None,
                category: str | None = None) -> Entry:
@@ -418,10 +444,13 @@ class MemoryStore:
     # ------------------------------------------------------------------ recall
     def recall(self, query: str, *, project: str | None = None, reinforce: bool = True,
                query_vector=None) -> list[RecallHit]:
-        """Memories for ``query`` (SPEC §6, the reference's RecallForProject), best first.
+        """Memories for ``query`` (SPEC §6 with R3–R5, the reference's RecallForProject), best
+        first, within 20 entries / 2000 tokens.
 
-        Self-identity entries always come first, then user facts, then scored entries, within
-        20 entries / 2000 tokens. ``reinforce`` strengthens what was returned.
+        At most 3 self-identity entries lead (most important, then most recent), then at most 3
+        user facts that rank among the query's first results (by relevance), then every other
+        entry by its score (relevance first; recency and importance order similar ones).
+        ``reinforce`` strengthens what was returned.
         """
         if query_vector is None:
             self.check_embedder_choice()
@@ -430,7 +459,8 @@ class MemoryStore:
 
     def recall_dynamic(self, query: str, *, category: str | None = None,
                        project: str | None = None, reinforce: bool = True) -> list[RecallHit]:
-        """The agent tool's recall: ≤ 15 entries / 1500 tokens, no user facts, optional category."""
+        """The agent tool's recall: ≤ 15 entries / 1500 tokens, optional category; user facts
+        are ranked like any other entry (none leads)."""
         self.check_embedder_choice()
         return _recall(self, query, project=project, reinforce=reinforce, dynamic=True,
                        category=category)

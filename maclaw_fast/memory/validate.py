@@ -77,3 +77,16 @@ def timestamp(value, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValidationError(f"{name} must be a finite number of seconds")
     return float(value)
+
+
+def thread(value) -> str | None:
+    """A conversation name for ``save(thread=...)``: a string that can be stored, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValidationError(f"thread must be a string or None, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError("thread must be valid Unicode (no lone surrogates)") from None
+    return value

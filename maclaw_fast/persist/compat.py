@@ -125,8 +125,11 @@ def import_records(store, records: list[dict]) -> int:
                 scope=CATEGORY_TABLE[r["category"]][1], pinned=r["pinned"],
                 compact_form=r["compact_form"])
             vec = vecs[i] if vecs is not None else None
-            added.append((store._insert(entry, vec), r))
+            row = store._insert(entry, vec)
+            added.append((row, r))
             ops.append(PutOp(entry, _vec_bytes(vec)))
+            # in file order: consecutive records of one conversation are linked (SPEC R5)
+            ops += store._link_adjacent(row, None)
         for row, r in added:
             strengths = r["related_strengths"] or [1.0] * len(r["related_ids"])
             for other, s in zip(r["related_ids"], strengths):

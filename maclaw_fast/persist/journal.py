@@ -66,7 +66,16 @@ class MetaOp(msgspec.Struct, tag="meta", array_like=True):
     value: str
 
 
-Op = PutOp | EdgesOp | LinkOp | DeleteOp | TouchOp | MetaOp
+class AdjacentOp(msgspec.Struct, tag="adj", array_like=True):
+    """Entry ``id`` became the last of conversation ``thread`` ("" = saves without a thread),
+    linked after ``prev`` when not "" (SPEC R5)."""
+
+    id: str
+    thread: str
+    prev: str = ""
+
+
+Op = PutOp | EdgesOp | LinkOp | DeleteOp | TouchOp | MetaOp | AdjacentOp
 
 
 class JournalRecord(msgspec.Struct, array_like=True):

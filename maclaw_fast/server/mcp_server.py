@@ -190,9 +190,13 @@ def build_server(backend: Backend):
         tags: Annotated[list[str], Field(description="tags; a project name scopes "
                                                      "project memories")] = [],  # noqa: B006
         pinned: Annotated[bool, Field(description="protect from eviction")] = False,
+        thread: Annotated[str | None, Field(description="conversation this memory belongs to "
+                                                        "(e.g. a session id): consecutive "
+                                                        "saves of one thread are linked and "
+                                                        "recalled together")] = None,
         ctx: Context = None,
     ) -> dict[str, Any]:
-        return on_store(ctx, h.save_memory, content, category, tags, pinned)
+        return on_store(ctx, h.save_memory, content, category, tags, pinned, thread=thread)
 
     @mcp.tool(description="Recall the memories most relevant to a query, best first, with "
                           "score breakdowns. Self-identity and user facts come first unless a "

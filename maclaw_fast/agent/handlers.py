@@ -117,8 +117,8 @@ def save_memory(store, content: str, category: str, tags=(), pinned: bool = Fals
 def recall_memory(store, query: str, *, project: str | None = None,
                   category: str | None = None, max_results: int | None = None,
                   dynamic: bool = False, reinforce: bool = True) -> dict:
-    """``recall`` (self identity and user facts first) or, with ``dynamic`` or a category,
-    ``recall_dynamic`` (the agent tool's view)."""
+    """``recall`` (up to 3 self-identity entries and the relevant user facts first) or, with
+    ``dynamic`` or a category, ``recall_dynamic`` (the agent tool's view)."""
     if dynamic or category is not None:
         hits = store.recall_dynamic(query, category=category, project=project,
                                     reinforce=reinforce)

@@ -199,8 +199,8 @@ def build_server(backend: Backend):
         return on_store(ctx, h.save_memory, content, category, tags, pinned, thread=thread)
 
     @mcp.tool(description="Recall the memories most relevant to a query, best first, with "
-                          "score breakdowns. Self-identity and user facts come first unless a "
-                          "category is given.")
+                          "score breakdowns. Up to 3 self-identity entries and the user facts "
+                          "relevant to the query come first unless a category is given.")
     def memory_recall(
         query: Annotated[str, Field(description="what the memories should be about")],
         project: Annotated[str | None, Field(description="only this project's project "

@@ -222,9 +222,9 @@ def evaluate(convs, turn_vecs, q_vecs, embedder, variants, clocks=CLOCKS, conv_i
                 store, id_turns, use_vec = _build(conv, vecs, embedder, build_vs[0], clock_name)
                 base = store.config
                 qv = q_vecs[ci][[i for i, _ in qs]] if use_vec else None
-                for v in build_vs:
+                for v in build_vs:  # the default recall config with the variant's changes
                     store.config = msgspec.structs.replace(
-                        base, recall=msgspec.structs.replace(base.recall, **dict(v.recall)))
+                        base, recall=_config(v, len(conv["turns"])).recall)
                     rankings = _rank(store, id_turns, questions, qv, use_vec)
                     out[(v.label, clock_name)][ci] = [
                         dict(question_metrics(r, q["gold"]), category=q["category"])
@@ -290,9 +290,19 @@ def sweep_variants() -> dict[str, list[Variant]]:
            for f in (0.5, 0.7, 0.8, 0.9) for h in (1, 2, 3)]
     adj.append(variant("adjacency off", adjacency_hops=0))
     seeds = [variant(f"graph_seeds {s}", graph_seeds=s) for s in (3, 5, 10)]
+    combos = [variant("bm25 0.5 / cos 0.5, adjacency 0.9 × 2", bm25_weight=0.5, cos_weight=0.5,
+                      adjacency_factor=0.9),
+              variant("bm25 0.5 / cos 0.5, adjacency 0.9 × 2, weight_relevance 20",
+                      bm25_weight=0.5, cos_weight=0.5, adjacency_factor=0.9,
+                      weight_relevance=20.0),
+              variant("bm25 0.5 / cos 0.5, adjacency 0.9 × 2, cos_norm raw", bm25_weight=0.5,
+                      cos_weight=0.5, adjacency_factor=0.9, cos_norm="raw"),
+              variant("bm25 0.5 / cos 0.5, adjacency 0.8 × 2, graph_seeds 3", bm25_weight=0.5,
+                      cos_weight=0.5, graph_seeds=3)]
     return {"BM25 parameters (BM25 alone, no graph)": k1b, "relevance weight": wrel,
             "BM25 / cosine weights": mix, "normalisations": norms,
-            "conversation links (factor, hops)": adj, "graph seeds": seeds}
+            "conversation links (factor, hops)": adj, "graph seeds": seeds,
+            "combinations of the best single changes": combos}
 
 
 def ablation_variants() -> list[Variant]:

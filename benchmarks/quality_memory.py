@@ -200,6 +200,8 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-locomo", action="store_true")
     ap.add_argument("--no-sweep", action="store_true",
                     help="skip the tuning sweep (only the defaults and ablations)")
+    ap.add_argument("--sweep-only", action="store_true",
+                    help="only the tuning sweep (no ablations, no SciFact)")
     ap.add_argument("--skip-scifact", action="store_true")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"
                                          / "quality_memory.md"))
@@ -239,8 +241,10 @@ def main(argv=None) -> int:
             log(f"embedded {sum(len(c['turns']) for c in convs)} turns and "
                 f"{sum(len(c['questions']) for c in convs)} questions in "
                 f"{time.perf_counter() - t0:.1f} s")
-        log("LoCoMo: default and ablations")
-        res = evaluate(convs, turn_vecs, q_vecs, embedder, ablation_variants(), log=log)
+        res = {}
+        if not args.sweep_only:
+            log("LoCoMo: default and ablations")
+            res = evaluate(convs, turn_vecs, q_vecs, embedder, ablation_variants(), log=log)
         if not args.no_sweep:  # one pass: the variants share the stores they can
             blocks = sweep_variants()
             log("LoCoMo sweep (tuning half)")

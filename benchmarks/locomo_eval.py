@@ -26,6 +26,7 @@ import math
 import re
 import time
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -124,7 +125,7 @@ class Variant:
     bm25: tuple[float, float] | None = None  # None: the memory default
     graph: tuple = ()
     vectors: bool = True
-    tokenizer: str | None = None  # None: the default; else a name tokenizer_options() knows
+    tokenizer: str | None = None  # None: the default; "plain": see analyzer()
 
     @property
     def build(self) -> tuple:
@@ -136,15 +137,23 @@ def variant(label: str, *, bm25=None, graph=None, vectors=True, tokenizer=None, 
                    tuple(sorted((graph or {}).items())), vectors, tokenizer)
 
 
-def tokenizer_options() -> dict:
-    """Tokenizer ablations this build supports: name → MemoryConfig changes (empty when the
-    tokenizer has no such option)."""
-    fields = getattr(MemoryConfig, "__struct_fields__", ())
-    if "text" in fields:  # the shared tokenizer settings (stop words and stemming, SPEC R1)
-        from maclaw_fast.config import TextConfig  # noqa: F401  (present with the field)
+@contextmanager
+def analyzer(name: str | None):
+    """The process-wide tokenizer for a tokenizer ablation: ``"plain"`` = no stop words, no
+    stemming (SPEC R1 off). Every store built and queried inside uses it (the evaluation ranks
+    through ``recall_batch_arrow``, which tokenizes queries with ``tokenize``)."""
+    if name is None:
+        yield
+        return
+    from maclaw_fast.text import tokenizer
 
-        return {"plain": {"text": {"stop_words": (), "stem": False}}}
-    return {}
+    assert name == "plain", name
+    saved = tokenizer.DEFAULT_ANALYZER
+    tokenizer.DEFAULT_ANALYZER = tokenizer.Analyzer(stop_words=(), stemmer=None)
+    try:
+        yield
+    finally:
+        tokenizer.DEFAULT_ANALYZER = saved
 
 
 class Clock:
@@ -166,10 +175,6 @@ def _config(v: Variant, n: int) -> MemoryConfig:
           "graph": GraphConfig(**dict(v.graph))}
     if v.bm25 is not None:
         kw["bm25"] = Bm25Config(k1=v.bm25[0], b=v.bm25[1])
-    if v.tokenizer is not None:
-        for name, value in tokenizer_options()[v.tokenizer].items():
-            sub = getattr(MemoryConfig(), name)
-            kw[name] = msgspec.structs.replace(sub, **value)
     return MemoryConfig(**kw)
 
 
@@ -219,17 +224,19 @@ def evaluate(convs, turn_vecs, q_vecs, embedder, variants, clocks=CLOCKS, conv_i
         for build_vs in by_build.values():
             for clock_name in clocks:
                 vecs = turn_vecs[ci] if turn_vecs is not None else None
-                store, id_turns, use_vec = _build(conv, vecs, embedder, build_vs[0], clock_name)
-                base = store.config
-                qv = q_vecs[ci][[i for i, _ in qs]] if use_vec else None
-                for v in build_vs:  # the default recall config with the variant's changes
-                    store.config = msgspec.structs.replace(
-                        base, recall=_config(v, len(conv["turns"])).recall)
-                    rankings = _rank(store, id_turns, questions, qv, use_vec)
-                    out[(v.label, clock_name)][ci] = [
-                        dict(question_metrics(r, q["gold"]), category=q["category"])
-                        for r, q in zip(rankings, questions)]
-                store.close()
+                with analyzer(build_vs[0].tokenizer):
+                    store, id_turns, use_vec = _build(conv, vecs, embedder, build_vs[0],
+                                                      clock_name)
+                    base = store.config
+                    qv = q_vecs[ci][[i for i, _ in qs]] if use_vec else None
+                    for v in build_vs:  # the default recall config with the variant's changes
+                        store.config = msgspec.structs.replace(
+                            base, recall=_config(v, len(conv["turns"])).recall)
+                        rankings = _rank(store, id_turns, questions, qv, use_vec)
+                        out[(v.label, clock_name)][ci] = [
+                            dict(question_metrics(r, q["gold"]), category=q["category"])
+                            for r, q in zip(rankings, questions)]
+                    store.close()
         log(f"  conversation {ci}: {time.perf_counter() - t0:.1f} s")
     return dict(out)
 
@@ -317,6 +324,5 @@ def ablation_variants() -> list[Variant]:
            variant("BM25 alone", vectors=False, graph_hops=0, adjacency_hops=0),
            variant("vector alone", bm25_weight=0.0, cos_weight=1.0, graph_hops=0,
                    adjacency_hops=0)]
-    if "plain" in tokenizer_options():
-        out.insert(1, variant("tokenizer off (no stop words, no stemming)", tokenizer="plain"))
+    out.insert(1, variant("tokenizer off (no stop words, no stemming)", tokenizer="plain"))
     return out

@@ -38,6 +38,8 @@ def _items(items, category, tags) -> list[dict]:
         rec["category"] = validate.category(cat)
         rec["tags"] = validate.tags(item.get("tags", tags))
         rec["pinned"] = validate.flag(item.get("pinned", False), "pinned")
+        if "thread" in item:  # checked here too, so a bad one changes nothing
+            rec["thread"] = validate.thread(item["thread"])
         out.append(rec)
     return out
 

@@ -214,7 +214,8 @@ def recall_one(base, bm25, cos, affinity, eligible, scored, updated_at, access, 
     graph = work[3, :n]
     s_lo, s_hi, n_scored = score_rows(base, bm25, cos, affinity, eligible, scored, norm_mode,
                                       cos_mode, bm25_w, cos_w, w_rel, bm25n, rel, score, graph)
-    k = min(max_entries + 8, n_scored)
+    # the leading user facts are looked for in the first lead_window ranked rows: rank as deep
+    k = min(max(max_entries + 8, lead_window), n_scored)
     top = top_k_known(score, access, seq, scored, max(k, n_seeds), s_lo, s_hi, n_scored)
     ranked = rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w,
                                hops, hop_factor, prev, nxt, adj_hops, adj_factor, k, score, graph)

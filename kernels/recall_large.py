@@ -227,7 +227,7 @@ def recall_large(matrix, codes, scale, err, slack, has_vec, query, updated_at, w
                              out_parts)
     decay_now = refresh_recency(updated_at, now, decay_per_hour, memo_key, memo_at, memo_factor)
     lo, hi = bm25_hit_range(bm25, eligible) if norm_mode != 0 else (np.inf, 0.0)
-    k_top = max(max_entries + 8, n_seeds)
+    k_top = max(max_entries + 8, lead_window, n_seeds)
     n_blocks = (n + block - 1) // block
     cand_rows = np.empty((n_blocks, k_top), np.int64)
     counts = np.zeros(n_blocks, np.int64)
@@ -236,7 +236,7 @@ def recall_large(matrix, codes, scale, err, slack, has_vec, query, updated_at, w
                  scored, norm_mode, lo, hi, bm25_w, cos_w, w_rel, block, cos, score, low, high,
                  cand_rows, counts)
     n_scored = counts.sum()
-    k = min(max_entries + 8, n_scored)
+    k = min(max(max_entries + 8, lead_window), n_scored)
     top = top_of(cand_rows.ravel(), score, access, seq, max(k, n_seeds))
     parts_args = (updated_at, weight, access, now, decay_now, memo_factor, log_table, w_rec,
                   w_imp, bm25, cos, affinity, eligible, norm_mode, lo, hi, bm25_w, cos_w)

@@ -443,6 +443,11 @@ def recall_configs(draw):
 @example(seed=0, n=0, mode="none", config=MemoryConfig())
 @example(seed=1, n=1, mode="dyadic", config=with_recall(MemoryConfig(), bm25_norm="max"))
 @example(seed=2, n=2, mode="float", config=with_recall(MemoryConfig(), bm25_norm="minmax"))
+@example(seed=0, n=128, mode="none",  # a lead window deeper than the ranked entries
+         config=with_recall(MemoryConfig(), bm25_norm="raw", cos_norm="raw",
+                            weight_relevance=1.0, graph_seeds=0, graph_hops=0, adjacency_hops=0,
+                            max_identity=0, max_user_facts=1, user_fact_window=20, max_entries=5,
+                            token_budget=300))
 def test_recall_matches_oracle(seed, n, mode, config):
     w = World(seed, n, mode, config)
     check_world(w, n_queries=12)

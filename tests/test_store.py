@@ -184,16 +184,20 @@ def test_closed_store_refuses_work(clock):
 
 
 # ---------------------------------------------------------------- recall
-def test_recall_order_si_then_uf_then_scored(store):
+def test_recall_order_si_then_relevant_uf_then_scored(store):
+    """SPEC R4: self identity leads; a user fact leads only when relevant to the query."""
     si = store.save("I am Juniper, the agent", category="self_identity")
     uf = store.save("User lives in Hangzhou", category="user_fact")
     pk = store.save("deploy script needs AWS_REGION", category="project", tags=["atlas"])
     hits = store.recall("deploy script", project="atlas", reinforce=False)
-    assert [h.entry.id for h in hits] == [si.id, uf.id, pk.id]
-    assert [h.reason for h in hits] == ["self_identity", "user_fact", "scored"]
-    b = hits[2].breakdown
+    assert [h.entry.id for h in hits] == [si.id, pk.id, uf.id]
+    assert [h.reason for h in hits] == ["self_identity", "scored", "scored"]
+    lead = store.recall("where does the user live, Hangzhou?", reinforce=False)
+    assert [(h.entry.id, h.reason) for h in lead[:2]] == [(si.id, "self_identity"),
+                                                         (uf.id, "user_fact")]
+    b = hits[1].breakdown
     assert b.affinity == 3.0 and b.bm25 > 0
-    assert hits[2].score == pytest.approx(b.total)
+    assert hits[1].score == pytest.approx(b.total)
     assert b.total == pytest.approx(b.recency + b.importance + 0.4 * b.bm25 + 0.6 * b.cos
                                     + b.affinity + b.graph)
 
@@ -253,12 +257,13 @@ def test_graph_expansion_lifts_a_linked_neighbour(clock):
         assert by[friend.id].reason == "graph"
 
 
-def test_recall_dynamic_skips_user_facts_and_filters_category(store):
-    store.save("User is left-handed", category="user_fact")
+def test_recall_dynamic_ranks_user_facts_and_filters_category(store):
+    u = store.save("User is left-handed", category="user_fact")
     p = store.save("prefers dark mode editors", category="preference")
     i = store.save("always use dark mode in screenshots", category="instruction")
     hits = store.recall_dynamic("dark mode", reinforce=False)
-    assert {h.entry.id for h in hits} == {p.id, i.id}
+    assert {h.entry.id for h in hits} == {p.id, i.id, u.id}  # SPEC R4: ranked like any other
+    assert hits[-1].entry.id == u.id and all(h.reason == "scored" for h in hits)
     hits = store.recall_dynamic("dark mode", category="instruction", reinforce=False)
     assert [h.entry.id for h in hits] == [i.id]
 
@@ -321,7 +326,13 @@ def test_recall_batch_is_the_same_on_any_thread_count(clock, monkeypatch):
 
         monkeypatch.setattr(recall_module, "BATCH_CHUNK_ELEMENTS", 1)
         s._plan_cache.clear()
-        assert run(1) == serial
+        # small chunks get their cosines from the numba batch kernel, the whole batch from BLAS
+        # (float32, summed in another order: ~1e-7 apart); cosines are min-max normalised over
+        # every candidate, so such a difference reaches every score: equal ids, scores to 1e-6
+        chunked = run(1)
+        for got, want in zip(chunked[0], serial[0]):
+            assert [g[0] for g in got] == [w[0] for w in want]
+            assert [g[1] for g in got] == pytest.approx([w[1] for w in want], rel=1e-6)
 
 
 @pytest.mark.parametrize("bad", ["fast", -1, 1.5, True])

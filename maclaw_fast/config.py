@@ -198,6 +198,11 @@ class SearchConfig(msgspec.Struct, frozen=True, kw_only=True):
     chars_per_token: int = 4
     vector_weight: float = 0.7
     text_weight: float = 0.3
+    # "openclaw": rank by wv·cosine + wt·s/(1+s); "normalised": rank by wv·(min-max cosine over
+    # the vector candidates) + wt·(BM25 / the query's best), min_score still on the former
+    fusion: str = "openclaw"
+    bm25_k1: float = 1.2  # SPEC R2: chunks of long documents
+    bm25_b: float = 0.75
     max_results: int = 6
     min_score: float = 0.35
     candidate_multiplier: int = 4

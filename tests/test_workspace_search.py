@@ -511,3 +511,45 @@ def test_spare_core_reads_the_running_count_and_caches_it(monkeypatch, tmp_path)
     clock[0] += 0.2
     monkeypatch.setattr(threads_module.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
     assert threads_module.spare_core() is True
+
+
+# ---------------------------------------------------------------- paraphrase (SPEC R1)
+def peanut_workspace(root):
+    write(root / "MEMORY.md", "# Memory\n\n## About Lin\n- Allergic to peanuts.\n"
+          "- Prefers tea over coffee.\n- Works on the atlas routing service.\n\n## Conventions\n"
+          "- Deploy with scripts/deploy.sh after the tests pass.\n"
+          "- Write commit messages in English.\n")
+    write(root / "memory" / "2026-11-20.md", "# 2026-11-20\nStaging deploy failed: AWS_REGION "
+          "unset. Fixed by exporting it in the CI job.\n")
+    write(root / "memory" / "2026-11-25.md", "# 2026-11-25\nSaw a zebra at the zoo with Priya. "
+          "Lunch at the Thai place; Priya ordered pad thai.\n")
+    write(root / "memory" / "2026-11-28.md", "# 2026-11-28\nBought groceries: bread, milk, "
+          "apples and almond butter for the week.\n")
+
+
+@pytest.mark.parametrize("fusion", ["openclaw", "normalised"])
+def test_peanut_allergy_finds_allergic_to_peanuts(tmp_path, monkeypatch, fusion):
+    """"peanut allergy" against MEMORY.md's "Allergic to peanuts", default embedder and
+    min_score. Stemming joins peanut/peanuts (not allergy → allergi / allergic → allerg), and
+    that keyword match with the vector side clears the bar; with the tokens of an analysis
+    without stemming the keyword side is empty and nothing passes."""
+    import maclaw_fast.workspace.analyse as analyse_mod
+    import maclaw_fast.workspace.search as search_mod
+    from maclaw_fast.text import Analyzer
+
+    root = tmp_path / "ws"
+    peanut_workspace(root)
+    cfg = SearchConfig(fusion=fusion)
+    ix = WorkspaceIndex.open(root, config=cfg, index_dir=tmp_path / "ix")
+    resp = ix.search("peanut allergy")
+    assert resp.mode == "hybrid" and resp.results, resp
+    top = resp.results[0]
+    assert top.path == "MEMORY.md" and "Allergic to peanuts" in top.snippet
+    assert top.text_score > 0 and top.vector_score > 0
+    assert all(h.path != "MEMORY.md" for h in resp.results[1:])
+    ix.close()
+    plain = Analyzer(stop_words=(), stemmer=None).tokenize
+    monkeypatch.setattr(analyse_mod, "tokenize", plain)
+    monkeypatch.setattr(search_mod, "tokenize", plain)
+    old = WorkspaceIndex.open(root, config=cfg, index_dir=tmp_path / "ix-plain")
+    assert old.search("peanut allergy").results == []

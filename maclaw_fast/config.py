@@ -6,9 +6,18 @@ values as arguments.
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+import typing
+from typing import Annotated, Literal
 
 import msgspec
+from msgspec import Meta
+
+from maclaw_fast.errors import ValidationError
+
+# constrained field types: msgspec checks them when a config is built (see Config)
+Positive = Annotated[int, Meta(ge=1)]
+Seconds = Annotated[float, Meta(ge=0.0)]
 
 # category -> (importance weight, default scope, tier, protected)
 CATEGORY_TABLE: dict[str, tuple[float, str, str, bool]] = {
@@ -30,14 +39,79 @@ CATEGORY_ALIASES: dict[str, str] = {
 EPISODIC: frozenset[str] = frozenset(c for c, v in CATEGORY_TABLE.items() if v[2] == "episodic")
 
 
-class Bm25Config(msgspec.Struct, frozen=True, kw_only=True):
+class Config(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of every configuration Struct: checked when built (SPEC R8).
+
+    Each field's value must match its annotation (``Annotated[int, Meta(ge=1)]``,
+    ``Literal[...]``, nested configs, tuples of str ...), as msgspec checks decoded data;
+    integers are counts or sizes and may not be negative (list a field in ``_signed`` to allow
+    it); floats must be finite. Cross-field rules go in ``check()``. A subclass that defines
+    ``__post_init__`` calls ``super().__post_init__()`` first.
+
+    Examples
+    --------
+    >>> CapacityConfig(store_capacity=0)
+    Traceback (most recent call last):
+    ...
+    maclaw_fast.errors.ValidationError: CapacityConfig.store_capacity: Expected `int` >= 1
+    """
+
+    def __post_init__(self) -> None:
+        cls = type(self)
+        hints = _hints(cls)
+        signed = getattr(cls, "_signed", ())
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            where = f"{cls.__name__}.{name}"
+            hint = hints[name]
+            if isinstance(hint, type) and issubclass(hint, msgspec.Struct):
+                if not isinstance(value, hint):
+                    raise ValidationError(f"{where}: expected a {hint.__name__}, got "
+                                          f"{type(value).__name__}")
+                continue
+            try:
+                msgspec.convert(value, hint, strict=True)
+            except msgspec.ValidationError as exc:
+                raise ValidationError(f"{where}: {exc}") from None
+            _check_numbers(value, where, name in signed)
+        self.check()
+
+    def check(self) -> None:
+        """Cross-field rules of a subclass (raise ValidationError)."""
+
+
+_HINTS: dict[type, dict] = {}
+
+
+def _hints(cls: type) -> dict:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls, include_extras=True)
+    return hints
+
+
+def _check_numbers(value, where: str, signed: bool) -> None:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if value < 0 and not signed:
+            raise ValidationError(f"{where}: must not be negative, got {value}")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValidationError(f"{where}: must be a finite number, got {value}")
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _check_numbers(v, where, signed)
+
+
+class Bm25Config(Config, frozen=True, kw_only=True):
     """BM25 parameters (SPEC §2)."""
 
     k1: float = 1.2
     b: float = 0.75
 
 
-class RecallConfig(msgspec.Struct, frozen=True, kw_only=True):
+class RecallConfig(Config, frozen=True, kw_only=True):
     """Scoring and assembly of recall (SPEC §6)."""
 
     recency_decay_per_hour: float = 0.005
@@ -47,7 +121,7 @@ class RecallConfig(msgspec.Struct, frozen=True, kw_only=True):
     bm25_weight: float = 0.4
     cos_weight: float = 0.6
     project_affinity: float = 3.0
-    bm25_norm: str = "raw"  # raw | max | minmax
+    bm25_norm: Literal["raw", "max", "minmax"] = "raw"
     graph_seeds: int = 5
     graph_hops: int = 1
     graph_hop_factor: float = 0.5
@@ -59,17 +133,17 @@ class RecallConfig(msgspec.Struct, frozen=True, kw_only=True):
     user_fact_summary_chars: int = 400
 
 
-class GraphConfig(msgspec.Struct, frozen=True, kw_only=True):
+class GraphConfig(Config, frozen=True, kw_only=True):
     """Memory graph (SPEC §4)."""
 
-    max_edges: int = 5
+    max_edges: Positive = 5
     link_min_cos: float = 0.7
     link_top: int = 3
     link_bm25_weight: float = 0.4
     link_cos_weight: float = 0.6
 
 
-class ForgettingConfig(msgspec.Struct, frozen=True, kw_only=True):
+class ForgettingConfig(Config, frozen=True, kw_only=True):
     """Forgetting curve (SPEC §7)."""
 
     decay_per_hour: float = 0.003
@@ -77,25 +151,25 @@ class ForgettingConfig(msgspec.Struct, frozen=True, kw_only=True):
     reinforce_step: float = 1.0
 
 
-class CapacityConfig(msgspec.Struct, frozen=True, kw_only=True):
+class CapacityConfig(Config, frozen=True, kw_only=True):
     """Capacity, archive and GC (SPEC §9)."""
 
-    store_capacity: int = 500
-    archive_capacity: int = 1000
-    gc_threshold: int = 450
+    store_capacity: Positive = 500
+    archive_capacity: Positive = 1000
+    gc_threshold: Positive = 450
     revive_top: int = 20
     revive_max: int = 10
 
 
-class PersistConfig(msgspec.Struct, frozen=True, kw_only=True):
+class PersistConfig(Config, frozen=True, kw_only=True):
     """Journal and snapshot policy (SPEC §8)."""
 
-    fsync: str = "interval"  # always | interval | never
-    fsync_interval_s: float = 1.0
-    snapshot_debounce_s: float = 5.0
+    fsync: Literal["always", "interval", "never"] = "interval"
+    fsync_interval_s: Seconds = 1.0
+    snapshot_debounce_s: Seconds = 5.0
 
 
-class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True):
+class MemoryConfig(Config, frozen=True, kw_only=True):
     """Configuration of a :class:`maclaw_fast.MemoryStore`.
 
     Examples
@@ -121,7 +195,7 @@ class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True):
     batch_threads: int | Literal["auto"] = "auto"
 
 
-class RouterConfig(msgspec.Struct, frozen=True, kw_only=True):
+class RouterConfig(Config, frozen=True, kw_only=True):
     """Tool routing (SPEC §12)."""
 
     max_tools: int = 28
@@ -190,7 +264,7 @@ class RouterConfig(msgspec.Struct, frozen=True, kw_only=True):
     batch_threads: int = 1
 
 
-class SearchConfig(msgspec.Struct, frozen=True, kw_only=True):
+class SearchConfig(Config, frozen=True, kw_only=True):
     """Workspace memory search (SPEC §14)."""
 
     chunk_tokens: int = 400
@@ -224,7 +298,7 @@ class SearchConfig(msgspec.Struct, frozen=True, kw_only=True):
     fork_workers: bool = True
 
 
-class MaintenanceConfig(msgspec.Struct, frozen=True, kw_only=True):
+class MaintenanceConfig(Config, frozen=True, kw_only=True):
     """Maintenance pipeline (SPEC §10)."""
 
     interval_h: float = 6.0

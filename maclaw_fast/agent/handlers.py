@@ -93,6 +93,15 @@ def _limit_arg(args: dict, name: str, default: int) -> int:
     return value
 
 
+def _flag_arg(args: dict, name: str, default: bool) -> bool:
+    value = args.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):  # "false" is a true string: refuse, never guess
+        raise ValidationError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
 def _tags_arg(args: dict) -> list[str]:
     tags = args.get("tags") or []
     if isinstance(tags, str):
@@ -105,7 +114,7 @@ def _tags_arg(args: dict) -> list[str]:
 def save_memory(store, content: str, category: str, tags=(), pinned: bool = False) -> dict:
     """Save (or refresh identical content) and describe the result."""
     before = len(store)
-    e = store.save(content, category=category, tags=list(tags), pinned=pinned)
+    e = store.save(content, category=category, tags=tags, pinned=pinned)
     # "memory:save" is the reference's save signal: the knowledge extractor looks for it in
     # recent tool results and skips a conversation whose agent already saved what mattered
     return {"ok": True, "event": "memory:save", "saved": entry_dict(e),
@@ -117,6 +126,9 @@ def recall_memory(store, query: str, *, project: str | None = None,
                   dynamic: bool = False, reinforce: bool = True) -> dict:
     """``recall`` (self identity and user facts first) or, with ``dynamic`` or a category,
     ``recall_dynamic`` (the agent tool's view)."""
+    if max_results is not None and (isinstance(max_results, bool)
+                                    or not isinstance(max_results, int) or max_results < 1):
+        raise ValidationError(f"max_results must be an integer >= 1, got {max_results!r}")
     if dynamic or category is not None:
         hits = store.recall_dynamic(query, category=category, project=project,
                                     reinforce=reinforce)
@@ -145,6 +157,8 @@ def search_memory(store, query: str, *, workspace=None, max_results: int = 10,
 
 def pin_memory(store, entry_id: str, pinned: bool = True) -> dict:
     """Pin (protect from eviction and compression) or unpin an entry."""
+    if not isinstance(pinned, bool):
+        raise ValidationError(f"pinned must be true or false, got {pinned!r}")
     e = store.pin(entry_id) if pinned else store.unpin(entry_id)
     return {"ok": True, "entry": entry_dict(e, full=False)}
 
@@ -189,10 +203,9 @@ def memory_handler(store, *, workspace=None, default_category: str = "user_fact"
             raise ValidationError(f"action must be one of {', '.join(MEMORY_ACTIONS)}, "
                                   f"got {action!r}")
         if action == "save":
-            pinned = args.get("pinned", False)
             return save_memory(store, _str_arg(args, "content"),
                                args.get("category") or default_category, _tags_arg(args),
-                               bool(pinned))
+                               _flag_arg(args, "pinned", False))
         if action == "recall":
             return recall_memory(store, _str_arg(args, "query"), project=ctx.project,
                                  category=args.get("category"), dynamic=True,
@@ -203,7 +216,7 @@ def memory_handler(store, *, workspace=None, default_category: str = "user_fact"
                                  category=args.get("category"))
         entry_id = _str_arg(args, "id")
         if action == "pin":
-            return pin_memory(store, entry_id, args.get("pinned", True) is not False)
+            return pin_memory(store, entry_id, _flag_arg(args, "pinned", True))
         return forget_memory(store, entry_id)
 
     return BuiltinHandler(run, "memory")

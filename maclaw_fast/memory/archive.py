@@ -11,8 +11,8 @@ import numpy as np
 from maclaw_fast.config import MemoryConfig
 from maclaw_fast.errors import NotFoundError
 from maclaw_fast.persist.journal import DeleteOp, Journal, JournalRecord, PutOp
-from maclaw_fast.persist.snapshot import (SnapshotMeta, entries_table, read_snapshot,
-                                          snapshot_meta, table_entries, write_snapshot)
+from maclaw_fast.persist.recovery import recover
+from maclaw_fast.persist.snapshot import SnapshotMeta, entries_table, table_entries, write_snapshot
 from maclaw_fast.records import Entry
 
 
@@ -36,6 +36,7 @@ class Archive:
         self._journal: Journal | None = None
         self._seq = 0
         self._dirty = False
+        self.notes: list[str] = []
         if directory is not None:
             self._journal = Journal(directory / "journal.bin", config.persist.fsync,
                                     config.persist.fsync_interval_s)
@@ -43,27 +44,32 @@ class Archive:
                 self._load()
 
     def _load(self) -> None:
-        table, _ = read_snapshot(self.dir / "snapshot.arrow")
-        if table is not None:
-            self._seq = snapshot_meta(table).seq
-            entries, vectors = table_entries(table)
+        from maclaw_fast.memory.durability import KNOWN_VALUES
+
+        rec = recover(self.dir, KNOWN_VALUES)
+        self.notes = rec.notes
+        self._seq = rec.seq
+        if rec.table is not None:
+            entries, vectors = table_entries(rec.table)
             for i, e in enumerate(entries):
                 self._entries[e.id] = e
                 if vectors is not None and not np.isnan(vectors[i, 0]):
                     self._vectors[e.id] = vectors[i]
-        records, valid, _torn = self._journal.read()
-        for rec in records:
-            if rec.seq <= self._seq:
-                continue
-            for op in rec.ops:
+        for record in rec.records:
+            for op in record.ops:
                 self._apply(op)
-            self._seq = rec.seq
-        self._journal.open_for_append(valid)
+            self._seq = record.seq
+        self._journal.open_for_append(rec.journal_end)
+        if rec.fallback:
+            self._dirty = True
+            self.flush()
+            self._dirty = True
+            self.flush()
 
     def _apply(self, op) -> None:
         if isinstance(op, PutOp):
             self._entries[op.entry.id] = op.entry
-            if op.vector is not None:
+            if op.vector is not None and len(op.vector) % 4 == 0:
                 self._vectors[op.entry.id] = np.frombuffer(op.vector, np.float32).copy()
         elif isinstance(op, DeleteOp):
             self._entries.pop(op.id, None)

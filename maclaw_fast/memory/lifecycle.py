@@ -284,9 +284,20 @@ def gc(store, *, now: float | None = None) -> GcReport:
             order = np.lexsort((t.seq[rows], t.updated_at[rows], t.access[rows]))[:excess]
             moved = store.archive_rows([int(rows[i]) for i in order])
             archived_ids.update(e.id for e in moved)
+        candidates = _revival_candidates(store, archived_ids, cap)
+        room = cap.gc_threshold - 1 - len(t)
+        if before >= cap.gc_threshold and len(candidates) > room:
+            # [D] archive as many more as will be revived, so the store ends below the
+            # threshold (SPEC §9) and the next run does not archive again at once
+            rows = t.live_rows()
+            rows = rows[~((t.category[rows] == SELF_IDENTITY) | t.pinned[rows])]
+            order = np.lexsort((t.seq[rows], t.updated_at[rows], t.access[rows]))
+            moved = store.archive_rows([int(rows[i]) for i in order[:len(candidates) - room]])
+            archived_ids.update(e.id for e in moved)
+            room = cap.gc_threshold - 1 - len(t)
         archived = len(archived_ids)
         revived = 0
-        for entry_id in _revival_candidates(store, archived_ids, cap):
+        for entry_id in candidates[:max(room, 0)]:
             vec = _fresh_vector(store, store.archive.get(entry_id))
             _, evicted = _restore_locked(store, entry_id, now, vec)
             revived += 1

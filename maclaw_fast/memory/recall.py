@@ -411,11 +411,7 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         raise ValidationError("queries must be a list of strings")
     queries = [validate.query(q) for q in queries]
     nq = len(queries)
-    if projects is None or isinstance(projects, str):
-        projects = [projects] * nq
-    projects = [validate.project(p) for p in projects]
-    if len(projects) != nq:
-        raise ValidationError(f"{len(projects)} projects for {nq} queries")
+    projects = validate.projects(projects, nq)
     reinforce = validate.flag(reinforce, "reinforce")
     qvecs = _query_vectors(store, queries, query_vectors)
     token_lists = [tokenize(q) for q in queries]

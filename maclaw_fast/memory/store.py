@@ -108,7 +108,7 @@ class MemoryStore:
 
         ``query_cache``: a query-vector cache shared with other stores of the same embedder
         (what :class:`~maclaw_fast.memory.pool.StorePool` passes); default, one of its own."""
-        return cls(embedder=embedder, config=config, path=_store_dir(path), clock=clock,
+        return cls(embedder=embedder, config=config, path=validate.store_dir(path), clock=clock,
                    query_cache=query_cache)
 
     @classmethod
@@ -555,20 +555,6 @@ class MemoryStore:
         from maclaw_fast.maintenance.filter import recall_with_llm_filter
 
         return recall_with_llm_filter(self, query, llm, max=max, project=project)
-
-
-def _store_dir(path) -> Path:
-    """``path`` as a store directory, or a clear error (a file, NUL, not a path)."""
-    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
-        raise ValidationError(f"path must be a directory path, got {type(path).__name__}")
-    raw = os.fspath(path)
-    if not isinstance(raw, str) or not raw:
-        raise ValidationError("path must be a non-empty directory path")
-    validate.text(raw, "path", allow_nul=False)
-    p = Path(raw)
-    if p.exists() and not p.is_dir():
-        raise ValidationError(f"{raw} exists and is not a directory (a store is a directory)")
-    return p
 
 
 def _vec_bytes(vec: np.ndarray | None) -> bytes | None:

@@ -9,6 +9,8 @@ it would enter memory and then fail every journal append and snapshot. ``str`` s
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 
 from maclaw_fast.config import CATEGORIES, CATEGORY_ALIASES
 from maclaw_fast.errors import ValidationError
@@ -120,6 +122,18 @@ def project(value) -> str | None:
     return None if value is None else text(value, "project")
 
 
+def projects(value, n: int) -> list[str | None]:
+    """One project (or None) for all ``n`` queries, or a sequence of ``n`` of them."""
+    if value is None or isinstance(value, str):
+        return [project(value)] * n
+    if isinstance(value, (bytes, dict)) or not hasattr(value, "__iter__"):
+        raise ValidationError("projects must be a string, None or a list of them")
+    out = [project(p) for p in value]
+    if len(out) != n:
+        raise ValidationError(f"{len(out)} projects for {n} queries")
+    return out
+
+
 def limit(value) -> int | None:
     if value is None:
         return None
@@ -184,3 +198,17 @@ def fields(values: dict) -> dict:
         raise ValidationError(f"set_fields cannot change {sorted(bad)}; it changes "
                               f"{', '.join(FIELD_CHECKS)}")
     return {k: FIELD_CHECKS[k](v) for k, v in values.items()}
+
+
+def store_dir(path) -> Path:
+    """``path`` as a store directory, or a clear error (a file, NUL, not a path)."""
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise ValidationError(f"path must be a directory path, got {type(path).__name__}")
+    raw = os.fspath(path)
+    if not isinstance(raw, str) or not raw:
+        raise ValidationError("path must be a non-empty directory path")
+    text(raw, "path", allow_nul=False)
+    p = Path(raw)
+    if p.exists() and not p.is_dir():
+        raise ValidationError(f"{raw} exists and is not a directory (a store is a directory)")
+    return p

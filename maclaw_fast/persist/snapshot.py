@@ -34,6 +34,9 @@ ENTRY_SCHEMA_FIELDS = [
     ("status", pa.string()), ("scope", pa.string()), ("pinned", pa.bool_()),
     ("compact_form", pa.string()),
 ]
+# a column added later goes into ENTRY_SCHEMA_FIELDS (with a default on Entry): older
+# snapshots without it still load; only these must be present
+REQUIRED_COLUMNS = ("id", "content", "category")
 _TRAILER = struct.Struct("<8sQI")
 _MAGIC = b"MCLWSUM2"
 FORMAT = 2
@@ -74,14 +77,17 @@ def table_entries(table: pa.Table) -> tuple[list[Entry], np.ndarray | None]:
     """The inverse of :func:`entries_table`: entries and vectors (NaN rows where none).
 
     Only call it on a table that passed :func:`check_table`."""
-    data = {name: table.column(name).to_pylist() for name, _ in ENTRY_SCHEMA_FIELDS}
+    data = {name: table.column(name).to_pylist() for name, _ in ENTRY_SCHEMA_FIELDS
+            if name in table.column_names}
+    tuples = [n for n in ("tags", "related_ids", "related_strengths") if n in data]
     entries = []
     for i in range(table.num_rows):
-        kw = {name: data[name][i] for name, _ in ENTRY_SCHEMA_FIELDS}
-        for name in ("tags", "related_ids", "related_strengths"):
+        kw = {name: col[i] for name, col in data.items()}
+        for name in tuples:
             kw[name] = tuple(kw[name] or ())
-        kw["compact_form"] = kw["compact_form"] or ""
-        entries.append(Entry(**kw))
+        if "compact_form" in kw:
+            kw["compact_form"] = kw["compact_form"] or ""
+        entries.append(Entry(**{k: v for k, v in kw.items() if v is not None}))
     vectors = None
     if "embedding" in table.column_names:
         col = table.column("embedding").combine_chunks()
@@ -115,7 +121,9 @@ def check_table(table: pa.Table, known: dict[str, tuple[str, ...]] | None = None
         raise CorruptStoreError(f"snapshot metadata out of range (seq {meta.seq}, dim {meta.dim})")
     for name, typ in ENTRY_SCHEMA_FIELDS:
         if name not in table.column_names:
-            raise CorruptStoreError(f"snapshot lacks column {name!r}")
+            if name in REQUIRED_COLUMNS:
+                raise CorruptStoreError(f"snapshot lacks column {name!r}")
+            continue  # written before the column existed: the Entry default applies
         if not table.schema.field(name).type.equals(typ):
             raise CorruptStoreError(f"snapshot column {name!r} has type "
                                     f"{table.schema.field(name).type}, expected {typ}")
@@ -130,12 +138,14 @@ def check_table(table: pa.Table, known: dict[str, tuple[str, ...]] | None = None
     except (pa.ArrowException, ValueError) as exc:
         raise CorruptStoreError(f"snapshot columns inconsistent: {exc}") from None
     for name in ("id", "content", "category", "status", "scope"):
-        if table.column(name).null_count:
+        if name in table.column_names and table.column(name).null_count:
             raise CorruptStoreError(f"snapshot column {name!r} has missing values")
     ids = table.column("id").to_pylist()
     if len(set(ids)) != len(ids) or any(not i for i in ids):
         raise CorruptStoreError("snapshot ids are empty or repeated")
     for name, allowed in (known or {}).items():
+        if name not in table.column_names:
+            continue
         bad = set(table.column(name).to_pylist()) - set(allowed)
         if bad:
             raise CorruptStoreError(f"snapshot column {name!r} holds unknown values "

@@ -22,6 +22,7 @@ import zlib
 from pathlib import Path
 
 import msgspec
+import numpy as np
 
 from maclaw_fast.records import Entry
 from maclaw_fast.timers import Timer, later
@@ -239,6 +240,18 @@ def _frame_at(data: bytes, pos: int) -> tuple[JournalRecord, int] | None:
         return None
 
 
+def _plausible_starts(data: bytes) -> np.ndarray:
+    """Every offset whose little-endian u32 length field is non-zero and fits in the rest of
+    the file: the only places a frame can start (a resync visits these, not every byte)."""
+    n = len(data) - _FRAME.size + 1
+    if n <= 0:
+        return np.zeros(0, np.int64)
+    raw = np.frombuffer(data, np.uint8).astype(np.uint32)
+    lengths = raw[:n] | raw[1:n + 1] << 8 | raw[2:n + 2] << 16 | raw[3:n + 3] << 24
+    room = len(data) - _FRAME.size - np.arange(n, dtype=np.int64)
+    return np.flatnonzero((lengths > 0) & (lengths <= room))
+
+
 def scan_journal(path: Path) -> JournalScan:
     """Every intact record of the file at ``path``, resynchronising past damage.
 
@@ -252,12 +265,16 @@ def scan_journal(path: Path) -> JournalScan:
     skipped: list[tuple[int, int]] = []
     pos = end = 0
     bad_from = -1
+    starts = None  # offsets whose length field fits the file, computed at the first damage
     while pos + _FRAME.size <= len(data):
         found = _frame_at(data, pos)
         if found is None:
             if bad_from < 0:
                 bad_from = pos
-            pos += 1
+            if starts is None:
+                starts = _plausible_starts(data)
+            k = int(np.searchsorted(starts, pos, side="right"))
+            pos = int(starts[k]) if k < len(starts) else len(data)
             continue
         if bad_from >= 0:
             skipped.append((bad_from, pos))

@@ -471,10 +471,10 @@ class MemoryStore:
     def import_records(self, records: list[dict]) -> int:
         """Insert checked records (see ``persist.compat.parse_maclaw``) keeping their ids and
         times; returns how many were added."""
-        from maclaw_fast.persist.compat import import_records
+        from maclaw_fast.persist.compat import check_records, import_records
 
-        self.check_embedder_choice([r["content"] for r in records if isinstance(r, dict)
-                                    and isinstance(r.get("content"), str)])
+        records = check_records(records)  # before anything changes, the model choice included
+        self.check_embedder_choice([r["content"] for r in records])
         return import_records(self, records)
 
     def export_maclaw(self, path: str | os.PathLike) -> int:

@@ -58,7 +58,7 @@ def _id(data, store):
 
 def _call(data, store):
     op = data.draw(st.sampled_from([
-        "save", "save", "save", "update", "set_fields", "touch", "recall", "recall_dynamic",
+        "save", "save", "save", "save_many", "update", "set_fields", "touch", "recall", "recall_dynamic",
         "recall_batch", "list", "get", "delete", "pin", "import_records", "set_meta", "gc",
         "decay", "restore", "vector"]))
     d = data.draw
@@ -69,6 +69,11 @@ def _call(data, store):
         if d(st.booleans()):
             kw["pinned"] = d(ANY)
         return store.save(d(st.one_of(TEXT, WORDS, ANY)), category=d(CATEGORY), **kw)
+    if op == "save_many":
+        item = st.one_of(TEXT, WORDS, st.fixed_dictionaries(
+            {"content": st.one_of(TEXT, ANY)}, optional={"category": CATEGORY, "tags": ANY}))
+        return store.save_many(d(st.one_of(st.lists(item, max_size=3), ANY)),
+                               category=d(st.one_of(st.none(), CATEGORY)))
     if op == "update":
         kw = {k: d(st.one_of(TEXT, ANY)) for k in ("content", "tags", "category")
               if d(st.booleans())}

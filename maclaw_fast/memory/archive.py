@@ -64,7 +64,7 @@ class Archive:
             self._dirty = True
             self.flush()
             self._dirty = True
-            self.flush()
+            self.flush(rotate=True)
 
     def _apply(self, op) -> None:
         if isinstance(op, PutOp):
@@ -136,7 +136,7 @@ class Archive:
                     break
         return out
 
-    def flush(self) -> None:
+    def flush(self, rotate: bool = False) -> None:
         with self._lock:
             if self._journal is None or not self._dirty:
                 return
@@ -151,7 +151,7 @@ class Archive:
             table = entries_table([self._entries[k] for k in ids], vecs, dim,
                                   SnapshotMeta(seq=self._seq, dim=dim))
             write_snapshot(self.dir / "snapshot.arrow", table)
-            self._journal.reset()
+            self._journal.reset(force=rotate)
             self._dirty = False
 
     def close(self) -> None:

@@ -101,7 +101,7 @@ class Durability:
             # twice: the first write keeps the old .prev, the second makes .prev and the
             # journals consistent again (no damaged bytes left for the next open to report)
             self.snapshot()
-            self.snapshot()
+            self.snapshot(rotate=True)
         elif rec.records:
             self.snapshot()
 
@@ -191,8 +191,9 @@ class Durability:
             if not self.store._closed:
                 self.snapshot()
 
-    def snapshot(self) -> None:
-        """Write all state as a snapshot, then empty the journal (caller holds the store lock)."""
+    def snapshot(self, rotate: bool = False) -> None:
+        """Write all state as a snapshot, then empty the journal (caller holds the store lock);
+        ``rotate``: replace ``journal.bin.prev`` even when nothing was appended (recovery)."""
         store = self.store
         meta = SnapshotMeta(seq=self.seq, fingerprint=_fp(store), dim=store.dim,
                             meta=dict(store.meta))
@@ -200,7 +201,7 @@ class Durability:
         write_snapshot(self.snapshot_path, table)
         save_terms(store, self.dir, meta.seq)  # beside it: the reopen reads term ids back
         self._terms_saved = True
-        self.journal.reset()
+        self.journal.reset(force=rotate)
         self._dirty = False
 
     def close(self) -> None:

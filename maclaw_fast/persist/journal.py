@@ -173,17 +173,19 @@ class Journal:
                 self._unsynced = False
             self._pending = False
 
-    def reset(self) -> None:
+    def reset(self, force: bool = False) -> None:
         """Start an empty journal after a snapshot that holds everything in this one, and close
         it; the records move to ``<name>.prev``, the bridge from the previous snapshot (a
         damaged newest snapshot is rebuilt from ``.prev`` plus both journals)."""
         with self._lock:
-            if self._fh is None and self.size == 0:
+            if self._fh is None and self.size == 0 and not force:
                 return  # nothing was appended since the file was last emptied
             if self._fh is not None:
                 os.fsync(self._fh.fileno())
                 self._fh.close()
                 self._fh = None
+            if force and not self.path.exists():
+                self.path.touch()  # an empty bridge replaces a damaged .prev
             if self.path.exists():
                 os.replace(self.path, prev_path(self.path))
                 dir_fd = os.open(self.path.parent, os.O_RDONLY)

@@ -34,9 +34,9 @@ ENTRY_SCHEMA_FIELDS = [
     ("status", pa.string()), ("scope", pa.string()), ("pinned", pa.bool_()),
     ("compact_form", pa.string()),
 ]
-# a column added later goes into ENTRY_SCHEMA_FIELDS (with a default on Entry): older
-# snapshots without it still load; only these must be present
-REQUIRED_COLUMNS = ("id", "content", "category")
+# the columns every snapshot must have (the bulk reload reads them all); a column added later
+# goes into ENTRY_SCHEMA_FIELDS only, with a default for older snapshots that lack it
+REQUIRED_COLUMNS = tuple(name for name, _ in ENTRY_SCHEMA_FIELDS)
 _TRAILER = struct.Struct("<8sQI")
 _MAGIC = b"MCLWSUM2"
 FORMAT = 2

@@ -144,11 +144,53 @@ class GraphConfig(Config, frozen=True, kw_only=True):
 
 
 class ForgettingConfig(Config, frozen=True, kw_only=True):
-    """Forgetting curve (SPEC §7)."""
+    """Forgetting curve, dormancy and what brings a memory back (SPEC §7, §0 R9).
+
+    Decay turns only ``dormant_categories`` (the episodic ones) dormant; every other category
+    keeps a decaying strength ``S(t)`` but stays active. A dormant entry is still indexed and
+    scored by recall; it is returned (``reason="revived"``) when it ranks among the results and
+    its cue strength reaches ``revive_min_cue``. Archived entries are searched when the store's
+    best hit has a cue strength below ``archive_below``, and returned when theirs reaches
+    ``archive_min_cue``.
+
+    Cue strength (absolute, per query and entry, in [0, 1]): ``bm25_weight · min(1, bm25 /
+    Σ idf(query terms)) + cos_weight · max(cos, 0)`` with the recall weights, so a memory that
+    contains every query term once at an average length, or one whose vector matches, scores
+    high whatever else the store holds.
+
+    Examples
+    --------
+    >>> ForgettingConfig(dormant_categories=("conversation_summary",)).revive
+    True
+    >>> ForgettingConfig(dormant_categories=("self_identity",))
+    Traceback (most recent call last):
+    ...
+    maclaw_fast.errors.ValidationError: dormant_categories: self_identity never decays
+    """
 
     decay_per_hour: float = 0.003
     dormant_below: float = 0.1
     reinforce_step: float = 1.0
+    dormant_categories: tuple[str, ...] = ("session_checkpoint", "conversation_summary")
+    revive: bool = True
+    revive_min_cue: float = 0.35
+    archive_search: bool = True
+    archive_below: float = 0.35
+    archive_min_cue: float = 0.45
+    archive_max_hits: int = 3
+
+    def check(self) -> None:
+        for name in ("decay_per_hour", "dormant_below", "reinforce_step", "revive_min_cue",
+                     "archive_below", "archive_min_cue"):
+            if getattr(self, name) < 0:
+                raise ValidationError(f"ForgettingConfig.{name} must be ≥ 0, got "
+                                      f"{getattr(self, name)!r}")
+        for cat in self.dormant_categories:
+            canon = CATEGORY_ALIASES.get(cat, cat)
+            if canon not in CATEGORY_TABLE:
+                raise ValidationError(f"dormant_categories: unknown category {cat!r}")
+            if CATEGORY_TABLE[canon][3]:
+                raise ValidationError(f"dormant_categories: {canon} never decays")
 
 
 class CapacityConfig(Config, frozen=True, kw_only=True):

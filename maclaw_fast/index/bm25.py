@@ -405,6 +405,21 @@ class Bm25Index:
                 bm25_query(*args, out)
         return out
 
+    def idf_total(self, tokens: list[str]) -> float:
+        """Σ idf over the distinct ``tokens``, a token the index lacks counted with ``df = 0``:
+        the BM25 of a document holding each of them once at the average length (the scale of
+        an absolute cue strength: a query word no document holds is evidence none matches)."""
+        distinct = list(dict.fromkeys(tokens))
+        if not distinct:
+            return 0.0
+        with self._lock:
+            ids = self._term_ids(distinct)
+            df = np.zeros(ids.shape[0])
+            known = (ids >= 0) & (ids < self._df.shape[0])
+            df[known] = self._df[ids[known]]
+            n = float(len(self._key_doc))
+        return float(np.log((n - df + 0.5) / (df + 0.5) + 1.0).sum())
+
     def query_args(self, tokens: list[str]) -> tuple:
         """Every argument of ``bm25_query`` for one query but ``out`` (the dense scores it adds
         into), for a caller that runs the kernel inside its own; ``is_large`` says when

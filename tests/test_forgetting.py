@@ -170,10 +170,11 @@ def test_archive_columns_search_matches_brute_force(seed):
     total = ix.idf_total(tokenize(q))
     want = {k: ref_cue(bm[i], float(live[k][1] @ qv) if live[k][1] is not None else 0.0,
                        total, 0.4, 0.6, True) for i, k in enumerate(ids)}
-    assert {e.id for e, _ in got} == set(ids)
-    for e, cue in got:
+    assert {g[0].id for g in got} == set(ids)
+    for e, cue, b, c in got:
         assert cue == pytest.approx(want[e.id], abs=1e-6)
-    assert [c for _, c in got] == sorted((c for _, c in got), reverse=True)
+        assert b == pytest.approx(bm[ids.index(e.id)])
+    assert [g[1] for g in got] == sorted((g[1] for g in got), reverse=True)
 
 
 # --- cue-driven revival ----------------------------------------------------------------------

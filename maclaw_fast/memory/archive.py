@@ -35,8 +35,8 @@ class ArchiveColumns:
     --------
     >>> cols = ArchiveColumns(Bm25Config())
     >>> cols.add(Entry(id="x", content="peanut allergy", category="user_fact"), None)
-    >>> [(e.id, round(cue, 2)) for e, cue in cols.search(["peanut", "allergy"], None, 0.4, 0.6,
-    ...                                                  0.5, 3)]
+    >>> [(e.id, round(cue, 2)) for e, cue, _, _ in cols.search(["peanut", "allergy"], None,
+    ...                                                        0.4, 0.6, 0.5, 3)]
     [('x', 1.0)]
     """
 
@@ -68,10 +68,11 @@ class ArchiveColumns:
         self.table.release(row)
 
     def search(self, tokens: list[str], query_vector: np.ndarray | None, bm25_w: float,
-               cos_w: float, min_cue: float, limit: int) -> list[tuple[Entry, float]]:
+               cos_w: float, min_cue: float, limit: int
+               ) -> list[tuple[Entry, float, float, float]]:
         """Up to ``limit`` entries whose cue strength for the query
         (:func:`maclaw_kernels.revival.cue_strength`, over this archive's BM25 statistics)
-        reaches ``min_cue``, strongest first, with that strength."""
+        reaches ``min_cue``, strongest first, as (entry, cue, BM25, cosine)."""
         t = self.table
         n = t.n_rows
         if n == 0 or limit <= 0:
@@ -86,7 +87,8 @@ class ArchiveColumns:
         cue[~t.alive[:n]] = -1.0
         rows = np.flatnonzero(cue >= min_cue)
         rows = rows[np.lexsort((t.seq[rows], -cue[rows]))][:limit]
-        return [(t.entry(int(r)), float(cue[r])) for r in rows.tolist()]
+        return [(t.entry(int(r)), float(cue[r]), float(bm25[r]), float(cos[r]))
+                for r in rows.tolist()]
 
 
 class Archive:
@@ -217,9 +219,11 @@ class Archive:
         return out
 
     def search(self, tokens: list[str], query_vector: np.ndarray | None, *, bm25_weight: float,
-               cos_weight: float, min_cue: float, limit: int) -> list[tuple[Entry, float]]:
-        """Archived entries the query cues at least ``min_cue`` strongly, strongest first
-        (:meth:`ArchiveColumns.search`); the columns are made on the first call."""
+               cos_weight: float, min_cue: float, limit: int
+               ) -> list[tuple[Entry, float, float, float]]:
+        """Archived entries the query cues at least ``min_cue`` strongly, strongest first, as
+        (entry, cue, BM25, cosine) (:meth:`ArchiveColumns.search`); the columns are made on the
+        first call."""
         with self._lock:
             if self._columns is None:
                 cols = ArchiveColumns(self._bm25_config)

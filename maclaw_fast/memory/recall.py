@@ -242,7 +242,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         if reinforce and m:
             _reinforce(store, rows[:m], now)
         # the archive, when nothing here matches strongly (SPEC R9; memory/revival.py)
-        return with_archive(store, cues, hits, rows[:m], project, dynamic, category,
+        return with_archive(store, static, cues, hits, rows[:m], project, dynamic, category,
                             reinforce, now)
 
 

@@ -239,16 +239,17 @@ def reactivate(store, rows, now: float) -> list[str]:
     return [op.entry.id for op in ops]
 
 
-def with_archive(store, cues: QueryCues | None, hits: list[RecallHit], rows: np.ndarray,
-                 project, dynamic: bool, category, reinforce: bool, now: float
-                 ) -> list[RecallHit]:
+def with_archive(store, static, cues: QueryCues | None, hits: list[RecallHit],
+                 rows: np.ndarray, project, dynamic: bool, category, reinforce: bool,
+                 now: float) -> list[RecallHit]:
     """Archive search (SPEC §0 R9): when no returned entry's cue reaches
     ``forgetting.archive_below``, up to ``archive_max_hits`` archived entries of the query's
-    scope with a cue of at least ``archive_min_cue`` join the hits (``reason="archived"``),
-    after the leading self-identity / user-fact entries and before the ranked ones (their cue
-    is stronger than any store hit's), within the recall's entry and token limits. A
-    reinforcing recall restores them into the store (SPEC §9: ``updated_at = now``, access 1,
-    re-indexed, then the capacity check)."""
+    scope with a cue of at least ``archive_min_cue`` join the ranked hits
+    (``reason="archived"``) where their score places them: recency and importance as recall
+    computes them, relevance from their BM25 (over the archive's statistics) and cosine,
+    normalised by this query's ranges over the store's candidates. The recall's entry and token
+    limits hold. A reinforcing recall restores the archived entries it returns into the store
+    (SPEC §9: ``updated_at = now``, access 1, re-indexed, then the capacity check)."""
     fc = store.config.forgetting
     if cues is None or not fc.archive_search or len(store.archive) == 0:
         return hits
@@ -259,19 +260,16 @@ def with_archive(store, cues: QueryCues | None, hits: list[RecallHit], rows: np.
     found = store.archive.search(cues.tokens, qvec, bm25_weight=rc.bm25_weight,
                                  cos_weight=rc.cos_weight, min_cue=fc.archive_min_cue,
                                  limit=4 * fc.archive_max_hits + 4)
-    extra = []
-    for entry, cue in found:
-        if not _in_scope(store, entry, project, dynamic, category):
-            continue
-        if reinforce:
-            entry = restore_locked(store, entry.id, now)
-        extra.append(_archive_hit(store, entry, cue, now))
-        if len(extra) >= fc.archive_max_hits:
-            break
-    if not extra:
+    found = [f for f in found if _in_scope(store, f[0], project, dynamic, category)]
+    found = found[:fc.archive_max_hits]
+    if not found:
         return hits
+    eligible = static.scope_masks(store, project)[0]
+    extra = [_archive_hit(store, entry, bm25, cos, cues.bm25[eligible], now)
+             for entry, _, bm25, cos in found]
     lead = sum(1 for h in hits if h.reason in ("self_identity", "user_fact"))
-    merged = hits[:lead] + extra + hits[lead:]
+    ranked = sorted(hits[lead:] + extra, key=lambda h: -h.score)  # stable: store order kept
+    merged = hits[:lead] + ranked
     limit = rc.dynamic_max_entries if dynamic else rc.max_entries
     budget = rc.dynamic_token_budget if dynamic else rc.token_budget
     out, used = [], 0
@@ -283,7 +281,13 @@ def with_archive(store, cues: QueryCues | None, hits: list[RecallHit], rows: np.
             continue
         out.append(h)
         used += cost
+    if reinforce:
+        out = [_restored(store, h, now) if h.reason == "archived" else h for h in out]
     return out
+
+
+def _restored(store, hit: RecallHit, now: float) -> RecallHit:
+    return msgspec.structs.replace(hit, entry=restore_locked(store, hit.entry.id, now))
 
 
 def _in_scope(store, entry: Entry, project, dynamic: bool, category) -> bool:
@@ -298,16 +302,25 @@ def _in_scope(store, entry: Entry, project, dynamic: bool, category) -> bool:
     return True
 
 
-def _archive_hit(store, entry: Entry, cue: float, now: float) -> RecallHit:
-    """A hit for an archived entry: recency and importance as recall computes them, the cue
-    strength as its relevance."""
+def _archive_hit(store, entry: Entry, bm25: float, cos: float, store_bm25: np.ndarray,
+                 now: float) -> RecallHit:
+    """A hit for an archived entry, scored as recall scores a row (SPEC §6, the configured
+    BM25 normalisation over the store's candidates for this query, capped at 1)."""
     rc = store.config.recall
     hours = max(now - entry.updated_at, 0.0) / 3600.0
     recency = math.exp(-rc.recency_decay_per_hour * hours)
     importance = CATEGORY_TABLE[entry.category][0] + math.log1p(entry.access_count)
-    total = rc.weight_recency * recency + rc.weight_importance * importance \
-        + rc.weight_relevance * cue
-    breakdown = ScoreBreakdown(recency, importance, 0.0, 0.0, 0.0, 0.0, total)
+    hits = store_bm25[store_bm25 > 0]
+    x = bm25
+    if rc.bm25_norm == "max" and x > 0:
+        x = min(1.0, x / hits.max()) if hits.shape[0] else 1.0
+    elif rc.bm25_norm == "minmax" and x > 0:
+        lo, hi = (hits.min(), hits.max()) if hits.shape[0] else (x, x)
+        x = 1.0 if hi <= lo else min(1.0, max(0.0, (x - lo) / (hi - lo)))
+    cos = max(cos, 0.0)
+    total = (rc.weight_recency * recency + rc.weight_importance * importance
+             + rc.weight_relevance * (rc.bm25_weight * x + rc.cos_weight * cos))
+    breakdown = ScoreBreakdown(recency, importance, x, cos, 0.0, 0.0, total)
     return RecallHit(entry, total, breakdown, "archived")
 
 

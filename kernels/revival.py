@@ -3,6 +3,8 @@
 import numpy as np
 from numba import njit
 
+from maclaw_kernels.terms import ascii_query_terms
+
 
 @njit(cache=True, inline="always")
 def cue_strength(bm25, cos, idf_total, bm25_w, cos_w, has_vector):
@@ -61,3 +63,30 @@ def strong_cues_batch(rows, scope_of, bm25, cos, idf_total, bm25_w, cos_w, has_v
                 out[q, m] = r
                 m += 1
         counts[q] = m
+
+
+@njit(cache=True)
+def query_idf_total(query_text, term_ids, term_data, term_offsets, term_table, df, n_live):
+    """The ``idf_total`` of :func:`cue_strength` for one query: Σ idf over its distinct known
+    terms, plus ``idf(df = 0)`` for every word the index does not hold (no document can match
+    it). An ASCII query may come as its bytes (``query_text``, split as
+    :func:`maclaw_kernels.terms.ascii_query_terms` splits it); else ``term_ids`` (-1 =
+    unknown)."""
+    if len(query_text):
+        term_ids = ascii_query_terms(query_text, term_data, term_offsets, term_table)
+    n = np.float64(n_live)
+    total = 0.0
+    for i in range(term_ids.shape[0]):
+        t = term_ids[i]
+        if t < 0 or t >= df.shape[0] or df[t] <= 0:
+            total += np.log((n + 0.5) / 0.5 + 1.0)
+            continue
+        seen = False
+        for j in range(i):
+            if term_ids[j] == t:
+                seen = True
+                break
+        if not seen:
+            d = np.float64(df[t])
+            total += np.log((n - d + 0.5) / (d + 0.5) + 1.0)
+    return total

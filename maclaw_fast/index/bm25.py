@@ -32,6 +32,7 @@ from maclaw_kernels.bm25 import (
     count_terms,
     query_terms_batch,
 )
+from maclaw_kernels.revival import query_idf_total
 
 from maclaw_fast.config import Bm25Config
 from maclaw_fast.index.arrays import grow
@@ -405,20 +406,14 @@ class Bm25Index:
                 bm25_query(*args, out)
         return out
 
-    def idf_total(self, tokens: list[str]) -> float:
-        """Σ idf over the distinct ``tokens``, a token the index lacks counted with ``df = 0``:
-        the BM25 of a document holding each of them once at the average length (the scale of
-        an absolute cue strength: a query word no document holds is evidence none matches)."""
-        distinct = list(dict.fromkeys(tokens))
-        if not distinct:
-            return 0.0
-        with self._lock:
-            ids = self._term_ids(distinct)
-            df = np.zeros(ids.shape[0])
-            known = (ids >= 0) & (ids < self._df.shape[0])
-            df[known] = self._df[ids[known]]
-            n = float(len(self._key_doc))
-        return float(np.log((n - df + 0.5) / (df + 0.5) + 1.0).sum())
+    def idf_total(self, tokens: list[str] | None = None, query: str = "") -> float:
+        """Σ idf over the distinct query terms the index holds, plus ``idf(df = 0)`` for each
+        word it does not (no document can match it): about the BM25 of a document holding each
+        term once at the average length, the scale of an absolute cue strength
+        (:func:`maclaw_kernels.revival.query_idf_total`). Give ``tokens``, or an ASCII
+        ``query`` (split in the kernel, as recall's fused path splits it)."""
+        text, term_ids, arrays = self.fused_query_args(query, tokens)
+        return float(query_idf_total(text, term_ids, *arrays[:5]))
 
     def query_args(self, tokens: list[str]) -> tuple:
         """Every argument of ``bm25_query`` for one query but ``out`` (the dense scores it adds

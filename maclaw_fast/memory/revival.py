@@ -107,7 +107,10 @@ class QueryCues:
     @property
     def idf_total(self) -> float:
         if self._idf is None:
-            self._idf = self.store._bm25.idf_total(self.tokens)
+            if self._tokens is None and self.query.isascii():  # split in the kernel
+                self._idf = self.store._bm25.idf_total(query=self.query)
+            else:
+                self._idf = self.store._bm25.idf_total(self.tokens)
         return self._idf
 
     def best(self, rows: np.ndarray) -> float:

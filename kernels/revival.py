@@ -72,8 +72,10 @@ def query_idf_total(query_text, term_ids, term_data, term_offsets, term_table, d
     it). An ASCII query may come as its bytes (``query_text``, split as
     :func:`maclaw_kernels.terms.ascii_query_terms` splits it); else ``term_ids`` (-1 =
     unknown)."""
-    if len(query_text):
-        term_ids = ascii_query_terms(query_text, term_data, term_offsets, term_table)
+    if len(query_text):  # -1.0: a word the table lacks (the caller tokenizes then)
+        term_ids, known = ascii_query_terms(query_text, term_data, term_offsets, term_table)
+        if not known:
+            return -1.0
     n = np.float64(n_live)
     total = 0.0
     for i in range(term_ids.shape[0]):

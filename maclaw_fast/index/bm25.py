@@ -413,7 +413,13 @@ class Bm25Index:
         (:func:`maclaw_kernels.revival.query_idf_total`). Give ``tokens``, or an ASCII
         ``query`` (split in the kernel, as recall's fused path splits it)."""
         text, term_ids, arrays = self.fused_query_args(query, tokens)
-        return float(query_idf_total(text, term_ids, *arrays[:5]))
+        total = float(query_idf_total(text, term_ids, *arrays[:5]))
+        if total < 0.0:  # a word the kernel's table lacks: the Python tokenizer's terms
+            from maclaw_fast.text.tokenizer import tokenize
+
+            text, term_ids, arrays = self.fused_query_args(query, tokenize(query))
+            total = float(query_idf_total(text, term_ids, *arrays[:5]))
+        return total
 
     def query_args(self, tokens: list[str]) -> tuple:
         """Every argument of ``bm25_query`` for one query but ``out`` (the dense scores it adds

@@ -35,8 +35,8 @@ class ArchiveColumns:
     --------
     >>> cols = ArchiveColumns(Bm25Config())
     >>> cols.add(Entry(id="x", content="peanut allergy", category="user_fact"), None)
-    >>> [(e.id, round(cue, 2)) for e, cue, _, _ in cols.search(["peanut", "allergy"], None,
-    ...                                                        0.4, 0.6, 0.5, 3)]
+    >>> found = cols.search(tokenize("peanut allergy"), None, 0.4, 0.6, 0.5, 3)
+    >>> [(e.id, round(cue, 2)) for e, cue, _, _ in found]
     [('x', 1.0)]
     """
 

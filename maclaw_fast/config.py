@@ -246,8 +246,11 @@ class RouterConfig(Config, frozen=True, kw_only=True):
 
     max_tools: int = 28
     max_dynamic: int = 18
+    # fused = bm25_weight·minmax(bm25) + cos_weight·norm(cos) over the candidates, then min-max
+    # (SPEC R3); cos_norm "minmax" (default) or "raw" ([compat]: max(cos, 0), the first build's)
     bm25_weight: float = 0.4
     cos_weight: float = 0.6
+    cos_norm: str = "minmax"
     retrieval_weight: float = 0.6
     experience_weight: float = 0.3
     priority_weight: float = 0.1

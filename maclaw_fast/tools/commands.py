@@ -93,6 +93,7 @@ def _import(args) -> int:
     new = load_catalog(args.source)
     target = Path(args.into)
     merged = {t.name: t for t in (load_catalog(target) if target.exists() else [])}
+    replaced = [t.name for t in new if t.name in merged]
     for t in new:
         merged[t.name] = t
     items = [msgspec.to_builtins(t) for t in merged.values()]
@@ -102,6 +103,8 @@ def _import(args) -> int:
     tmp.write_text(json.dumps(items, ensure_ascii=False, indent=1), encoding="utf-8")
     tmp.replace(target)
     print(f"imported {len(new)} tools into {target} ({len(merged)} in all)")
+    if replaced:
+        print(f"replaced {len(replaced)} tools of the same name: {', '.join(replaced)}")
     return 0
 
 

@@ -202,10 +202,14 @@ class ToolRegistry:
         self.register_many([tool])
 
     def register_many(self, tools: Iterable[RegisteredTool]) -> None:
-        """Register many tools under one lock; all are validated before any is added."""
+        """Register many tools under one lock; all are validated before any is added. A name
+        given twice in one call is an error (which of the two was meant cannot be told)."""
         checked = [check_tool(t) for t in tools]
         if not checked:
             return
+        dup = duplicate_names(t.name for t in checked)
+        if dup:
+            raise ValidationError(f"duplicate tool names: {', '.join(dup)}")
         with self._lock:
             for t in checked:
                 self._tools.pop(t.name, None)  # a replaced tool moves to the end
@@ -297,4 +301,25 @@ def load_catalog(path: str | os.PathLike) -> list[RegisteredTool]:
         raw = raw.get("tools")
     if not isinstance(raw, list):
         raise ValidationError(f"catalog {p} must be a list of tools or {{'tools': [...]}}")
-    return [check_tool(tool_from_dict(item)) for item in raw]
+    tools = [check_tool(tool_from_dict(item)) for item in raw]
+    dup = duplicate_names(t.name for t in tools)
+    if dup:
+        raise ValidationError(f"catalog {p} names a tool more than once: {', '.join(dup)}")
+    return tools
+
+
+def duplicate_names(names: Iterable[str]) -> list[str]:
+    """Names that occur more than once, in first-seen order.
+
+    Examples
+    --------
+    >>> duplicate_names(["a", "b", "a", "c", "b", "a"])
+    ['a', 'b']
+    """
+    seen: set[str] = set()
+    dup: dict[str, None] = {}
+    for n in names:
+        if n in seen:
+            dup[n] = None
+        seen.add(n)
+    return list(dup)

@@ -123,12 +123,12 @@ def score_queries(router, queries, qvecs, mode="hybrid", weights=None) -> dict[s
 def run_set(key: str, root: Path, model: str, args) -> dict:
     name, loader, folder, _, _ = SETS[key]
     tools, splits = loader(root / folder)
-    if args.max_queries:
-        splits = {s: random.Random(SEED).sample(q, min(len(q), args.max_queries))
-                  for s, q in splits.items()}
+    cap = args.limits.get(f"{model}:{key}", args.max_queries)
+    if cap:
+        splits = {s: random.Random(SEED).sample(q, min(len(q), cap)) for s, q in splits.items()}
     tool_emb, query_emb, label = model_embedders(model, [f"{t.name} {t.description}"
                                                           for t in tools])
-    cdir = Path(args.cache_dir) / key if args.cache_dir else None
+    cdir = Path(args.cache_dir) / key / model if args.cache_dir else None
     cfg = RouterConfig(core_tools=(), embedding_cache_size=1_000_000)
     t0 = time.perf_counter()
     router = ToolRouter(ToolRegistry(tools), embedder=tool_emb, config=cfg, platform=Platform(),
@@ -256,8 +256,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="../shared/data")
     ap.add_argument("--models", default="minilm,e5,auto")
-    ap.add_argument("--sets", default="metatool,seal,hammer")
+    ap.add_argument("--sets", default="hammer,metatool,seal")
     ap.add_argument("--max-queries", type=int, default=0, help="subsample each split (0 = all)")
+    ap.add_argument("--limit", action="append", default=[], metavar="MODEL:SET=N",
+                    help="subsample every split of SET to N queries for MODEL (e.g. e5:metatool="
+                         "3000: e5 embeds ~3× slower than MiniLM)")
     ap.add_argument("--sweep", default=",".join(map(str, SWEEP)),
                     help="bm25 weights w (cos 1 − w) tried on the tune halves")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "quality_tools.md"))
@@ -265,6 +268,7 @@ def main(argv=None) -> int:
                     help="embedding cache (outside the repository); '' disables it")
     args = ap.parse_args(argv)
     args.sweep = [float(w) for w in args.sweep.split(",") if w.strip()]
+    args.limits = {k: int(v) for k, v in (x.split("=", 1) for x in args.limit)}
     root = Path(args.data)
     models = [m for m in args.models.split(",") if m]
     results = []

@@ -44,6 +44,9 @@ from maclaw_fast.tools import Platform, ToolRegistry, ToolRouter  # noqa: E402
 MODES = ("bm25", "vector", "hybrid")
 SWEEP = tuple(round(0.1 * i, 1) for i in range(11))
 SEED = 2026
+ABLATIONS = {"raw cos, 0.4/0.6 (first build)": {"cos_norm": "raw", "bm25_weight": 0.4,
+                                                "cos_weight": 0.6},
+             "names not split": {"split_names": False}}
 
 
 class _Side:
@@ -136,10 +139,11 @@ def run_set(key: str, root: Path, model: str, args) -> dict:
     router.retrieve("warm up", 5)  # embeds the catalog
     router.close()
     t_index = time.perf_counter() - t0
-    # the first build's fusion (raw cosine, 0.4/0.6), for the ablation table
-    raw = ToolRouter(router.registry, embedder=tool_emb, platform=Platform(), cache_dir=cdir,
-                     config=RouterConfig(core_tools=(), cos_norm="raw", bm25_weight=0.4,
-                                         cos_weight=0.6, embedding_cache_size=1_000_000))
+    # ablations: the first build's fusion (raw cosine, 0.4/0.6); camelCase names not split
+    ablations = {
+        name: ToolRouter(router.registry, embedder=tool_emb, platform=Platform(), cache_dir=cdir,
+                         config=RouterConfig(core_tools=(), embedding_cache_size=1_000_000, **kw))
+        for name, kw in ABLATIONS.items()}
     res = {"set": name, "key": key, "model": model, "label": label, "tools": len(tools),
            "index_s": t_index, "splits": {}}
     for split, queries in splits.items():
@@ -159,13 +163,15 @@ def run_set(key: str, root: Path, model: str, args) -> dict:
             us[mode] = (time.perf_counter() - t0) / max(len(queries), 1) * 1e6
         for w in args.sweep:
             runs[f"w={w}"] = score_queries(router, queries, qvecs, "hybrid", (w, round(1 - w, 6)))
-        runs["raw cos 0.4/0.6"] = score_queries(raw, queries, qvecs, "hybrid")
+        for ab_name, ab_router in ablations.items():
+            runs[ab_name] = score_queries(ab_router, queries, qvecs, "hybrid")
         res["splits"][split] = {"n": len(queries), "halves": halves(len(queries)),
                                 "runs": runs, "embed_s": t_embed, "us": us}
         print(f"{name}/{split} [{model}]: " + ", ".join(
             f"{m} {runs[m][SETS[key][4]].mean():.3f}" for m in MODES), file=sys.stderr,
             flush=True)
-    raw.close()
+    for ab_router in ablations.values():
+        ab_router.close()
     return res
 
 
@@ -233,14 +239,14 @@ def report(results, pick, best, scores, cfg: RouterConfig, sweep) -> str:
     lines += ["", f"Chosen on the tune halves: w = {best} (cos {round(1 - best, 6)}); "
               f"the default config holds {dflt} / {cfg.cos_weight}.", "",
               "## Ablations (whole splits, primary metric)", "",
-              "| set | split | model | default hybrid | raw cos, 0.4/0.6 (first build) | "
-              "BM25 only | vector only |", "|---|---|---|---|---|---|---|"]
+              "| set | split | model | default hybrid | " + " | ".join(ABLATIONS)
+              + " | BM25 only | vector only |", "|---" * (6 + len(ABLATIONS)) + "|"]
     for r in results:
         metric = SETS[r["key"]][4]
         for split, s in r["splits"].items():
             lines.append(f"| {r['set']} | {split} | {r['model']} | "
                          + " | ".join(f"{mean(s['runs'], c, metric):.3f}" for c in
-                                      ("hybrid", "raw cos 0.4/0.6", "bm25", "vector")) + " |")
+                                      ("hybrid", *ABLATIONS, "bm25", "vector")) + " |")
     lines += ["", "## Timings (this run; µs per query exclude embedding)", "",
               "| set | model | index + embed catalog (s) | split | embed queries (s) | "
               "µs/query bm25 | µs/query vector | µs/query hybrid |", "|---|---|---|---|---|---|---|---|"]

@@ -251,6 +251,9 @@ class RouterConfig(Config, frozen=True, kw_only=True):
     bm25_weight: float = 0.4
     cos_weight: float = 0.6
     cos_norm: str = "minmax"
+    # add the words of a camelCase tool name to its BM25 text ("analyzeEvidence" → analyze,
+    # evidence); measured in benchmarks/results/quality_tools.md (ablation)
+    split_names: bool = True
     retrieval_weight: float = 0.6
     experience_weight: float = 0.3
     priority_weight: float = 0.1

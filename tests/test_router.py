@@ -463,17 +463,6 @@ def test_foreign_language_gate_reweights_only_chinese_queries():
 
 # ---------------------------------------------------------------- R6 groups, stability, bad input
 
-@pytest.mark.parametrize("message, tag", [("run the tests", "test"), ("list my files", "file"),
-                                          ("query the databases", "database"),
-                                          ("Committing via GIT now", "git")])
-def test_group_keywords_fire_on_inflected_words(catalog, message, tag):
-    res = make(catalog).route(message)
-    assert tag in res.groups
-    grouped = [t for t in res.tools if t.reason == "group"]
-    by = {t.name: t for t in catalog}
-    assert grouped and all(set(res.groups) & set(by[t.name].tags) for t in grouped)
-
-
 @pytest.mark.parametrize("message", ["what is the latest news", "legitimate digits",
                                      "profile the filesystem? no: profiles"])
 def test_group_keywords_do_not_fire_inside_words(message):
@@ -568,3 +557,12 @@ def test_cli_import_reports_replaced_tools(tmp_path, capsys):
     src.write_text(json.dumps([{"name": "a", "description": "new"}, {"name": "b"}]))
     assert main(["tools", "import", str(src), "--into", str(into)]) == 0
     assert "replaced 1 tools of the same name: a" in capsys.readouterr().out
+
+
+def test_camel_case_names_are_split_for_bm25():
+    tools = [RegisteredTool(name=f"filler{i}", description=f"unrelated helper {i}")
+             for i in range(40)] + [RegisteredTool(name="analyzeEvidence", description="")]
+    split = make(tools, embedder=None)
+    assert split.retrieve("analyze the evidence", 1)[0].name == "analyzeEvidence"
+    plain = make(tools, embedder=None, config=RouterConfig(split_names=False))
+    assert not [t for t in plain.retrieve("analyze the evidence", 3) if t.name == "analyzeEvidence"]

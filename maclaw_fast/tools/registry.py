@@ -4,6 +4,7 @@ filtering, body summaries and the MCP-schema body builder."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -124,6 +125,27 @@ def body_from_schema(schema: dict | None) -> str:
         desc = spec.get("description")
         lines.append(f"- {name} ({typ}): {desc}" if desc else f"- {name} ({typ})")
     return "\n".join(lines)
+
+
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def name_words(name: str) -> str:
+    """The words of a camelCase or PascalCase tool name, space-separated; ``""`` when the name
+    has no inner capital (snake_case and dotted names already split into words in the
+    tokenizer). Added to a tool's BM25 text: "analyzeEvidence" alone is one token that no
+    request contains.
+
+    Examples
+    --------
+    >>> name_words("analyzeEvidence"), name_words("ChatOCR"), name_words("Navigation.queryViolation")
+    ('analyze evidence', 'chat ocr', 'navigation query violation')
+    >>> name_words("query_database"), name_words("calculator")
+    ('', '')
+    """
+    if not any(a.islower() and b.isupper() for a, b in zip(name, name[1:])):
+        return ""
+    return " ".join(_CAMEL.findall(name)).lower()
 
 
 def check_tool(tool: RegisteredTool) -> RegisteredTool:

@@ -27,7 +27,8 @@ from maclaw_fast.tools.assemble import gather, selected, tool_scores
 from maclaw_fast.tools.fusion import foreign_query_scale
 from maclaw_fast.tools.groups import GroupActivator, match_skills
 from maclaw_fast.tools.lookup import RetrievalMixin
-from maclaw_fast.tools.registry import Platform, RegisteredTool, ToolRegistry, is_available
+from maclaw_fast.tools.registry import (Platform, RegisteredTool, ToolRegistry, is_available,
+                                        name_words)
 from maclaw_fast.tools.rerank import rerank_fill
 from maclaw_fast.tools.routelog import RouteLog
 from maclaw_fast.tools.types import (RouteBatch, RouteResult, RouteState, ToolScore,
@@ -125,7 +126,8 @@ class ToolRouter(RetrievalMixin):
                 self._index_tools([self._tools[self._rows[name]]])
 
     def _bm25_text(self, t: RegisteredTool) -> str:
-        base = f"{t.name} {t.description}"
+        words = name_words(t.name) if self.config.split_names else ""
+        base = f"{t.name} {words} {t.description}" if words else f"{t.name} {t.description}"
         if self.enrichment is not None:
             return self.enrichment.search_text(t.name, base, t.tags)
         return base + (" " + " ".join(t.tags) if t.tags else "")

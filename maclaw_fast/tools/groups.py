@@ -28,7 +28,7 @@ class GroupActivator:
     Examples
     --------
     >>> g = GroupActivator([(("browser", "浏览器"), ("browser", "web"))])
-    >>> g.activate("打开浏览器"), g.activate("close the browser"), g.activate("browserless")
+    >>> g.activate("打开浏览器"), g.activate("close the browsers"), g.activate("browserless")
     (('browser', 'web'), ('browser', 'web'), ())
     """
 

@@ -42,7 +42,11 @@ class ToolRouter(RetrievalMixin):
     Parameters
     ----------
     registry : the tools; the router follows its changes.
-    embedder : ``"default"`` (ONNX model), ``"hash"``, None (BM25 only) or an embedder object.
+    embedder : ``"auto"`` (default; also ``"default"``): the model that reads the catalog's
+        language, decided from the text of the tools registered when the router is made
+        (MiniLM for English, multilingual-e5-small for Chinese or mixed catalogs; see
+        :attr:`embedder_choice`); a model name (``"minilm"``, ``"e5"``, ``"hash"``), None (BM25
+        only) or an embedder object.
     usage : a :class:`UsageTracker` for the experience signal (None: no experience).
     reranker : an object with ``rerank(message, candidates, top_k)`` or such a callable.
     enrichment : an :class:`EnrichmentStore` whose queries extend each tool's BM25 text.
@@ -60,7 +64,7 @@ class ToolRouter(RetrievalMixin):
     ['t0', 't1', 't2']
     """
 
-    def __init__(self, registry: ToolRegistry, *, embedder="default", usage=None, reranker=None,
+    def __init__(self, registry: ToolRegistry, *, embedder="auto", usage=None, reranker=None,
                  enrichment=None, config: RouterConfig = RouterConfig(),
                  platform: Platform | None = None, route_log=None, recommender=None,
                  cache_dir=None) -> None:
@@ -73,7 +77,8 @@ class ToolRouter(RetrievalMixin):
         if not (config.bm25_weight >= 0 and config.cos_weight >= 0
                 and config.bm25_weight + config.cos_weight > 0):
             raise ValidationError("bm25_weight and cos_weight must be >= 0, not both 0")
-        self.registry, self.config, self.embedder = registry, config, resolve_embedder(embedder)
+        self.registry, self.config = registry, config
+        self.embedder, self.embedder_choice = _choose_embedder(embedder, registry.list())
         self.usage, self.reranker, self.enrichment = usage, reranker, enrichment
         self.platform, self.recommender = platform or Platform.detect(), recommender
         self.route_log = RouteLog(route_log, config.route_log_max_bytes) if isinstance(
@@ -461,3 +466,21 @@ class ToolRouter(RetrievalMixin):
                              body_aware=self.vectors is not None,
                              top=[(self._names[r], float(ret[q, r])) for r in rows],
                              selected=res.names, reranked=list(res.reranked))
+
+
+def _choose_embedder(embedder, tools) -> tuple:
+    """The router's embedder and a line saying how it was chosen (``tools stats``)."""
+    from maclaw_fast.embedding.auto import choose_model, cjk_share, tool_text
+    from maclaw_fast.embedding.base import is_auto
+
+    if is_auto(embedder):
+        texts = [tool_text(t) for t in tools]
+        share = cjk_share(texts)
+        emb = resolve_embedder(embedder, texts=texts)
+        why = (f"auto: {choose_model(texts)} for a catalog of {len(texts)} tools whose text is "
+               f"{share:.0%} Han characters")
+        return emb, why
+    emb = resolve_embedder(embedder)
+    if emb is None:
+        return None, "none: BM25 only"
+    return emb, (f"given: {embedder}" if isinstance(embedder, str) else "given: an embedder object")

@@ -17,7 +17,8 @@ def foreign_query_scale(messages: list[str], embedder, config: RouterConfig) -> 
     Examples
     --------
     >>> class En: languages = ("en",)
-    >>> foreign_query_scale(["查询数据库", "query"], En(), RouterConfig()).round(3).tolist()
+    >>> cfg = RouterConfig(bm25_weight=0.4, cos_weight=0.6)
+    >>> foreign_query_scale(["查询数据库", "query"], En(), cfg).round(3).tolist()
     [0.286, 1.0]
     """
     scale = np.ones(len(messages))

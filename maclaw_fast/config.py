@@ -247,9 +247,11 @@ class RouterConfig(Config, frozen=True, kw_only=True):
     max_tools: int = 28
     max_dynamic: int = 18
     # fused = bm25_weight·minmax(bm25) + cos_weight·norm(cos) over the candidates, then min-max
-    # (SPEC R3); cos_norm "minmax" (default) or "raw" ([compat]: max(cos, 0), the first build's)
-    bm25_weight: float = 0.4
-    cos_weight: float = 0.6
+    # (SPEC R3); cos_norm "minmax" (default) or "raw" ([compat]: max(cos, 0), the first build's).
+    # 0.3/0.7 won the sweep on the tune halves of MetaTool and HammerBench-zh
+    # (benchmarks/results/quality_tools.md)
+    bm25_weight: float = 0.3
+    cos_weight: float = 0.7
     cos_norm: str = "minmax"
     # add the words of a camelCase tool name to its BM25 text ("analyzeEvidence" → analyze,
     # evidence); measured in benchmarks/results/quality_tools.md (ablation)

@@ -140,11 +140,18 @@ def bench_e5_threads(n_batch: int) -> list[tuple]:
     return out
 
 
-def _cli_time(args: list[str], env: dict) -> float:
+def _cli_time(args: list[str], env: dict) -> tuple[float, float]:
+    """(wall, CPU) seconds of one process: CPU (user + system) reads what the process itself
+    costs when other work shares the cores."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "maclaw_fast.cli", *args], check=True, env=env,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def bench_cold(runs: int) -> dict:
@@ -159,7 +166,7 @@ def bench_cold(runs: int) -> dict:
         e = dict(env, MACLAW_CACHE_DIR=cache)
         firsts.append(_cli_time(msg, e))
         seconds.append(min(_cli_time(msg, e) for _ in range(2)))
-    out["route"] = (p50(firsts), p50(seconds))
+    out["route"] = _summary(firsts, seconds)
     firsts, seconds = [], []
     for r in range(runs):
         cache, store = tempfile.mkdtemp(), tempfile.mkdtemp()
@@ -173,8 +180,15 @@ def bench_cold(runs: int) -> dict:
         firsts.append(_cli_time(["recall", "why did the deploy fail", "--store", store], e2))
         seconds.append(min(_cli_time(["recall", "why did the deploy fail", "--store", store],
                                      e2) for _ in range(2)))
-    out["recall"] = (p50(firsts), p50(seconds))
+    out["recall"] = _summary(firsts, seconds)
     return out
+
+
+def _summary(firsts, seconds) -> tuple[str, str]:
+    def cell(xs):
+        return (f"{p50([w for w, _ in xs]):.2f} s wall, {p50([c for _, c in xs]):.2f} s CPU")
+
+    return cell(firsts), cell(seconds)
 
 
 def zh_quality() -> list[tuple]:
@@ -209,9 +223,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", choices=("minilm", "e5", "both"), default="both")
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the 1,000-text batches")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/embedding.md"))
     args = ap.parse_args()
-    n_single, n_batch, rounds, cold_runs = (30, 100, 1, 1) if args.quick else (200, 1000, 3, 3)
+    n_single, n_batch, rounds, cold_runs = (30, 100, 1, 1) if args.quick else (200, 1000, args.rounds, 3)
     lines = ["# Embedding: whole calls against the model alone", "",
              f"`python benchmarks/bench_embedding.py` on {os.cpu_count()} cores; "
              f"{time.strftime('%Y-%m-%d %H:%M')}; store of 500 memories; new texts for every "
@@ -240,10 +255,12 @@ def main() -> None:
     cold = bench_cold(cold_runs)
     lines += ["", "Cold processes (wall, median of runs; second run = same message, same cache "
               "folder):", "", "| command | first run | second run |", "|---|---|---|",
-              f"| `maclaw-fast route \"…\"` over data/tools.json | {cold['route'][0]:.2f} s | "
-              f"{cold['route'][1]:.2f} s |",
-              f"| `maclaw-fast recall \"…\"` (200 memories) | {cold['recall'][0]:.2f} s | "
-              f"{cold['recall'][1]:.2f} s |"]
+              f"| `maclaw-fast route \"…\"` over data/tools.json | {cold['route'][0]} | "
+              f"{cold['route'][1]} |",
+              f"| `maclaw-fast recall \"…\"` (200 memories) | {cold['recall'][0]} | "
+              f"{cold['recall'][1]} |",
+              "", f"Load average while measuring: {os.getloadavg()[0]:.1f} on "
+              f"{os.cpu_count()} cores."]
     print("\n".join(lines[-3:]), flush=True)
     lines += ["", "Chinese sample (`data/memories_zh.json`, 60 memories, 44 queries written as "
               "paraphrases): expected memory in the top 5", "",

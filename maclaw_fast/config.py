@@ -6,9 +6,18 @@ values as arguments.
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+import typing
+from typing import Annotated, Literal
 
 import msgspec
+from msgspec import Meta
+
+from maclaw_fast.errors import ValidationError
+
+# constrained field types: msgspec checks them when a config is built (see Config)
+Positive = Annotated[int, Meta(ge=1)]
+Seconds = Annotated[float, Meta(ge=0.0)]
 
 # category -> (importance weight, default scope, tier, protected)
 CATEGORY_TABLE: dict[str, tuple[float, str, str, bool]] = {
@@ -30,7 +39,72 @@ CATEGORY_ALIASES: dict[str, str] = {
 EPISODIC: frozenset[str] = frozenset(c for c, v in CATEGORY_TABLE.items() if v[2] == "episodic")
 
 
-class Bm25Config(msgspec.Struct, frozen=True, kw_only=True):
+class Config(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of every configuration Struct: checked when built (SPEC R8).
+
+    Each field's value must match its annotation (``Annotated[int, Meta(ge=1)]``,
+    ``Literal[...]``, nested configs, tuples of str ...), as msgspec checks decoded data;
+    integers are counts or sizes and may not be negative (list a field in ``_signed`` to allow
+    it); floats must be finite. Cross-field rules go in ``check()``. A subclass that defines
+    ``__post_init__`` calls ``super().__post_init__()`` first.
+
+    Examples
+    --------
+    >>> CapacityConfig(store_capacity=0)
+    Traceback (most recent call last):
+    ...
+    maclaw_fast.errors.ValidationError: CapacityConfig.store_capacity: Expected `int` >= 1
+    """
+
+    def __post_init__(self) -> None:
+        cls = type(self)
+        hints = _hints(cls)
+        signed = getattr(cls, "_signed", ())
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            where = f"{cls.__name__}.{name}"
+            hint = hints[name]
+            if isinstance(hint, type) and issubclass(hint, msgspec.Struct):
+                if not isinstance(value, hint):
+                    raise ValidationError(f"{where}: expected a {hint.__name__}, got "
+                                          f"{type(value).__name__}")
+                continue
+            try:
+                msgspec.convert(value, hint, strict=True)
+            except msgspec.ValidationError as exc:
+                raise ValidationError(f"{where}: {exc}") from None
+            _check_numbers(value, where, name in signed)
+        self.check()
+
+    def check(self) -> None:
+        """Cross-field rules of a subclass (raise ValidationError)."""
+
+
+_HINTS: dict[type, dict] = {}
+
+
+def _hints(cls: type) -> dict:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls, include_extras=True)
+    return hints
+
+
+def _check_numbers(value, where: str, signed: bool) -> None:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if value < 0 and not signed:
+            raise ValidationError(f"{where}: must not be negative, got {value}")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValidationError(f"{where}: must be a finite number, got {value}")
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _check_numbers(v, where, signed)
+
+
+class Bm25Config(Config, frozen=True, kw_only=True):
     """BM25 parameters (SPEC §2, R2): these defaults suit long documents (workspace chunks, tool
     catalogs); a memory store's own default is :data:`MEMORY_BM25`."""
 
@@ -43,7 +117,7 @@ class Bm25Config(msgspec.Struct, frozen=True, kw_only=True):
 MEMORY_BM25 = Bm25Config(k1=0.9, b=0.4)
 
 
-class RecallConfig(msgspec.Struct, frozen=True, kw_only=True):
+class RecallConfig(Config, frozen=True, kw_only=True):
     """Scoring and assembly of recall (SPEC §6 with R3–R5).
 
     ``relevance = bm25_weight·norm(bm25) + cos_weight·norm(cos) + affinity``;
@@ -62,8 +136,8 @@ class RecallConfig(msgspec.Struct, frozen=True, kw_only=True):
     bm25_weight: float = 0.4
     cos_weight: float = 0.6
     project_affinity: float = 3.0
-    bm25_norm: str = "max"  # raw | max (by the query's best score) | minmax
-    cos_norm: str = "minmax"  # raw (max(cos, 0)) | minmax (over the recall's candidates)
+    bm25_norm: Literal["raw", "max", "minmax"] = "max"  # max: by the query's best score
+    cos_norm: Literal["raw", "minmax"] = "minmax"  # raw: max(cos, 0); minmax: over the candidates
     graph_seeds: int = 5
     graph_hops: int = 1
     graph_hop_factor: float = 0.5
@@ -83,10 +157,10 @@ class RecallConfig(msgspec.Struct, frozen=True, kw_only=True):
     user_fact_summary_chars: int = 400
 
 
-class GraphConfig(msgspec.Struct, frozen=True, kw_only=True):
+class GraphConfig(Config, frozen=True, kw_only=True):
     """Memory graph (SPEC §4)."""
 
-    max_edges: int = 5
+    max_edges: Positive = 5
     link_min_cos: float = 0.7
     link_top: int = 3
     link_bm25_weight: float = 0.4
@@ -97,33 +171,79 @@ class GraphConfig(msgspec.Struct, frozen=True, kw_only=True):
     adjacency_gap_s: float = 1800.0
 
 
-class ForgettingConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """Forgetting curve (SPEC §7)."""
+class ForgettingConfig(Config, frozen=True, kw_only=True):
+    """Forgetting curve, dormancy and what brings a memory back (SPEC §7, §0 R9).
+
+    Decay turns only ``dormant_categories`` (the episodic ones) dormant; every other category
+    keeps a decaying strength ``S(t)`` but stays active. A dormant entry is still indexed and
+    scored by recall; it is returned (``reason="revived"``) when it ranks among the results and
+    its cue strength reaches ``revive_min_cue``. Archived entries are searched when the store's
+    best hit has a cue strength below ``archive_below``, and returned when theirs reaches
+    ``archive_min_cue``.
+
+    Cue strength (absolute, per query and entry, in [0, 1]): ``bm25_weight · min(1, bm25 /
+    Σ idf(query terms)) + cos_weight · max(cos, 0)`` with the recall weights, so a memory that
+    contains every query term once at an average length, or one whose vector matches, scores
+    high whatever else the store holds.
+
+    Examples
+    --------
+    >>> ForgettingConfig(dormant_categories=("conversation_summary",)).revive
+    True
+    >>> ForgettingConfig(dormant_categories=("self_identity",))
+    Traceback (most recent call last):
+    ...
+    maclaw_fast.errors.ValidationError: dormant_categories: self_identity never decays
+    """
 
     decay_per_hour: float = 0.003
     dormant_below: float = 0.1
     reinforce_step: float = 1.0
+    dormant_categories: tuple[str, ...] = ("session_checkpoint", "conversation_summary")
+    revive: bool = True
+    # chosen on LoCoMo conversations 0–4 (benchmarks/results/quality_lifecycle.md): turn R@10
+    # with decay between sessions 0.550 at 0.3 against 0.544 without decay, 0.519 at 0.35
+    revive_min_cue: float = 0.3
+    archive_search: bool = True
+    # capacity 500, same half: R@10 0.516 consulting below 0.5, 0.524 below 0.6, 0.528 always
+    # (every recall of a full store would then pay an archive search), 0.431 never
+    archive_below: float = 0.5
+    archive_min_cue: float = 0.3
+    archive_max_hits: int = 3
+
+    def check(self) -> None:
+        for name in ("decay_per_hour", "dormant_below", "reinforce_step", "revive_min_cue",
+                     "archive_below", "archive_min_cue"):
+            if getattr(self, name) < 0:
+                raise ValidationError(f"ForgettingConfig.{name} must be ≥ 0, got "
+                                      f"{getattr(self, name)!r}")
+        for cat in self.dormant_categories:
+            canon = CATEGORY_ALIASES.get(cat, cat)
+            if canon not in CATEGORY_TABLE:
+                raise ValidationError(f"dormant_categories: unknown category {cat!r}")
+            if CATEGORY_TABLE[canon][3]:
+                raise ValidationError(f"dormant_categories: {canon} never decays")
 
 
-class CapacityConfig(msgspec.Struct, frozen=True, kw_only=True):
+class CapacityConfig(Config, frozen=True, kw_only=True):
     """Capacity, archive and GC (SPEC §9)."""
 
-    store_capacity: int = 500
-    archive_capacity: int = 1000
-    gc_threshold: int = 450
+    store_capacity: Positive = 500
+    archive_capacity: Positive = 1000
+    gc_threshold: Positive = 450
     revive_top: int = 20
     revive_max: int = 10
 
 
-class PersistConfig(msgspec.Struct, frozen=True, kw_only=True):
+class PersistConfig(Config, frozen=True, kw_only=True):
     """Journal and snapshot policy (SPEC §8)."""
 
-    fsync: str = "interval"  # always | interval | never
-    fsync_interval_s: float = 1.0
-    snapshot_debounce_s: float = 5.0
+    fsync: Literal["always", "interval", "never"] = "interval"
+    fsync_interval_s: Seconds = 1.0
+    snapshot_debounce_s: Seconds = 5.0
 
 
-class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True):
+class MemoryConfig(Config, frozen=True, kw_only=True):
     """Configuration of a :class:`maclaw_fast.MemoryStore`.
 
     Examples
@@ -149,13 +269,21 @@ class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True):
     batch_threads: int | Literal["auto"] = "auto"
 
 
-class RouterConfig(msgspec.Struct, frozen=True, kw_only=True):
+class RouterConfig(Config, frozen=True, kw_only=True):
     """Tool routing (SPEC §12)."""
 
     max_tools: int = 28
     max_dynamic: int = 18
-    bm25_weight: float = 0.4
-    cos_weight: float = 0.6
+    # fused = bm25_weight·minmax(bm25) + cos_weight·norm(cos) over the candidates, then min-max
+    # (SPEC R3); cos_norm "minmax" (default) or "raw" ([compat]: max(cos, 0), the first build's).
+    # 0.3/0.7 won the sweep on the tune halves of MetaTool and HammerBench-zh
+    # (benchmarks/results/quality_tools.md)
+    bm25_weight: float = 0.3
+    cos_weight: float = 0.7
+    cos_norm: str = "minmax"
+    # add the words of a camelCase tool name to its BM25 text ("analyzeEvidence" → analyze,
+    # evidence); measured in benchmarks/results/quality_tools.md (ablation)
+    split_names: bool = True
     retrieval_weight: float = 0.6
     experience_weight: float = 0.3
     priority_weight: float = 0.1
@@ -218,7 +346,7 @@ class RouterConfig(msgspec.Struct, frozen=True, kw_only=True):
     batch_threads: int = 1
 
 
-class SearchConfig(msgspec.Struct, frozen=True, kw_only=True):
+class SearchConfig(Config, frozen=True, kw_only=True):
     """Workspace memory search (SPEC §14)."""
 
     chunk_tokens: int = 400
@@ -226,6 +354,11 @@ class SearchConfig(msgspec.Struct, frozen=True, kw_only=True):
     chars_per_token: int = 4
     vector_weight: float = 0.7
     text_weight: float = 0.3
+    # "openclaw": rank by wv·cosine + wt·s/(1+s); "normalised": rank by wv·(min-max cosine over
+    # the vector candidates) + wt·(BM25 / the query's best), min_score still on the former
+    fusion: str = "openclaw"
+    bm25_k1: float = 1.2  # SPEC R2: chunks of long documents
+    bm25_b: float = 0.75
     max_results: int = 6
     min_score: float = 0.35
     candidate_multiplier: int = 4
@@ -247,7 +380,7 @@ class SearchConfig(msgspec.Struct, frozen=True, kw_only=True):
     fork_workers: bool = True
 
 
-class MaintenanceConfig(msgspec.Struct, frozen=True, kw_only=True):
+class MaintenanceConfig(Config, frozen=True, kw_only=True):
     """Maintenance pipeline (SPEC §10)."""
 
     interval_h: float = 6.0

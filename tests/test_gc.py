@@ -101,6 +101,8 @@ def test_gc_properties(n_store, n_archive, seed):
         e = after[i]
         assert e.category in cats or any(t.lower() in tags for t in e.tags)
         assert e.status != "superseded" and e.access_count == 1 and e.updated_at == NOW
+        # a faded (dormant) entry comes back through a cue, not through GC (SPEC R9)
+        assert archive_before[i].status not in ("superseded", "dormant")
         assert i not in store.archive
 
     # the archive holds at most 1000, the newest by updated_at

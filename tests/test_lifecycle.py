@@ -51,7 +51,7 @@ def test_decay_pass_336h_stays_active_with_peak_strength(store, clock):
 
 
 def test_decay_pass_768h_marks_dormant_and_persists_S(store, clock):
-    e = store.save("deploys with make release", category="project_knowledge")
+    e = store.save("deployed with make release today", category="session_checkpoint")
     si = store.save("I am the build assistant", category="self_identity")
     clock.t += 768 * H
     rep = decay(store)
@@ -66,7 +66,7 @@ def test_decay_pass_768h_marks_dormant_and_persists_S(store, clock):
 
 
 def test_superseded_and_dormant_entries_are_skipped(store, clock):
-    a = store.save("uses tabs", category="preference")
+    a = store.save("talked about tabs", category="conversation_summary")
     store.set_fields(a.id, status="superseded")
     clock.t += 2000 * H
     assert decay(store).dormant == 0
@@ -74,16 +74,24 @@ def test_superseded_and_dormant_entries_are_skipped(store, clock):
 
 
 def test_dormant_not_recalled_and_back_on_identical_save(store, clock):
-    e = store.save("the staging database lives on port 5433", category="project_knowledge")
+    e = store.save("the staging database lives on port 5433", category="session_checkpoint")
     other = store.save("staging database password rotates monthly", category="project_knowledge")
     clock.t += 768 * H
     store.save("fresh note about the staging database", category="project_knowledge")
     store.touch([other.id])
     decay(store)
     assert store.get(e.id).status == "dormant"
+    # a strong cue revives it (SPEC R9) ...
+    hits = store.recall("staging database port", reinforce=False)
+    assert [h.reason for h in hits if h.entry.id == e.id] == ["revived"]
+    # ... but with revival off a dormant entry is never recalled (SPEC §7)
+    import msgspec
+
+    store.config = msgspec.structs.replace(store.config, forgetting=msgspec.structs.replace(
+        store.config.forgetting, revive=False))
     ids = [h.entry.id for h in store.recall("staging database port", reinforce=False)]
     assert e.id not in ids
-    back = store.save("the staging database lives on port 5433", category="project_knowledge")
+    back = store.save("the staging database lives on port 5433", category="session_checkpoint")
     assert back.id == e.id and back.status == "active" and back.strength == 1.0
     assert back.updated_at == clock.t
     ids = [h.entry.id for h in store.recall("staging database port", reinforce=False)]
@@ -91,7 +99,7 @@ def test_dormant_not_recalled_and_back_on_identical_save(store, clock):
 
 
 def test_recall_reinforcement_postpones_dormancy(store, clock):
-    e = store.save("kubectl context is prod-eu", category="project_knowledge")
+    e = store.save("kubectl context is prod-eu", category="session_checkpoint")
     clock.t += 500 * H
     hits = store.recall("kubectl context")
     assert [h.entry.id for h in hits] == [e.id]
@@ -104,7 +112,7 @@ def test_recall_reinforcement_postpones_dormancy(store, clock):
 
 
 def test_reinforce_and_revive_helpers(store, clock):
-    e = store.save("prefers pytest over unittest", category="preference")
+    e = store.save("ran pytest over unittest", category="conversation_summary")
     reinforce(store, [e.id], now=clock.t + 5)
     got = store.get(e.id)
     assert (got.strength, got.access_count, got.updated_at) == (2.0, 2, clock.t + 5)
@@ -145,7 +153,7 @@ def test_store_decay_parallel_and_serial_agree(clock):
     outs = []
     for parallel in (False, True):
         with MemoryStore.in_memory(embedder=None, clock=clock,) as s:
-            ids = [s.save(f"note {i} about subject {i * 7}", category="preference").id
+            ids = [s.save(f"note {i} about subject {i * 7}", category="session_checkpoint").id
                    for i in range(300)]
             for i, ages in zip(ids, rng.uniform(0, 1500, 300)):
                 s.set_fields(i, updated_at=clock.t - ages * H)
@@ -159,7 +167,7 @@ def test_store_decay_parallel_and_serial_agree(clock):
 def test_decay_is_journaled(tmp_path, clock):
     path = tmp_path / "st"
     with MemoryStore.open(path, embedder=None, clock=clock) as s:
-        e = s.save("old note about ssh keys", category="user_fact")
+        e = s.save("old note about ssh keys", category="conversation_summary")
         clock.t += 800 * H
         decay(s)
     with MemoryStore.open(path, embedder=None, clock=clock) as s:
@@ -194,12 +202,12 @@ def test_restore_reindexes_relinks_and_resets_access(clock, embedder):
 
 
 def test_restore_of_dormant_revives_and_duplicate_is_refused(store, clock):
-    a = store.save("likes oolong tea", category="preference")
+    a = store.save("drank oolong tea", category="conversation_summary")
     clock.t += 900 * H
     decay(store)
     store.archive_rows([store._row(a.id)])
     assert store.archive.get(a.id).status == "dormant"
-    store.save("likes oolong tea", category="preference")  # same content saved anew
+    store.save("drank oolong tea", category="conversation_summary")  # same content saved anew
     with pytest.raises(DuplicateError):
         restore(store, a.id)
     assert a.id in store.archive

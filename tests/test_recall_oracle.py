@@ -98,6 +98,10 @@ class World:
 
     def __init__(self, seed: int, n: int, mode: str, config: MemoryConfig | None = None):
         config = MemoryConfig() if config is None else config
+        # the oracle is SPEC §6: dormant entries are never recalled, the archive never
+        # searched (revival and archive search, SPEC R9, are checked in test_forgetting.py)
+        config = msgspec.structs.replace(config, forgetting=msgspec.structs.replace(
+            config.forgetting, revive=False, archive_search=False))
         self.rng = rng = random.Random(seed)
         self.mode = mode
         self.t = [NOW0]

@@ -58,10 +58,14 @@ def check_budget(res, tools, cfg=RouterConfig()):
 
 # ---------------------------------------------------------------- budget
 
-def test_small_catalog_returned_unchanged(catalog):
+def test_small_catalog_returned_whole_core_first_then_by_name(catalog):
     tools = catalog[:28][::-1]
     res = make(tools).route("我要查询数据库")
-    assert res.names == [t.name for t in tools] and all(t.reason == "all" for t in res.tools)
+    core = [n for n in CORE if n in {t.name for t in tools}]
+    rest = sorted(t.name for t in tools if t.name not in CORE)
+    assert core and rest
+    assert res.names == core + rest
+    assert [t.reason for t in res.tools] == ["core"] * len(core) + ["all"] * len(rest)
 
 
 def test_large_catalog_is_cut_to_budget_with_all_core(catalog):
@@ -447,7 +451,7 @@ def test_foreign_language_gate_reweights_only_chinese_queries():
 
     from maclaw_fast.tools.fusion import foreign_query_scale
 
-    cfg = RouterConfig()
+    cfg = RouterConfig(bm25_weight=0.4, cos_weight=0.6)
     scale = foreign_query_scale(["查询数据库的工具", "query the database", "db 查询"],
                                 EnglishOnly(dim=32), cfg)
     assert scale[0] == pytest.approx((0.4 / 0.7) * 0.3 / 0.6)
@@ -455,3 +459,149 @@ def test_foreign_language_gate_reweights_only_chinese_queries():
     assert scale[2] == pytest.approx((0.4 / 0.7) * 0.3 / 0.6)  # 4 of 6 characters are CJK
     # no language limits declared → no gate
     assert foreign_query_scale(["查询数据库"], HashEmbedder(dim=32), cfg).tolist() == [1.0]
+
+
+# ---------------------------------------------------------------- R6 groups, stability, bad input
+
+@pytest.mark.parametrize("message, tag", [("run the tests", "test"), ("list my files", "file"),
+                                          ("query the databases", "database"),
+                                          ("Committing via GIT now", "git")])
+def test_group_keywords_fire_on_inflected_words(catalog, message, tag):
+    res = make(catalog).route(message)
+    assert tag in res.groups
+    grouped = [t for t in res.tools if t.reason == "group"]
+    by = {t.name: t for t in catalog}
+    assert grouped and all(set(res.groups) & set(by[t.name].tags) for t in grouped)
+
+
+@pytest.mark.parametrize("message", ["what is the latest news", "legitimate digits",
+                                     "profile the filesystem? no: profiles"])
+def test_group_keywords_do_not_fire_inside_words(message):
+    from maclaw_fast.tools import GroupActivator
+
+    g = GroupActivator(RouterConfig().group_keywords)
+    tags = g.activate(message)
+    assert "test" not in tags and "git" not in tags and "file" not in tags
+
+
+def test_group_keyword_of_stop_words_only_is_rejected():
+    from maclaw_fast.tools import GroupActivator
+
+    with pytest.raises(ValidationError, match="no tokens"):
+        GroupActivator([(("!!",), ("x",))])
+
+
+def _churned_registry(tools):
+    """The same final catalog reached another way: reverse order, extra tools registered and
+    removed, some tools unregistered and registered again."""
+    reg = ToolRegistry()
+    router = ToolRouter(reg, embedder=HashEmbedder(128), platform=DESKTOP)
+    reg.register_many([RegisteredTool(name=f"tmp_{i}", description="temporary") for i in range(9)])
+    reg.register_many(list(reversed(tools)))
+    for i in range(9):
+        reg.unregister(f"tmp_{i}")
+    for t in tools[5:15]:
+        reg.unregister(t.name)
+    reg.register_many(tools[5:15])
+    return router
+
+
+def test_routed_order_is_stable_for_prompt_caching(catalog):
+    a = make(catalog)
+    b = _churned_registry(catalog)
+    assert a.n_rows != b.n_rows or [a._rows[t.name] for t in catalog] != [  # noqa: SLF001
+        b._rows[t.name] for t in catalog]  # the rows really differ  # noqa: SLF001
+    for msg in MESSAGES + ["any tool at all", "🙂"]:
+        first = a.route(msg)
+        assert a.route(msg).names == first.names  # same message, same state → same list
+        assert b.route(msg).names == first.names  # same catalog, other history → same list
+        assert first.names[: len(CORE)] == list(CORE)  # core tools fixed at the head
+    small = catalog[:20]
+    assert make(small).route("x").names == _churned_registry(small).route("x").names
+
+
+def test_bad_messages_give_sensible_results(catalog):
+    router = make(catalog)
+    for msg in ("", "   ", "🙂🎉🔥", "the of and"):
+        res = router.route(msg)
+        check_budget(res, catalog)
+        assert res.names[: len(CORE)] == list(CORE)
+    huge = ("query the database for last month's orders " * 2500)[:100_000]
+    res = router.route(huge)
+    check_budget(res, catalog)
+    assert "db_query" in res.names
+    assert router.retrieve("🙂🎉", 3) is not None
+    assert router.discover("🙂🎉", "s") == []
+
+
+def test_duplicate_tool_names_are_reported(tmp_path):
+    path = tmp_path / "dup.json"
+    path.write_text(json.dumps([{"name": "a", "description": "one"},
+                                {"name": "b", "description": "two"},
+                                {"name": "a", "description": "three"}]))
+    with pytest.raises(ValidationError, match="more than once: a"):
+        load_catalog(path)
+    with pytest.raises(ValidationError, match="duplicate tool names: a"):
+        ToolRegistry([RegisteredTool(name="a"), RegisteredTool(name="a", description="x")])
+    reg = ToolRegistry([RegisteredTool(name="a")])
+    with pytest.raises(ValidationError):
+        reg.register_many([RegisteredTool(name="b"), RegisteredTool(name="b")])
+    assert [t.name for t in reg.list()] == ["a"]  # nothing was added
+
+
+def test_tool_without_description_routes_by_name(tmp_path):
+    path = tmp_path / "nodesc.json"
+    items = [{"name": f"filler_{i}", "description": f"unrelated helper number {i}"}
+             for i in range(40)] + [{"name": "convert_currency"}]
+    path.write_text(json.dumps(items))
+    tools = load_catalog(path)
+    assert tools[-1].description == ""
+    router = make(tools, embedder=None)
+    assert router.route("convert currency please").names[0] == "convert_currency"
+
+
+def test_cli_import_reports_replaced_tools(tmp_path, capsys):
+    from maclaw_fast.cli import main
+
+    src, into = tmp_path / "src.json", tmp_path / "into.json"
+    into.write_text(json.dumps([{"name": "a", "description": "old"}]))
+    src.write_text(json.dumps([{"name": "a", "description": "new"}, {"name": "b"}]))
+    assert main(["tools", "import", str(src), "--into", str(into)]) == 0
+    assert "replaced 1 tools of the same name: a" in capsys.readouterr().out
+
+
+def test_camel_case_names_are_split_for_bm25():
+    tools = [RegisteredTool(name=f"filler{i}", description=f"unrelated helper {i}")
+             for i in range(40)] + [RegisteredTool(name="analyzeEvidence", description="")]
+    split = make(tools, embedder=None)
+    assert split.retrieve("analyze the evidence", 1)[0].name == "analyzeEvidence"
+    plain = make(tools, embedder=None, config=RouterConfig(split_names=False))
+    assert not [t for t in plain.retrieve("analyze the evidence", 3) if t.name == "analyzeEvidence"]
+
+
+def test_default_router_picks_the_model_that_reads_the_catalog():
+    """R7: ToolRouter's default ("auto") reads the catalog's language and says what it chose."""
+    zh = load_catalog(DATA / "tools_zh20.json")
+    en = [RegisteredTool(name=f"t{i}", description=f"convert files of kind {i} to pdf")
+          for i in range(30)]
+    r_zh = ToolRouter(ToolRegistry(zh), platform=DESKTOP)
+    r_en = ToolRouter(ToolRegistry(en), platform=DESKTOP)
+    assert r_zh.embedder.fingerprint.startswith("e5:") and r_zh.embedder_choice.startswith(
+        "auto: e5")
+    assert r_en.embedder.fingerprint.startswith("onnx:all-MiniLM") and r_en.embedder_choice \
+        .startswith("auto: minilm")
+    assert r_zh.stats()["embedder"] == r_zh.embedder.fingerprint
+    assert ToolRouter(ToolRegistry(en), embedder=None).stats()["embedder_choice"] == \
+        "none: BM25 only"
+
+
+def test_cli_tools_stats_and_list_name_the_model(capsys):
+    from maclaw_fast.cli import main
+
+    zh = str(DATA / "tools_zh20.json")
+    assert main(["tools", "stats", "--catalog", zh]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["tools"] == 20 and stats["embedder"].startswith("e5:")
+    assert stats["embedder_choice"].startswith("auto: e5")
+    assert main(["tools", "list", "--catalog", zh]) == 0
+    assert "embedder auto: e5" in capsys.readouterr().err

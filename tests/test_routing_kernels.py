@@ -29,23 +29,24 @@ def ref_minmax(x, mask):
     return out
 
 
-def ref_topk(x, mask, k):
+def ref_topk(x, mask, k, tie):
     rows = [i for i in range(len(x)) if mask[i]]
-    return sorted(rows, key=lambda i: (-x[i], i))[:k]
+    return sorted(rows, key=lambda i: (-x[i], tie[i]))[:k]
 
 
-def ref_fuse(bm, cos, cand, n_vec, wb, wc):
-    vec = ref_topk(cos, [cand[i] and cos[i] > 0 for i in range(len(cos))], n_vec)
+def ref_fuse(bm, cos, cand, n_vec, wb, wc, tie, cos_minmax=True):
+    vec = ref_topk(cos, [cand[i] and cos[i] > 0 for i in range(len(cos))], n_vec, tie)
     hit = [bool(cand[i] and bm[i] > 0) for i in range(len(bm))]
     for i in vec:
         hit[i] = True
     nb = ref_minmax(bm, hit)
-    fused = [wb * nb[i] + wc * max(cos[i], 0.0) if hit[i] else 0.0 for i in range(len(bm))]
+    nc = ref_minmax(cos, hit) if cos_minmax else [max(c, 0.0) for c in cos]
+    fused = [wb * nb[i] + wc * nc[i] if hit[i] else 0.0 for i in range(len(bm))]
     return hit, ref_minmax(fused, hit)
 
 
-def ref_fill(key, cand, nonbuiltin, slots, nb_slots):
-    order = sorted((i for i in range(len(key)) if cand[i]), key=lambda i: (-key[i], i))
+def ref_fill(key, cand, nonbuiltin, slots, nb_slots, tie):
+    order = sorted((i for i in range(len(key)) if cand[i]), key=lambda i: (-key[i], tie[i]))
     out, nb = [], 0
     for i in order:
         if len(out) >= slots:
@@ -99,6 +100,11 @@ def scored(draw):
     return bm, cos, cand, rng
 
 
+def shuffled_ties(rng, n):
+    """A tie-break rank per row (a permutation: the router's rank by tool name)."""
+    return rng.permutation(n).astype(np.int64)
+
+
 @given(scored())
 @settings(max_examples=150, deadline=None)
 def test_minmax_matches_reference(data):
@@ -122,22 +128,39 @@ def test_minmax_spec_examples():
 @given(scored(), st.integers(0, 70))
 @settings(max_examples=150, deadline=None)
 def test_topk_matches_reference(data, k):
-    bm, _, cand, _ = data
+    bm, _, cand, rng = data
+    tie = shuffled_ties(rng, bm.shape[0])
     idx = np.empty(max(k, 1), np.int64)
-    m = topk_masked(bm, cand, k, idx)
-    assert idx[:m].tolist() == ref_topk(bm, cand, k)
+    m = topk_masked(bm, cand, tie, k, idx)
+    assert idx[:m].tolist() == ref_topk(bm, cand, k, tie)
 
 
-@given(scored(), st.integers(1, 10), st.sampled_from([(0.4, 0.6), (1.0, 0.0), (0.0, 1.0)]))
-@settings(max_examples=150, deadline=None)
-def test_fuse_matches_reference(data, n_vec, w):
-    bm, cos, cand, _ = data
+@given(scored(), st.integers(1, 10), st.sampled_from([(0.4, 0.6), (1.0, 0.0), (0.0, 1.0),
+                                                       (0.3, 0.7)]), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_fuse_matches_reference(data, n_vec, w, cos_minmax):
+    bm, cos, cand, rng = data
     n = bm.shape[0]
+    tie = shuffled_ties(rng, n)
     hit, fused = np.zeros(n, np.bool_), np.zeros(n)
-    n_hit = fuse_scores(bm, cos, cand, n_vec, w[0], w[1], hit, fused, np.empty(n_vec, np.int64))
-    rhit, rfused = ref_fuse(bm, cos.astype(np.float64), cand, n_vec, *w)
+    n_hit = fuse_scores(bm, cos, cand, tie, n_vec, w[0], w[1], cos_minmax, hit, fused,
+                        np.empty(n_vec, np.int64))
+    rhit, rfused = ref_fuse(bm, cos.astype(np.float64), cand, n_vec, *w, tie, cos_minmax)
     assert hit.tolist() == rhit and n_hit == sum(rhit)
     np.testing.assert_allclose(fused, rfused, atol=1e-9)
+
+
+def test_minmax_cosine_spreads_compressed_cosines():
+    """R3: e5-style cosines packed into 0.03 of range still order the fusion; raw they vanish
+    next to a min-max BM25 (the first build's failure)."""
+    bm = np.array([1.0, 3.0, 0.0, 2.0])
+    cos = np.array([0.83, 0.81, 0.84, 0.82], np.float32)
+    cand, tie = np.ones(4, np.bool_), np.arange(4, dtype=np.int64)
+    hit, fused = np.zeros(4, np.bool_), np.zeros(4)
+    fuse_scores(bm, cos, cand, tie, 4, 0.3, 0.7, True, hit, fused, np.empty(4, np.int64))
+    assert int(np.argmax(fused)) == 2  # the best cosine wins at 0.3/0.7
+    fuse_scores(bm, cos, cand, tie, 4, 0.3, 0.7, False, hit, fused, np.empty(4, np.int64))
+    assert int(np.argmax(fused)) == 1  # raw: BM25 decides
 
 
 @given(scored(), st.integers(0, 30), st.integers(0, 20))
@@ -163,8 +186,9 @@ def test_rank_and_fill_match_reference(data, slots, nb_slots):
         assert key[i] == (want_s + tier if cand[i] else -1.0)
     out = np.empty(max(slots, 1), np.int64)
     bufs = (np.empty(max(slots, 1), np.int64), np.empty(max(slots, 1), np.int64))
-    m = fill_select(key, cand, nonbuiltin, slots, nb_slots, out, *bufs)
-    assert out[:m].tolist() == ref_fill(key, cand, nonbuiltin, slots, nb_slots)
+    tie = shuffled_ties(rng, n)
+    m = fill_select(key, tie, cand, nonbuiltin, slots, nb_slots, out, *bufs)
+    assert out[:m].tolist() == ref_fill(key, cand, nonbuiltin, slots, nb_slots, tie)
 
 
 def test_route_batch_kernel_equals_route_one():
@@ -178,17 +202,20 @@ def test_route_batch_kernel_equals_route_one():
     cand = rng.random(n) < 0.9
     group = (rng.random((nq, n)) < 0.05) & cand
     nonb = rng.random(n) < 0.5
-    knobs = (nonb, 10, 0.4, 0.6, 0.6, 0.3, 0.1, 6, 3)
+    tie = rng.permutation(n).astype(np.int64)
+    w_cos = rng.uniform(0.2, 0.8, nq)
+    tail = (0.6, 0.3, 0.1, 6, 3)
     o = np.zeros((nq, 6), np.int64)
     on, oc = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
     hit = np.zeros((nq, n), np.bool_)
     r, e, s = np.zeros((nq, n)), np.zeros((nq, n)), np.zeros((nq, n))
-    route_batch_kernel(bm, cos, exp, uid, prio, cand, group, *knobs, o, on, oc, hit, r, e, s)
+    route_batch_kernel(bm, cos, exp, uid, prio, cand, group, tie, nonb, 10, 0.4, w_cos, True,
+                       *tail, o, on, oc, hit, r, e, s)
     for q in range(nq):
         o1, h1 = np.zeros(6, np.int64), np.zeros(n, np.bool_)
         r1, e1, s1 = np.zeros(n), np.zeros(n), np.zeros(n)
-        n_sel, n_cand = route_one(bm[q], cos[q], exp[q], uid, prio, cand, group[q], *knobs, o1,
-                                  h1, r1, e1, s1)
+        n_sel, n_cand = route_one(bm[q], cos[q], exp[q], uid, prio, cand, group[q], tie, nonb,
+                                  10, 0.4, w_cos[q], True, *tail, o1, h1, r1, e1, s1)
         assert (n_sel, n_cand) == (on[q], oc[q])
         assert o1[:n_sel].tolist() == o[q, :n_sel].tolist()
         assert np.array_equal(s1, s[q]) and np.array_equal(h1, hit[q])

@@ -135,20 +135,26 @@ def fast_path(vocab: Vocabulary, text: str) -> list[int] | None:
        st.lists(st.text(alphabet="abcdefgxyz0123456789部ï", min_size=1, max_size=6), max_size=60))
 def test_kernel_term_ids_equal_tokenize_then_lookup(text, learned, extra):
     """``ascii_query_terms`` over a vocabulary's word table either reports the query unknown or
-    gives exactly the ids of ``tokenize(text)`` in the vocabulary; once the vocabulary has
-    learned a query whose terms it holds, that query is known."""
+    gives exactly the ids of ``tokenize(text)`` in the vocabulary (-1 for a term it lacks);
+    once the vocabulary has learned a query, that query is known, and stays exact when the
+    vocabulary later gains terms its words were waiting for."""
     vocab = Vocabulary()
-    vocab.ids(tokenize(VOCAB_TEXT) + [t for e in extra for t in tokenize(e)], add=True)
+    vocab.ids(tokenize(VOCAB_TEXT), add=True)
     vocab.learn(learned)
     expected = [vocab.get(t) for t in tokenize(text)]
     got = fast_path(vocab, text)
     assert got is None or got == expected
     vocab.learn(text)
-    got = fast_path(vocab, text)
-    if -1 in expected:
-        assert got is None
+    assert fast_path(vocab, text) == expected
+    more = [t for e in extra for t in tokenize(e)] + tokenize(learned)[::2] + tokenize(text)[1::3]
+    if len(more) % 2:
+        vocab.add_all(more)
     else:
-        assert got == expected
+        vocab.ids(more, add=True)
+    got = fast_path(vocab, text)
+    assert got == [vocab.get(t) for t in tokenize(text)]
+    got = fast_path(vocab, learned)
+    assert got is None or got == [vocab.get(t) for t in tokenize(learned)]
 
 
 def test_word_table_grows_and_keeps_every_id():
@@ -179,9 +185,12 @@ def test_word_table_marks_stop_words_and_keeps_unlearned_words_unknown():
     assert not ascii_query_terms(b"deploy it", *table.arrays)[1]
     assert ascii_query_terms(b"  ...  ", *table.arrays)[1]  # no words: nothing to look up
     vocab = Vocabulary()
-    vocab.learn("the cat")  # "cat" is no term of the vocabulary: left unknown
-    assert vocab.term_arrays()[2][len(vocab.term_arrays()[2]) // 2:][:2].tolist() == [-2, -1]
-    assert fast_path(vocab, "the") == [] and fast_path(vocab, "cat") is None
+    vocab.learn("the cats")  # "cat" is no term of the vocabulary yet: -1 until it is added
+    assert fast_path(vocab, "the") == [] and fast_path(vocab, "cats") == [-1]
+    assert fast_path(vocab, "cat") is None  # never seen as a query word
+    vocab.add("dog")
+    vocab.add_all(["cat", "dog"])
+    assert fast_path(vocab, "The CATS") == [1]
 
 
 # ------------------------------------------------------------------ every other path

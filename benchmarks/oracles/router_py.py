@@ -3,7 +3,7 @@
 
 It mirrors ``ToolRouter.route``: BM25 over ``name description tags`` (k1 1.2, b 0.75, tantivy's
 length encoding), cosine over tool vectors, candidates = BM25 hits ∪ top vector hits, min-max
-fusion, experience (one pass over the usage window, Python sets), priority, keyword groups, and
+fusion of min-max BM25 and min-max cosine (SPEC R3), ties by tool name, experience (one pass over the usage window, Python sets), priority, keyword groups, and
 the budgeted fill with core tools first.
 """
 
@@ -20,6 +20,8 @@ class PyRouter:
         """``tools``: dicts with name, tokens (BM25 tokens), category, priority, tags;
         ``vectors``: list of float lists (unit norm) per tool."""
         self.tools = tools
+        rank = {name: r for r, name in enumerate(sorted(t["name"] for t in tools))}
+        self.tie = [rank[t["name"]] for t in tools]
         self.vectors = [list(map(float, v)) for v in vectors]
         self.core = set(core_names)
         self.k1, self.b = k1, b
@@ -82,11 +84,12 @@ class PyRouter:
         for i in cand:
             v = self.vectors[i]
             cos[i] = sum(a * b for a, b in zip(v, q_vec))
-        vec_hits = sorted((i for i in cand if cos[i] > 0), key=lambda i: (-cos[i], i))
+        tie = self.tie
+        vec_hits = sorted((i for i in cand if cos[i] > 0), key=lambda i: (-cos[i], tie[i]))
         hits = {i for i in cand if bm[i] > 0} | set(vec_hits[: self.n_vec])
         nb = self.minmax({i: bm[i] for i in hits})
-        fused = self.minmax({i: self.w_bm25 * nb[i] + self.w_cos * max(cos[i], 0.0)
-                             for i in hits})
+        nc = self.minmax({i: cos[i] for i in hits})
+        fused = self.minmax({i: self.w_bm25 * nb[i] + self.w_cos * nc[i] for i in hits})
         exp = self.experience_all(records, q_tokens, now) if records else {}
         w_ret, w_exp, w_prio = self.weights if records else (0.9, 0.0, 0.1)
         key = {}
@@ -96,7 +99,7 @@ class PyRouter:
             s = w_ret * fused.get(i, 0.0) + w_exp * exp.get(t["name"], 0.0) + w_prio * prio
             grp = any(tag in group_tags for tag in t["tags"])
             key[i] = s + (4.0 if grp else 2.0 if i in hits else 0.0)
-        order = sorted(cand, key=lambda i: (-key[i], i))
+        order = sorted(cand, key=lambda i: (-key[i], tie[i]))
         slots = self.max_tools - len(core)
         nb_left = self.max_dynamic - sum(tools[i]["category"] != "builtin" for i in core)
         chosen = []

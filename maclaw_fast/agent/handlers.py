@@ -93,6 +93,15 @@ def _limit_arg(args: dict, name: str, default: int) -> int:
     return value
 
 
+def _flag_arg(args: dict, name: str, default: bool) -> bool:
+    value = args.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):  # "false" is a true string: refuse, never guess
+        raise ValidationError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
 def _tags_arg(args: dict) -> list[str]:
     tags = args.get("tags") or []
     if isinstance(tags, str):
@@ -119,6 +128,9 @@ def recall_memory(store, query: str, *, project: str | None = None,
                   dynamic: bool = False, reinforce: bool = True) -> dict:
     """``recall`` (up to 3 self-identity entries and the relevant user facts first) or, with
     ``dynamic`` or a category, ``recall_dynamic`` (the agent tool's view)."""
+    if max_results is not None and (isinstance(max_results, bool)
+                                    or not isinstance(max_results, int) or max_results < 1):
+        raise ValidationError(f"max_results must be an integer >= 1, got {max_results!r}")
     if dynamic or category is not None:
         hits = store.recall_dynamic(query, category=category, project=project,
                                     reinforce=reinforce)
@@ -147,6 +159,8 @@ def search_memory(store, query: str, *, workspace=None, max_results: int = 10,
 
 def pin_memory(store, entry_id: str, pinned: bool = True) -> dict:
     """Pin (protect from eviction and compression) or unpin an entry."""
+    if not isinstance(pinned, bool):
+        raise ValidationError(f"pinned must be true or false, got {pinned!r}")
     e = store.pin(entry_id) if pinned else store.unpin(entry_id)
     return {"ok": True, "entry": entry_dict(e, full=False)}
 
@@ -191,10 +205,9 @@ def memory_handler(store, *, workspace=None, default_category: str = "user_fact"
             raise ValidationError(f"action must be one of {', '.join(MEMORY_ACTIONS)}, "
                                   f"got {action!r}")
         if action == "save":
-            pinned = args.get("pinned", False)
             return save_memory(store, _str_arg(args, "content"),
                                args.get("category") or default_category, _tags_arg(args),
-                               bool(pinned), thread=ctx.session)
+                               _flag_arg(args, "pinned", False), thread=ctx.session)
         if action == "recall":
             return recall_memory(store, _str_arg(args, "query"), project=ctx.project,
                                  category=args.get("category"), dynamic=True,
@@ -205,7 +218,7 @@ def memory_handler(store, *, workspace=None, default_category: str = "user_fact"
                                  category=args.get("category"))
         entry_id = _str_arg(args, "id")
         if action == "pin":
-            return pin_memory(store, entry_id, args.get("pinned", True) is not False)
+            return pin_memory(store, entry_id, _flag_arg(args, "pinned", True))
         return forget_memory(store, entry_id)
 
     return BuiltinHandler(run, "memory")

@@ -84,9 +84,11 @@ class Sandbox:
         offset = _int_arg(args, "offset", 0, 0)
         limit = min(_int_arg(args, "max_bytes", self.max_read_bytes, 1), self.max_read_bytes)
         size = os.path.getsize(real)
-        with open(real, "rb") as fh:
-            fh.seek(offset)
-            data = fh.read(limit)
+        data = b""
+        if offset < size:  # past the end reads nothing (seek itself fails beyond ~2^63)
+            with open(real, "rb") as fh:
+                fh.seek(offset)
+                data = fh.read(limit)
         return {"ok": True, "path": self.rel(real), "size": size, "offset": offset,
                 "truncated": offset + len(data) < size,
                 "content": data.decode("utf-8", errors="replace")}

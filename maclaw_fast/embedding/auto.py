@@ -120,7 +120,7 @@ def catalog_embedder(embedder, tools):
     Examples
     --------
     >>> catalog_embedder("hash", []).fingerprint
-    'hash-v1:384'
+    'hash-v1:384:maclaw-tok-...'
     """
     from maclaw_fast.embedding.base import is_auto, resolve_embedder
 

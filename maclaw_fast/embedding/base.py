@@ -122,7 +122,7 @@ def resolve_embedder(embedder, *, texts=None, recorded: str | None = None) -> Em
     Examples
     --------
     >>> resolve_embedder("hash").fingerprint
-    'hash-v1:384'
+    'hash-v1:384:maclaw-tok-...'
     >>> resolve_embedder("none") is None
     True
     """

@@ -32,6 +32,7 @@ from maclaw_kernels.bm25 import (
     count_terms,
     query_terms_batch,
 )
+from maclaw_kernels.revival import query_idf_total
 
 from maclaw_fast.config import Bm25Config
 from maclaw_fast.index.arrays import grow
@@ -404,6 +405,21 @@ class Bm25Index:
             else:
                 bm25_query(*args, out)
         return out
+
+    def idf_total(self, tokens: list[str] | None = None, query: str = "") -> float:
+        """Σ idf over the distinct query terms the index holds, plus ``idf(df = 0)`` for each
+        word it does not (no document can match it): about the BM25 of a document holding each
+        term once at the average length, the scale of an absolute cue strength
+        (:func:`maclaw_kernels.revival.query_idf_total`). Give ``tokens``, or an ASCII
+        ``query`` (split in the kernel, as recall's fused path splits it)."""
+        text, term_ids, arrays = self.fused_query_args(query, tokens)
+        total = float(query_idf_total(text, term_ids, *arrays[:5]))
+        if total < 0.0:  # a word the kernel's table lacks: the Python tokenizer's terms
+            from maclaw_fast.text.tokenizer import tokenize
+
+            text, term_ids, arrays = self.fused_query_args(query, tokenize(query))
+            total = float(query_idf_total(text, term_ids, *arrays[:5]))
+        return total
 
     def query_args(self, tokens: list[str]) -> tuple:
         """Every argument of ``bm25_query`` for one query but ``out`` (the dense scores it adds

@@ -1,5 +1,11 @@
 """The archive (SPEC §9): where capacity overflow and GC put memories, persisted like the store
-(journal + snapshot), capped at 1000 entries keeping the newest by ``updated_at``."""
+(journal + snapshot), capped at 1000 entries keeping the newest by ``updated_at``.
+
+For search (SPEC §0 R9) the archive keeps its entries in the store's columnar form as well
+(:class:`ArchiveColumns`: an entry table, BM25 postings and a vector column keyed by row), made
+on the first search and kept up to date by every change after it, and scored by the same
+kernels as the store.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +14,81 @@ from pathlib import Path
 
 import numpy as np
 
-from maclaw_fast.config import MemoryConfig
+from maclaw_fast.config import Bm25Config, MemoryConfig
 from maclaw_fast.errors import NotFoundError
+from maclaw_fast.index.bm25 import Bm25Index
+from maclaw_fast.index.vectors import VectorColumn
+from maclaw_fast.memory.columns import EntryTable
 from maclaw_fast.persist.journal import DeleteOp, Journal, JournalRecord, PutOp
-from maclaw_fast.persist.snapshot import (SnapshotMeta, entries_table, read_snapshot,
-                                          snapshot_meta, table_entries, write_snapshot)
+from maclaw_fast.persist.recovery import recover
+from maclaw_fast.persist.snapshot import SnapshotMeta, entries_table, table_entries, write_snapshot
 from maclaw_fast.records import Entry
+from maclaw_fast.text.tokenizer import analysed_text, tokenize
+from maclaw_kernels.revival import cue_strengths
+
+
+class ArchiveColumns:
+    """Archived entries as searchable columns: a row per entry in an :class:`EntryTable`, BM25
+    postings over the analysed text and an exact vector column, keyed by row like the store's.
+
+    Examples
+    --------
+    >>> cols = ArchiveColumns(Bm25Config())
+    >>> cols.add(Entry(id="x", content="peanut allergy", category="user_fact"), None)
+    >>> found = cols.search(tokenize("peanut allergy"), None, 0.4, 0.6, 0.5, 3)
+    >>> [(e.id, round(cue, 2)) for e, cue, _, _ in found]
+    [('x', 1.0)]
+    """
+
+    def __init__(self, bm25: Bm25Config) -> None:
+        self.table = EntryTable()
+        self.bm25 = Bm25Index(bm25, tantivy_index=False)
+        self.vectors: VectorColumn | None = None
+
+    def add(self, entry: Entry, vector: np.ndarray | None) -> None:
+        if entry.id in self.table.row_of:
+            self.remove(entry.id)
+        row = self.table.insert(entry)
+        self.bm25.add(row, tokenize(analysed_text(entry.content, entry.tags)))
+        if vector is not None:
+            if self.vectors is None:
+                self.vectors = VectorColumn(vector.shape[0])
+            if vector.shape[0] == self.vectors.dim:
+                self.vectors.set(row, vector)
+        elif self.vectors is not None:
+            self.vectors.set(row, None)
+
+    def remove(self, entry_id: str) -> None:
+        row = self.table.row_of.get(entry_id)
+        if row is None:
+            return
+        self.bm25.remove(row)
+        if self.vectors is not None:
+            self.vectors.set(row, None)
+        self.table.release(row)
+
+    def search(self, tokens: list[str], query_vector: np.ndarray | None, bm25_w: float,
+               cos_w: float, min_cue: float, limit: int
+               ) -> list[tuple[Entry, float, float, float]]:
+        """Up to ``limit`` entries whose cue strength for the query
+        (:func:`maclaw_kernels.revival.cue_strength`, over this archive's BM25 statistics)
+        reaches ``min_cue``, strongest first, as (entry, cue, BM25, cosine)."""
+        t = self.table
+        n = t.n_rows
+        if n == 0 or limit <= 0:
+            return []
+        bm25 = self.bm25.scores(tokens, n)
+        use_vec = (query_vector is not None and self.vectors is not None
+                   and query_vector.shape[0] == self.vectors.dim)
+        cos = (self.vectors.scores(query_vector, n) if use_vec else np.zeros(n, np.float32))
+        cue = np.empty(n)
+        cue_strengths(bm25, cos, self.bm25.idf_total(tokens), bm25_w, cos_w,
+                      query_vector is not None, cue)
+        cue[~t.alive[:n]] = -1.0
+        rows = np.flatnonzero(cue >= min_cue)
+        rows = rows[np.lexsort((t.seq[rows], -cue[rows]))][:limit]
+        return [(t.entry(int(r)), float(cue[r]), float(bm25[r]), float(cos[r]))
+                for r in rows.tolist()]
 
 
 class Archive:
@@ -29,6 +104,8 @@ class Archive:
 
     def __init__(self, directory: Path | None, config: MemoryConfig) -> None:
         self.capacity = config.capacity.archive_capacity
+        self._bm25_config = config.bm25
+        self._columns: ArchiveColumns | None = None  # made by the first search
         self._entries: dict[str, Entry] = {}
         self._vectors: dict[str, np.ndarray] = {}
         self._lock = threading.RLock()
@@ -36,6 +113,7 @@ class Archive:
         self._journal: Journal | None = None
         self._seq = 0
         self._dirty = False
+        self.notes: list[str] = []
         if directory is not None:
             self._journal = Journal(directory / "journal.bin", config.persist.fsync,
                                     config.persist.fsync_interval_s)
@@ -43,27 +121,33 @@ class Archive:
                 self._load()
 
     def _load(self) -> None:
-        table, _ = read_snapshot(self.dir / "snapshot.arrow")
-        if table is not None:
-            self._seq = snapshot_meta(table).seq
-            entries, vectors = table_entries(table)
+        from maclaw_fast.memory.durability import KNOWN_VALUES
+
+        rec = recover(self.dir, KNOWN_VALUES)
+        self.notes = rec.notes
+        self._seq = rec.seq
+        if rec.table is not None:
+            entries, vectors = table_entries(rec.table)
             for i, e in enumerate(entries):
                 self._entries[e.id] = e
                 if vectors is not None and not np.isnan(vectors[i, 0]):
                     self._vectors[e.id] = vectors[i]
-        records, valid, _torn = self._journal.read()
-        for rec in records:
-            if rec.seq <= self._seq:
-                continue
-            for op in rec.ops:
+        for record in rec.records:
+            for op in record.ops:
                 self._apply(op)
-            self._seq = rec.seq
-        self._journal.open_for_append(valid)
+            self._seq = record.seq
+        self._journal.open_for_append(rec.journal_end)
+        if rec.fallback:
+            self._dirty = True
+            self.flush()
+            self._dirty = True
+            self.flush(rotate=True)
 
     def _apply(self, op) -> None:
+        self._columns = None  # (only while loading: nothing has searched yet)
         if isinstance(op, PutOp):
             self._entries[op.entry.id] = op.entry
-            if op.vector is not None:
+            if op.vector is not None and len(op.vector) % 4 == 0:
                 self._vectors[op.entry.id] = np.frombuffer(op.vector, np.float32).copy()
         elif isinstance(op, DeleteOp):
             self._entries.pop(op.id, None)
@@ -89,6 +173,8 @@ class Archive:
                 self._vectors[entry.id] = np.asarray(vector, np.float32)
             self._log(PutOp(entry, None if vector is None else np.asarray(vector, np.float32)
                             .tobytes()))
+            if self._columns is not None:
+                self._columns.add(entry, self._vectors.get(entry.id))
             excess = len(self._entries) - self.capacity
             if excess > 0:
                 oldest = sorted(self._entries.values(), key=lambda e: (e.updated_at, e.id))
@@ -110,6 +196,8 @@ class Archive:
             del self._entries[entry_id]
             vec = self._vectors.pop(entry_id, None)
             self._log(DeleteOp(entry_id))
+            if self._columns is not None:
+                self._columns.remove(entry_id)
             return entry, vec
 
     def list(self) -> list[Entry]:
@@ -130,7 +218,22 @@ class Archive:
                     break
         return out
 
-    def flush(self) -> None:
+    def search(self, tokens: list[str], query_vector: np.ndarray | None, *, bm25_weight: float,
+               cos_weight: float, min_cue: float, limit: int
+               ) -> list[tuple[Entry, float, float, float]]:
+        """Archived entries the query cues at least ``min_cue`` strongly, strongest first, as
+        (entry, cue, BM25, cosine) (:meth:`ArchiveColumns.search`); the columns are made on the
+        first call."""
+        with self._lock:
+            if self._columns is None:
+                cols = ArchiveColumns(self._bm25_config)
+                for e in sorted(self._entries.values(), key=lambda e: (e.updated_at, e.id)):
+                    cols.add(e, self._vectors.get(e.id))
+                self._columns = cols
+            return self._columns.search(tokens, query_vector, bm25_weight, cos_weight,
+                                        min_cue, limit)
+
+    def flush(self, rotate: bool = False) -> None:
         with self._lock:
             if self._journal is None or not self._dirty:
                 return
@@ -145,7 +248,7 @@ class Archive:
             table = entries_table([self._entries[k] for k in ids], vecs, dim,
                                   SnapshotMeta(seq=self._seq, dim=dim))
             write_snapshot(self.dir / "snapshot.arrow", table)
-            self._journal.reset()
+            self._journal.reset(force=rotate)
             self._dirty = False
 
     def close(self) -> None:

@@ -108,8 +108,14 @@ def _read_queries(path: str) -> list[str]:
         table = pq.read_table(path)
         col = "query" if "query" in table.column_names else table.column_names[0]
         return [str(x) for x in table.column(col).to_pylist()]
-    with open(path, encoding="utf-8") as fh:
-        return [line.rstrip("\n") for line in fh if line.strip()]
+    from maclaw_fast.errors import ValidationError
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return [line.rstrip("\n") for line in fh if line.strip()]
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{path} is not UTF-8 text: {exc.reason} at byte {exc.start}")\
+            from None
 
 
 def cmd_recall_batch(args) -> int:
@@ -166,13 +172,23 @@ def cmd_warmup(args) -> int:
     return 0
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def register(sub) -> None:
     p = sub.add_parser("demo", help="recall and route on the bundled sample data")
     from maclaw_fast.embedding.options import add_embedder_args
 
     add_embedder_args(p)
-    p.add_argument("--queries", type=int, default=6)
-    p.add_argument("--top", type=int, default=8)
+    p.add_argument("--queries", type=_positive, default=6)
+    p.add_argument("--top", type=_positive, default=8)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("save", help="remember one memory")
@@ -198,7 +214,7 @@ def register(sub) -> None:
     p.add_argument("--in", dest="input", required=True, help="queries.txt or queries.parquet")
     p.add_argument("--out", dest="output", required=True, help="hits.parquet")
     p.add_argument("--project")
-    p.add_argument("--chunk", type=int, default=1024)
+    p.add_argument("--chunk", type=_positive, default=1024, help="queries per batch (>= 1)")
     p.add_argument("--no-reinforce", action="store_true")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_recall_batch)

@@ -12,21 +12,25 @@ from pathlib import Path
 
 import numpy as np
 
-from maclaw_fast.config import PersistConfig
+from maclaw_fast.config import CATEGORIES, PersistConfig
 from maclaw_fast.embedding import embed_checked
-from maclaw_fast.errors import ValidationError
+from maclaw_fast.errors import CorruptStoreError, ValidationError
 from maclaw_fast.memory.linking import adjacency_state, replay_adjacent, restore_adjacency
 from maclaw_fast.memory.reload import load_snapshot, save_terms
 from maclaw_fast.persist.journal import (AdjacentOp, DeleteOp, EdgesOp, Journal, JournalRecord,
                                          LinkOp, MetaOp, PutOp, TouchOp)
 from maclaw_fast.persist.lock import StoreLock
-from maclaw_fast.persist.snapshot import (SnapshotMeta, entries_table, read_snapshot,
-                                          snapshot_meta, write_snapshot)
+from maclaw_fast.persist.recovery import recover
+from maclaw_fast.persist.snapshot import (SnapshotMeta, entries_table, snapshot_meta,
+                                          write_snapshot)
 from maclaw_fast.records import Entry
 from maclaw_fast.timers import Timer, later
 from maclaw_fast.text.tokenizer import analysed_text
 
 FSYNC_POLICIES = ("always", "interval", "never")
+# the values a snapshot's text columns may hold (anything else is damage)
+KNOWN_VALUES = {"category": CATEGORIES, "status": ("active", "superseded", "dormant"),
+                "scope": ("global", "project")}
 
 
 class Durability:
@@ -49,48 +53,69 @@ class Durability:
 
     # ------------------------------------------------------------------ open
     def load(self) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.lock.acquire()
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValidationError(f"cannot create the store directory {self.dir}: "
+                                  f"{exc.strerror or exc}") from None
+        try:
+            self.lock.acquire()
+        except OSError as exc:
+            raise ValidationError(f"cannot lock {self.dir}: {exc.strerror or exc}") from None
         try:
             self._load()
+        except OSError as exc:
+            self.abandon()
+            raise CorruptStoreError(f"cannot open the store in {self.dir}: "
+                                    f"{exc.strerror or exc}") from None
         except BaseException:
-            self.lock.release()
+            self.abandon()
             raise
 
     def _load(self) -> None:
         store = self.store
-        table, notes = read_snapshot(self.snapshot_path)
-        self.notes += notes
+        rec = recover(self.dir, KNOWN_VALUES)
+        self.notes += rec.notes
         snap_fp = ""
-        if table is not None:
-            meta = snapshot_meta(table)
-            self.seq = meta.seq
+        if rec.table is not None:
+            meta = snapshot_meta(rec.table)
             snap_fp = meta.fingerprint
             store.meta.update(meta.meta)
             self._terms_saved = load_snapshot(
-                store, table, vectors=bool(store.dim) and meta.fingerprint == _fp(store),
+                store, rec.table, vectors=bool(store.dim) and meta.fingerprint == _fp(store),
                 seq=meta.seq, directory=self.dir)
             restore_adjacency(store, meta.adjacency, meta.threads)
-        elif notes:
-            warnings.warn(f"{self.dir}: no valid snapshot; opening from the journal only",
-                          RuntimeWarning, stacklevel=4)
-        records, valid_len, torn = self.journal.read()
-        if torn:
-            note = f"journal tail after byte {valid_len} was torn or corrupt and was dropped"
-            self.notes.append(note)
-            warnings.warn(f"{self.dir}: {note}", RuntimeWarning, stacklevel=4)
-        replayed = 0
-        for rec in records:
-            if rec.seq <= self.seq:
-                continue
-            for op in rec.ops:
-                self.apply(op, snap_fp or _fp(store))
-            self.seq = rec.seq
-            replayed += 1
-        self.journal.open_for_append(valid_len)
+        self.seq = rec.seq
+        for record in rec.records:
+            try:
+                for op in record.ops:
+                    self.apply(op, snap_fp or _fp(store))
+            except (KeyError, ValueError, TypeError, IndexError) as exc:
+                # only a record written by something else than this code gets here (its
+                # checksum held): keep what applied, say so
+                note = f"journal record {record.seq} could not be applied ({exc!r})"
+                self.notes.append(note)
+                warnings.warn(f"{self.dir}: {note}", RuntimeWarning, stacklevel=4)
+            self.seq = record.seq
+        self.journal.open_for_append(rec.journal_end)
         self._reembed_missing(snap_fp)
-        if replayed or torn or notes:
+        if rec.fallback:
+            # twice: the first write keeps the old .prev, the second makes .prev and the
+            # journals consistent again (no damaged bytes left for the next open to report)
             self.snapshot()
+            self.snapshot(rotate=True)
+        elif rec.records:
+            self.snapshot()
+
+    def abandon(self) -> None:
+        """Close files and release the lock without writing anything (a failed open)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        try:
+            self.journal.close()
+        finally:
+            self.lock.release()
 
     def _set_edges(self, entry_id: str, ids, strengths) -> None:
         t = self.store._table
@@ -170,8 +195,9 @@ class Durability:
             if not self.store._closed:
                 self.snapshot()
 
-    def snapshot(self) -> None:
-        """Write all state as a snapshot, then empty the journal (caller holds the store lock)."""
+    def snapshot(self, rotate: bool = False) -> None:
+        """Write all state as a snapshot, then empty the journal (caller holds the store lock);
+        ``rotate``: replace ``journal.bin.prev`` even when nothing was appended (recovery)."""
         store = self.store
         pairs, threads = adjacency_state(store)
         meta = SnapshotMeta(seq=self.seq, fingerprint=_fp(store), dim=store.dim,
@@ -180,7 +206,7 @@ class Durability:
         write_snapshot(self.snapshot_path, table)
         save_terms(store, self.dir, meta.seq)  # beside it: the reopen reads term ids back
         self._terms_saved = True
-        self.journal.reset()
+        self.journal.reset(force=rotate)
         self._dirty = False
 
     def close(self) -> None:

@@ -17,7 +17,8 @@ import numpy as np
 from maclaw_fast.embedding import embed_checked
 from maclaw_fast.errors import DuplicateError, NotFoundError, ValidationError
 from maclaw_fast.memory import validate
-from maclaw_fast.memory.columns import SELF_IDENTITY
+from maclaw_fast.config import CATEGORY_ALIASES
+from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY
 from maclaw_fast.persist.journal import DeleteOp, PutOp, TouchOp
 from maclaw_fast.records import Entry, GcReport
 from maclaw_fast.text.tokenizer import analysed_text
@@ -30,15 +31,37 @@ PARALLEL_DECAY_ROWS = 2_000_000
 
 
 class DecayReport(msgspec.Struct, kw_only=True):
-    """What one decay pass did (SPEC §7).
+    """What one decay pass did (SPEC §7, §0 R9).
 
     ``checked`` counts the entries the curve applies to (active, not self_identity);
-    ``dormant_ids`` are the entries that fell below the threshold in this pass.
+    ``dormant_ids`` are the entries that fell below the threshold in this pass and turned
+    dormant (only categories of ``ForgettingConfig.dormant_categories``); ``faded`` counts the
+    entries below the threshold that stay active because their category is semantic.
     """
 
     checked: int = 0
     dormant: int = 0
     dormant_ids: list[str] = []
+    faded: int = 0
+
+
+def dormant_mask(config, category: np.ndarray) -> np.ndarray:
+    """Which rows (by category code) may turn dormant by decay under ``config`` (a
+    ``MemoryConfig``): those of ``forgetting.dormant_categories``, never self_identity.
+
+    Examples
+    --------
+    >>> from maclaw_fast.config import MemoryConfig
+    >>> from maclaw_fast.memory.columns import CATEGORY_CODE
+    >>> codes = np.array([CATEGORY_CODE["user_fact"], CATEGORY_CODE["conversation_summary"]])
+    >>> dormant_mask(MemoryConfig(), codes).tolist()
+    [False, True]
+    """
+    lut = np.zeros(len(CATEGORY_CODE), np.bool_)
+    for cat in config.forgetting.dormant_categories:
+        lut[CATEGORY_CODE[CATEGORY_ALIASES.get(cat, cat)]] = True
+    lut[SELF_IDENTITY] = False
+    return lut[category]
 
 
 def strength_now(strength: float, updated_at: float, now: float, rate: float) -> float:
@@ -69,11 +92,14 @@ def _vec_bytes(vec) -> bytes | None:
 
 
 def decay(store, *, now: float | None = None, parallel: bool | None = None) -> DecayReport:
-    """Run the forgetting curve over every entry and mark the faded ones dormant.
+    """Run the forgetting curve over every entry and mark the faded episodes dormant.
 
-    Active entries other than self_identity whose ``S(t)`` is below
-    ``config.forgetting.dormant_below`` become ``dormant`` with ``strength = S``; everything else
-    keeps its stored (peak) strength, because S is always recomputed from ``updated_at``.
+    Active entries other than self_identity have ``S(t)`` computed; those below
+    ``config.forgetting.dormant_below`` become ``dormant`` with ``strength = S`` when their
+    category is one of ``forgetting.dormant_categories`` (the episodic ones by default, SPEC
+    §0 R9). Semantic entries below it stay active (counted as ``faded``): their strength keeps
+    decaying, recomputed from ``updated_at`` like every active entry's, so recency still ranks
+    them. Everything else keeps its stored (peak) strength.
 
     Parameters
     ----------
@@ -92,9 +118,11 @@ def decay(store, *, now: float | None = None, parallel: bool | None = None) -> D
     --------
     >>> from maclaw_fast.memory import MemoryStore
     >>> s = MemoryStore.in_memory(embedder=None, clock=lambda: 0.0)
-    >>> e = s.save("old habit", category="preference")
-    >>> decay(s, now=768 * 3600.0).dormant_ids == [e.id]
-    True
+    >>> e = s.save("talked about the weekend", category="conversation_summary")
+    >>> f = s.save("allergic to peanuts", category="user_fact")
+    >>> r = decay(s, now=768 * 3600.0)
+    >>> r.dormant_ids == [e.id], r.faded, s.get(f.id).status
+    (True, 1, 'active')
     """
     cfg = store.config.forgetting
     with store._lock:
@@ -110,7 +138,9 @@ def decay(store, *, now: float | None = None, parallel: bool | None = None) -> D
         kernel = decay_pass_batch if use_batch else decay_pass
         kernel(t.strength[:n], t.updated_at[:n], exempt, active, now, cfg.decay_per_hour,
                cfg.dormant_below, out_strength, out_dormant)
-        rows = np.flatnonzero(out_dormant)
+        may_sleep = dormant_mask(store.config, t.category[:n])
+        faded = int((out_dormant & ~may_sleep).sum())
+        rows = np.flatnonzero(out_dormant & may_sleep)
         ops = []
         for r in rows.tolist():
             entry = _replace(store._entry(r), status="dormant", strength=float(out_strength[r]))
@@ -119,7 +149,7 @@ def decay(store, *, now: float | None = None, parallel: bool | None = None) -> D
         if ops:
             store._log(*ops)
         return DecayReport(checked=int((active & ~exempt).sum()), dormant=len(ops),
-                           dormant_ids=[t.ids[r] for r in rows.tolist()])
+                           dormant_ids=[t.ids[r] for r in rows.tolist()], faded=faded)
 
 
 def reinforce(store, ids, *, now: float | None = None) -> None:
@@ -203,6 +233,13 @@ def _restore_locked(store, entry_id: str, now: float, vec) -> tuple[Entry, list[
     return result, store._enforce_capacity()
 
 
+def restore_locked(store, entry_id: str, now: float) -> Entry:
+    """:func:`restore` for a caller that holds the store's lock (a reinforcing recall that
+    returned an archived entry); the entry is re-embedded under the lock."""
+    vec = _fresh_vector(store, store.archive.get(entry_id))
+    return _restore_locked(store, entry_id, now, vec)[0]
+
+
 def restore(store, entry_id: str, *, now: float | None = None) -> Entry:
     """Move an archived entry back into the store (SPEC §9).
 
@@ -249,7 +286,8 @@ def gc(store, *, now: float | None = None) -> GcReport:
     until it holds fewer than the threshold **[D]**. Then the tags and categories of the top
     ``revive_top`` (20) active entries by (access_count desc, updated_at desc) select up to
     ``revive_max`` (10) archived entries to restore — never one archived in this same run
-    **[D]**, never a superseded one, never one whose content is already in the store.
+    **[D]**, never a superseded or dormant one **[D]**, never one whose content is already in
+    the store.
 
     Returns
     -------
@@ -284,9 +322,20 @@ def gc(store, *, now: float | None = None) -> GcReport:
             order = np.lexsort((t.seq[rows], t.updated_at[rows], t.access[rows]))[:excess]
             moved = store.archive_rows([int(rows[i]) for i in order])
             archived_ids.update(e.id for e in moved)
+        candidates = _revival_candidates(store, archived_ids, cap)
+        room = cap.gc_threshold - 1 - len(t)
+        if before >= cap.gc_threshold and len(candidates) > room:
+            # [D] archive as many more as will be revived, so the store ends below the
+            # threshold (SPEC §9) and the next run does not archive again at once
+            rows = t.live_rows()
+            rows = rows[~((t.category[rows] == SELF_IDENTITY) | t.pinned[rows])]
+            order = np.lexsort((t.seq[rows], t.updated_at[rows], t.access[rows]))
+            moved = store.archive_rows([int(rows[i]) for i in order[:len(candidates) - room]])
+            archived_ids.update(e.id for e in moved)
+            room = cap.gc_threshold - 1 - len(t)
         archived = len(archived_ids)
         revived = 0
-        for entry_id in _revival_candidates(store, archived_ids, cap):
+        for entry_id in candidates[:max(room, 0)]:
             vec = _fresh_vector(store, store.archive.get(entry_id))
             _, evicted = _restore_locked(store, entry_id, now, vec)
             revived += 1
@@ -308,7 +357,10 @@ def _revival_candidates(store, exclude: set[str], cap) -> list[str]:
     out: list[str] = []
     seen_content: set[str] = set()
     for e in store.archive.find_relevant(tags, cats, limit=len(store.archive)):
-        if (e.id in exclude or e.status == "superseded" or e.id in t.row_of
+        # [D] nor a dormant one: a faded episode comes back through a cue (archive search,
+        # SPEC R9), not because its category resembles what is in use (then every old
+        # conversation summary would cycle back as new)
+        if (e.id in exclude or e.status in ("superseded", "dormant") or e.id in t.row_of
                 or e.content in t.row_of_content or e.content in seen_content):
             continue
         out.append(e.id)

@@ -54,22 +54,13 @@ class LanguageTally:
 
 def recorded_fingerprint(path: str | os.PathLike | None) -> str | None:
     """The embedder fingerprint a store directory's snapshot records (None: no readable one).
-    Reads the Arrow schema only."""
+    Reads the snapshot through its checksum, so damaged bytes never reach the Arrow reader."""
     if path is None:
         return None
-    import msgspec
-    import pyarrow as pa
-    import pyarrow.ipc as ipc
+    from maclaw_fast.persist.snapshot import peek_meta
 
-    from maclaw_fast.persist.snapshot import SnapshotMeta
-
-    snap = Path(path) / "snapshot.arrow"
-    try:
-        with ipc.open_file(str(snap)) as reader:
-            raw = (reader.schema.metadata or {}).get(b"maclaw")
-        return msgspec.json.decode(raw, type=SnapshotMeta).fingerprint if raw else None
-    except (OSError, pa.ArrowException, msgspec.DecodeError, ValueError):
-        return None  # no snapshot yet, or a damaged one that the load will deal with
+    meta = peek_meta(Path(path) / "snapshot.arrow")
+    return meta.fingerprint if meta is not None else None
 
 
 def switch_due(store, pending=()) -> bool:

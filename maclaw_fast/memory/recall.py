@@ -12,6 +12,9 @@ from maclaw_fast.errors import ValidationError
 from maclaw_fast.index.vectors import BOUND_SLACK, PARALLEL_ELEMENTS
 from maclaw_fast.memory import validate
 from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, USER_FACT, gather
+from maclaw_fast.memory.revival import (batch_with_archive, reactivate, restore_returned,
+                                        revive_batch, revive_single, weak_queries,
+                                        with_archive)
 from maclaw_fast.persist.journal import TouchOp
 from maclaw_fast.records import RecallHit, ScoreBreakdown
 from maclaw_fast.text.tokenizer import tokenize
@@ -237,15 +240,21 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         fused = static.fused_tails.get(project)
         if fused is None or fused.tail[0] is not store._vectors.matrix:  # it moves as stores grow
             fused = static.fused_tails[project] = _FusedArgs(store, static, project)
-        if store._bm25.is_large or static.n * store.dim >= PARALLEL_ELEMENTS:
+        large = store._bm25.is_large or static.n * store.dim >= PARALLEL_ELEMENTS
+        if large:
             m = _recall_other(store, static, query, tokens, qvec, unchecked, now, project, fused)
         else:
             m = _recall_fused(store, query, tokens, qvec, unchecked, now, fused)
+        # dormant entries the query cues strongly compete too (SPEC R9; memory/revival.py)
+        m, cues = revive_single(store, static, project, query, tokens, qvec, now, m,
+                                not large, dynamic, category)
         rows, parts = static.single[0], static.single[1]
         hits = _hits(store, rows[:m], parts[:, :m], fused.has_affinity)
         if reinforce and m:
             _reinforce(store, rows[:m], now)
-        return hits
+        # the archive, when nothing here matches strongly (SPEC R9; memory/revival.py)
+        return with_archive(store, static, cues, hits, rows[:m], project, dynamic, category,
+                            reinforce, now)
 
 
 class _FusedArgs:
@@ -350,7 +359,7 @@ def _hits(store, rows, parts, has_affinity: bool) -> list[RecallHit]:
                       affinity)
 
 
-_REASONS = ("scored", "graph", "self_identity", "user_fact")
+_REASONS = ("scored", "graph", "self_identity", "user_fact", "revived", "archived")
 _REASON_OF = {float(code): name for code, name in enumerate(_REASONS)}  # the kernels' codes
 _REASON_NAMES = np.array(_REASONS, dtype=object)  # a take maps a batch's codes at once
 
@@ -414,6 +423,7 @@ def _reinforce(store, rows, now: float) -> None:
     row_list = rows.tolist()
     store._apply_touch(row_list, 1, step, now)
     store._log(TouchOp(gather(store._table.ids, row_list), 1, step, now))
+    reactivate(store, rows, now)  # revived entries become active again (SPEC R9)
 
 
 def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors=None,
@@ -422,11 +432,7 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         raise ValidationError("queries must be a list of strings")
     queries = [validate.query(q) for q in queries]
     nq = len(queries)
-    if projects is None or isinstance(projects, str):
-        projects = [projects] * nq
-    projects = [validate.project(p) for p in projects]
-    if len(projects) != nq:
-        raise ValidationError(f"{len(projects)} projects for {nq} queries")
+    projects = validate.projects(projects, nq)
     reinforce = validate.flag(reinforce, "reinforce")
     qvecs = _query_vectors(store, queries, query_vectors)
     token_lists = [tokenize(q) for q in queries]
@@ -445,6 +451,7 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         parts = [np.zeros((nq, width)) for _ in range(5)]  # score, bm25, rel, graph, reason
         counts = np.zeros(nq, np.int64)
         cos_sel = np.zeros((nq, width), np.float32)  # each hit's cosine
+        weak = np.zeros(nq, np.bool_)  # no strong match: the archive is consulted
         with numba_threads(batch_threads(store.config.batch_threads)), blas_threads(1):
             for lo in range(0, nq, static.batch_chunk):
                 hi = min(nq, lo + static.batch_chunk)
@@ -459,15 +466,30 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
                                     scope_of[lo:hi], static.recency_args[0],
                                     *static.kernel_args, rows[lo:hi],
                                     *(p[lo:hi] for p in parts), counts[lo:hi])
+                revive_batch(store, bm25, cos, affinity, eligible, scored, scope_of[lo:hi],
+                             list(uniq), token_lists[lo:hi], qvecs is not None, rows[lo:hi],
+                             [p[lo:hi] for p in parts], counts[lo:hi],
+                             lambda *a: recall_batch_kernel(plan.base, *a[:6],
+                                                            static.recency_args[0],
+                                                            *static.kernel_args, *a[6:]))
+                weak_queries(store, bm25, cos, rows[lo:hi], counts[lo:hi], token_lists[lo:hi],
+                             qvecs is not None, weak[lo:hi])
                 if n:  # -1 marks an unused slot: any valid column will do there
                     cos_sel[lo:hi] = np.take_along_axis(cos, np.maximum(rows[lo:hi], 0), axis=1)
         if as_arrow:
             result = _arrow(store, plan, rows, parts, counts, cos_sel, affinity, scope_of)
         else:
             result = _batch_hits(store, plan, rows, parts, counts, cos_sel, affinity, scope_of)
-        if reinforce and counts.sum():
-            sel = np.concatenate([rows[q, :counts[q]] for q in range(nq)])
+        # queries without a strong match consult the archive as recall() does (SPEC R9)
+        result, sel, archived = batch_with_archive(
+            store, result, weak, rows, counts,
+            lambda q: recall(store, queries[q], project=projects[q], reinforce=False,
+                             query_vector=None if qvecs is None else qvecs[q]),
+            _REASONS, as_arrow)
+        if reinforce and sel.shape[0]:
             _reinforce(store, sel, plan.now)
+        if reinforce and archived:
+            restore_returned(store, archived, plan.now)
         return result
 
 

@@ -83,12 +83,20 @@ class MemoryStore:
         self._closed = False
         self.path = Path(path) if path is not None else None
         self._durability: Durability | None = None
-        self.archive = Archive(None if path is None else Path(path) / "archive", config)
+        self.archive = Archive(None, config)
         if path is not None:
             self._durability = Durability(Path(path), config.persist, self)
             self._durability.load()
-            for entry_id in [e.id for e in self.archive.list() if e.id in self._table.row_of]:
-                self.archive.remove(entry_id)  # a crash mid-move left a copy in both: store wins
+            try:
+                self.archive = Archive(Path(path) / "archive", config)
+                for entry_id in [e.id for e in self.archive.list()
+                                 if e.id in self._table.row_of]:
+                    self.archive.remove(entry_id)  # a crash mid-move left a copy in both
+                with self._lock:  # a smaller capacity than the store was written with
+                    self._enforce_capacity()
+            except BaseException:
+                self._durability.abandon()
+                raise
         self.check_embedder_choice()
 
     # ------------------------------------------------------------------ lifecycle
@@ -100,9 +108,7 @@ class MemoryStore:
 
         ``query_cache``: a query-vector cache shared with other stores of the same embedder
         (what :class:`~maclaw_fast.memory.pool.StorePool` passes); default, one of its own."""
-        if not isinstance(path, (str, os.PathLike)) or not str(path):
-            raise ValidationError("path must be a directory path")
-        return cls(embedder=embedder, config=config, path=path, clock=clock,
+        return cls(embedder=embedder, config=config, path=validate.store_dir(path), clock=clock,
                    query_cache=query_cache)
 
     @classmethod
@@ -372,12 +378,7 @@ class MemoryStore:
     def set_fields(self, entry_id: str, **fields) -> Entry:
         """Low-level field change used by maintenance (status, strength, compact_form, ...);
         content/tags/category go through :meth:`update`."""
-        allowed = {"status", "strength", "compact_form", "access_count", "updated_at", "pinned"}
-        bad = set(fields) - allowed
-        if bad:
-            raise ValidationError(f"set_fields cannot change {sorted(bad)}")
-        if "status" in fields and fields["status"] not in ("active", "superseded", "dormant"):
-            raise ValidationError(f"unknown status {fields['status']!r}")
+        fields = validate.fields(fields)
         with self._lock:
             self._check_open()
             row = self._row(entry_id)
@@ -413,7 +414,7 @@ class MemoryStore:
 
     def touch(self, ids) -> None:
         """``access_count += 1`` for each id; ``updated_at`` unchanged."""
-        ids = [ids] if isinstance(ids, str) else list(ids)
+        ids = validate.ids(ids)
         with self._lock:
             self._check_open()
             rows = [self._row(i) for i in ids]
@@ -425,9 +426,11 @@ class MemoryStore:
 
     def set_meta(self, key: str, value: str) -> None:
         """Persist a small named value with the store (e.g. the last reflection time)."""
+        key, value = validate.meta_key(key), validate.text(str(value), "value")
         with self._lock:
-            self.meta[str(key)] = str(value)
-            self._log(MetaOp(str(key), str(value)))
+            self._check_open()
+            self.meta[key] = value
+            self._log(MetaOp(key, value))
 
     # ------------------------------------------------------------------ capacity
     def _enforce_capacity(self) -> list[Entry]:
@@ -498,10 +501,10 @@ class MemoryStore:
     def import_records(self, records: list[dict]) -> int:
         """Insert checked records (see ``persist.compat.parse_maclaw``) keeping their ids and
         times; returns how many were added."""
-        from maclaw_fast.persist.compat import import_records
+        from maclaw_fast.persist.compat import check_records, import_records
 
-        self.check_embedder_choice([r["content"] for r in records if isinstance(r, dict)
-                                    and isinstance(r.get("content"), str)])
+        records = check_records(records)  # before anything changes, the model choice included
+        self.check_embedder_choice([r["content"] for r in records])
         return import_records(self, records)
 
     def export_maclaw(self, path: str | os.PathLike) -> int:

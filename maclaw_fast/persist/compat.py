@@ -25,12 +25,66 @@ def _iso(ts: float) -> str:
 def _ts(value, field: str) -> float:
     if value in (None, ""):
         return 0.0
-    if isinstance(value, (int, float)):
-        return float(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return validate.timestamp(value, field)
+    if not isinstance(value, str):
+        raise ValidationError(f"{field}: expected an RFC 3339 time, got {type(value).__name__}")
     try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+        ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         raise ValidationError(f"{field}: not an RFC 3339 time: {value!r}") from None
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=timezone.utc)
+    return validate.timestamp(ts.timestamp(), field)
+
+
+def _optional(item: dict, key: str, check, default):
+    value = item.get(key)
+    return default if value is None else check(value)
+
+
+def _strs(value, field: str) -> list[str]:
+    if not isinstance(value, (list, tuple)):
+        raise ValidationError(f"{field} must be a list of strings")
+    return [validate.entry_id(v) for v in value]
+
+
+def _floats(value, field: str) -> list[float]:
+    if not isinstance(value, (list, tuple)):
+        raise ValidationError(f"{field} must be a list of numbers")
+    return [validate.number(v, field) for v in value]
+
+
+def _record(item, where: str) -> dict:
+    if not isinstance(item, dict):
+        raise ValidationError(f"{where}: expected an object")
+    try:
+        rec = {
+            "id": _optional(item, "id", validate.entry_id, "") if item.get("id") != "" else "",
+            "content": validate.content(item.get("content")),
+            "category": validate.category(item.get("category")),
+            "tags": validate.tags(item.get("tags") or ()),
+            "created_at": _ts(item.get("created_at"), "created_at"),
+            "updated_at": _ts(item.get("updated_at"), "updated_at"),
+            "access_count": _optional(item, "access_count",
+                                      lambda v: validate.count(v, "access_count"), 1),
+            "strength": _optional(item, "strength", lambda v: validate.number(v, "strength"),
+                                  1.0),
+            "status": _optional(item, "status", validate.status, "active"),
+            "pinned": _optional(item, "pinned", lambda v: validate.flag(v, "pinned"), False),
+            "compact_form": _optional(item, "compact_form",
+                                      lambda v: validate.text(v, "compact_form"), ""),
+            "related_ids": _optional(item, "related_ids",
+                                     lambda v: _strs(v, "related_ids"), []),
+            "related_strengths": _optional(item, "related_strengths",
+                                           lambda v: _floats(v, "related_strengths"), []),
+            "embedding": item.get("embedding"),
+        }
+    except ValidationError as exc:
+        raise ValidationError(f"{where}: {exc}") from None
+    if rec["related_strengths"] and len(rec["related_strengths"]) != len(rec["related_ids"]):
+        raise ValidationError(f"{where}: related_strengths and related_ids differ in length")
+    return rec
 
 
 def export_maclaw(store, path: str | os.PathLike) -> int:
@@ -57,38 +111,33 @@ def export_maclaw(store, path: str | os.PathLike) -> int:
 
 
 def parse_maclaw(path: str | os.PathLike) -> list[dict]:
-    """Read and check a reference file; returns normalised records (nothing is changed on error)."""
+    """Read and check a reference file; returns normalised records (nothing is changed on error).
+
+    Every field is checked (types, finite numbers, storable text); repeated ids are an error,
+    not silently collapsed."""
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValidationError(f"cannot read {path}: {exc}") from None
+    except (OSError, ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise ValidationError(f"cannot read {os.fspath(path)!r}: {reason}") from None
     if not isinstance(data, list):
         raise ValidationError(f"{path}: expected a JSON array of entries")
-    out = []
-    for i, item in enumerate(data):
-        if not isinstance(item, dict):
-            raise ValidationError(f"{path}[{i}]: expected an object")
-        rec = {
-            "id": str(item.get("id") or ""),
-            "content": validate.content(item.get("content")),
-            "category": validate.category(item.get("category")),
-            "tags": validate.tags(item.get("tags") or ()),
-            "created_at": _ts(item.get("created_at"), "created_at"),
-            "updated_at": _ts(item.get("updated_at"), "updated_at"),
-            "access_count": int(item.get("access_count") or 1),
-            "strength": float(item.get("strength", 1.0) if item.get("strength") is not None
-                              else 1.0),
-            "status": item.get("status") or "active",
-            "pinned": bool(item.get("pinned", False)),
-            "compact_form": item.get("compact_form") or "",
-            "related_ids": list(item.get("related_ids") or ()),
-            "related_strengths": list(item.get("related_strengths") or ()),
-            "embedding": item.get("embedding"),
-        }
-        if rec["status"] not in ("active", "superseded", "dormant"):
-            raise ValidationError(f"{path}[{i}]: unknown status {rec['status']!r}")
-        out.append(rec)
+    return check_records(data, str(path))
+
+
+def check_records(records, where: str = "records") -> list[dict]:
+    """Each record checked and normalised (see :func:`parse_maclaw`); repeated ids refused."""
+    if isinstance(records, (str, bytes, dict)) or not hasattr(records, "__iter__"):
+        raise ValidationError(f"{where}: expected a list of entry objects")
+    out = [_record(item, f"{where}[{i}]") for i, item in enumerate(records)]
+    seen: dict[str, int] = {}
+    for i, rec in enumerate(out):
+        if rec["id"]:
+            if rec["id"] in seen:
+                raise ValidationError(f"{where}[{i}]: id {rec['id']!r} repeats entry "
+                                      f"{seen[rec['id']]}")
+            seen[rec["id"]] = i
     return out
 
 
@@ -104,6 +153,7 @@ def import_records(store, records: list[dict]) -> int:
     times. Foreign vectors are never mixed with ours: entries are embedded anew."""
     from maclaw_fast.memory.store import _vec_bytes, new_id
 
+    records = check_records(records)
     with store._lock:
         store._check_open()
         fresh = [r for r in records if r["id"] not in store._table.row_of

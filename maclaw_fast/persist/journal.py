@@ -1,7 +1,15 @@
 """An append-only journal of MessagePack records framed by length + CRC32 (SPEC §8).
 
-A record is written whole before the mutating call returns; a torn or corrupt tail (a crash in
-the middle of a write) is detected on open and cut off, keeping every record before it.
+A record is written whole before the mutating call returns. On open every intact record is
+found even past damage: a record that fails its checksum (a flipped bit, an overwritten range,
+a torn write) is skipped and the reader resynchronises on the next offset where a frame's
+length and CRC agree, so one bad record never takes the later ones with it. After a snapshot
+the journal is rotated to ``<name>.prev`` (it holds the records between the previous snapshot
+and this one), so a damaged newest snapshot can be rebuilt from ``snapshot.prev`` plus both
+journals without losing anything.
+
+Records are tagged msgspec unions: a new operation is a new tag, and readers of older files
+never see it; a new field with a default is read from older records unchanged.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import zlib
 from pathlib import Path
 
 import msgspec
+import numpy as np
 
 from maclaw_fast.records import Entry
 from maclaw_fast.timers import Timer, later
@@ -111,27 +120,9 @@ class Journal:
         self.size = 0
 
     # ------------------------------------------------------------------ reading
-    def read(self) -> tuple[list[JournalRecord], int, bool]:
-        """All intact records, the byte length they span, and whether a bad tail was found."""
-        if not self.path.is_file():
-            return [], 0, False
-        data = self.path.read_bytes()
-        records: list[JournalRecord] = []
-        pos = 0
-        while pos + _FRAME.size <= len(data):
-            length, crc = _FRAME.unpack_from(data, pos)
-            end = pos + _FRAME.size + length
-            if length > _MAX_RECORD or end > len(data):
-                break
-            payload = data[pos + _FRAME.size: end]
-            if zlib.crc32(payload) != crc:
-                break
-            try:
-                records.append(_decoder.decode(payload))
-            except msgspec.DecodeError:
-                break
-            pos = end
-        return records, pos, pos != len(data)
+    def read(self) -> JournalScan:
+        """Every intact record of the journal file (see :func:`scan_journal`)."""
+        return scan_journal(self.path)
 
     # ------------------------------------------------------------------ writing
     def open_for_append(self, valid_length: int) -> None:
@@ -191,17 +182,26 @@ class Journal:
                 self._unsynced = False
             self._pending = False
 
-    def reset(self) -> None:
-        """Empty the journal (after a snapshot that holds everything in it) and close it."""
+    def reset(self, force: bool = False) -> None:
+        """Start an empty journal after a snapshot that holds everything in this one, and close
+        it; the records move to ``<name>.prev``, the bridge from the previous snapshot (a
+        damaged newest snapshot is rebuilt from ``.prev`` plus both journals)."""
         with self._lock:
-            if self._fh is None and self.size == 0:
+            if self._fh is None and self.size == 0 and not force:
                 return  # nothing was appended since the file was last emptied
-            fh = self._handle()
-            fh.truncate(0)
-            fh.seek(0)
-            os.fsync(fh.fileno())
-            fh.close()
-            self._fh = None
+            if self._fh is not None:
+                os.fsync(self._fh.fileno())
+                self._fh.close()
+                self._fh = None
+            if force and not self.path.exists():
+                self.path.touch()  # an empty bridge replaces a damaged .prev
+            if self.path.exists():
+                os.replace(self.path, prev_path(self.path))
+                dir_fd = os.open(self.path.parent, os.O_RDONLY)
+                try:
+                    os.fsync(dir_fd)
+                finally:
+                    os.close(dir_fd)
             self._unsynced = False
             self.size = 0
 
@@ -213,3 +213,95 @@ class Journal:
             if self._fh is not None:
                 self._fh.close()
                 self._fh = None
+
+
+def prev_path(path: Path) -> Path:
+    return path.with_name(path.name + ".prev")
+
+
+class JournalScan(msgspec.Struct):
+    """What :func:`scan_journal` found: intact records in file order, where the last one ends,
+    and the byte ranges it had to skip (``torn``: the only damage is an unfinished last
+    frame, or zero bytes after the last record, which a crash mid-write leaves)."""
+
+    records: list[JournalRecord]
+    end: int
+    skipped: list[tuple[int, int]]
+    size: int = 0
+    torn: bool = False
+
+    @property
+    def damaged(self) -> bool:
+        return bool(self.skipped) and not self.torn
+
+
+def _frame_at(data: bytes, pos: int) -> tuple[JournalRecord, int] | None:
+    if pos + _FRAME.size > len(data):
+        return None
+    length, crc = _FRAME.unpack_from(data, pos)
+    end = pos + _FRAME.size + length
+    if length == 0 or length > _MAX_RECORD or end > len(data):
+        return None
+    payload = memoryview(data)[pos + _FRAME.size:end]
+    if zlib.crc32(payload) != crc:
+        return None
+    try:
+        return _decoder.decode(payload), end
+    except msgspec.DecodeError:
+        return None
+
+
+def _plausible_starts(data: bytes) -> np.ndarray:
+    """Every offset whose little-endian u32 length field is non-zero and fits in the rest of
+    the file: the only places a frame can start (a resync visits these, not every byte)."""
+    n = len(data) - _FRAME.size + 1
+    if n <= 0:
+        return np.zeros(0, np.int64)
+    raw = np.frombuffer(data, np.uint8).astype(np.uint32)
+    lengths = raw[:n] | raw[1:n + 1] << 8 | raw[2:n + 2] << 16 | raw[3:n + 3] << 24
+    room = len(data) - _FRAME.size - np.arange(n, dtype=np.int64)
+    return np.flatnonzero((lengths > 0) & (lengths <= room))
+
+
+def scan_journal(path: Path) -> JournalScan:
+    """Every intact record of the file at ``path``, resynchronising past damage.
+
+    A frame is accepted only when its length fits, its CRC32 matches and the payload decodes,
+    so a random offset inside damage is taken for a record with odds of about 2^-32.
+    """
+    if not path.is_file():
+        return JournalScan([], 0, [])
+    data = path.read_bytes()
+    records: list[JournalRecord] = []
+    skipped: list[tuple[int, int]] = []
+    pos = end = 0
+    bad_from = -1
+    starts = None  # offsets whose length field fits the file, computed at the first damage
+    while pos + _FRAME.size <= len(data):
+        found = _frame_at(data, pos)
+        if found is None:
+            if bad_from < 0:
+                bad_from = pos
+            if starts is None:
+                starts = _plausible_starts(data)
+            k = int(np.searchsorted(starts, pos, side="right"))
+            pos = int(starts[k]) if k < len(starts) else len(data)
+            continue
+        if bad_from >= 0:
+            skipped.append((bad_from, pos))
+            bad_from = -1
+        records.append(found[0])
+        pos = end = found[1]
+    if end < len(data):
+        if bad_from < 0 or bad_from > end:
+            bad_from = end
+        skipped.append((bad_from, len(data)))
+    torn = False
+    if len(skipped) == 1 and skipped[0][1] == len(data):
+        tail = data[skipped[0][0]:]
+        if len(tail) < _FRAME.size or not tail.strip(b"\0"):
+            torn = True
+        else:
+            length = _FRAME.unpack_from(tail)[0]
+            torn = _FRAME.size + length > len(tail)  # the last write did not finish
+    return JournalScan(records, end, skipped, len(data), torn)

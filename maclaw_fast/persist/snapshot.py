@@ -1,11 +1,21 @@
-"""Snapshots: the store's columns as one Arrow IPC file, written by temp file + fsync + atomic
-rename; the previous snapshot is kept as ``<name>.prev`` so a corrupt newest one has a fallback."""
+"""Snapshots: the store's columns as one Arrow IPC file followed by a checksum trailer, written by
+temp file + fsync + atomic rename; the previous snapshot is kept as ``<name>.prev``.
+
+File layout (format 2): the Arrow IPC file bytes, then 20 bytes ``b"MCLWSUM2"``, the IPC
+length (u64 LE) and ``crc32`` of those bytes (u32 LE). The checksum is verified before pyarrow
+parses a single offset: a flipped bit or overwritten range is caught here instead of being
+served, or crashing the reader. Format 1 files (no trailer) are still read, with full
+validation. Snapshot metadata is a msgspec Struct stored as JSON in the schema metadata, so new
+fields (and new columns) can be added without breaking older files.
+"""
 
 from __future__ import annotations
 
 import os
+import struct
 import time
 import warnings
+import zlib
 from pathlib import Path
 
 import msgspec
@@ -24,12 +34,19 @@ ENTRY_SCHEMA_FIELDS = [
     ("status", pa.string()), ("scope", pa.string()), ("pinned", pa.bool_()),
     ("compact_form", pa.string()),
 ]
+# the columns every snapshot must have (the bulk reload reads them all); a column added later
+# goes into ENTRY_SCHEMA_FIELDS only, with a default for older snapshots that lack it
+REQUIRED_COLUMNS = tuple(name for name, _ in ENTRY_SCHEMA_FIELDS)
+_TRAILER = struct.Struct("<8sQI")
+_MAGIC = b"MCLWSUM2"
+FORMAT = 2
+MAX_DIM = 1 << 16  # no embedder has more dimensions; a larger number is damage
 
 
 class SnapshotMeta(msgspec.Struct, kw_only=True):
     """What a snapshot says about itself (stored as JSON in the Arrow schema metadata)."""
 
-    format: int = 1
+    format: int = FORMAT
     seq: int = 0  # last journal sequence number included
     fingerprint: str = ""
     dim: int = 0
@@ -60,23 +77,32 @@ def entries_table(entries: list[Entry], vectors: np.ndarray | None, dim: int,
 
 
 def table_entries(table: pa.Table) -> tuple[list[Entry], np.ndarray | None]:
-    """The inverse of :func:`entries_table`: entries and vectors (NaN rows where none)."""
-    data = {name: table.column(name).to_pylist() for name, _ in ENTRY_SCHEMA_FIELDS}
+    """The inverse of :func:`entries_table`: entries and vectors (NaN rows where none).
+
+    Only call it on a table that passed :func:`check_table`."""
+    data = {name: table.column(name).to_pylist() for name, _ in ENTRY_SCHEMA_FIELDS
+            if name in table.column_names}
+    tuples = [n for n in ("tags", "related_ids", "related_strengths") if n in data]
     entries = []
     for i in range(table.num_rows):
-        kw = {name: data[name][i] for name, _ in ENTRY_SCHEMA_FIELDS}
-        for name in ("tags", "related_ids", "related_strengths"):
+        kw = {name: col[i] for name, col in data.items()}
+        for name in tuples:
             kw[name] = tuple(kw[name] or ())
-        entries.append(Entry(**kw))
+        if "compact_form" in kw:
+            kw["compact_form"] = kw["compact_form"] or ""
+        entries.append(Entry(**{k: v for k, v in kw.items() if v is not None}))
     vectors = None
     if "embedding" in table.column_names:
         col = table.column("embedding").combine_chunks()
         dim = col.type.list_size
-        flat = col.flatten().to_numpy(zero_copy_only=False).astype(np.float32)
         vectors = np.full((table.num_rows, dim), np.nan, dtype=np.float32)
         valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         # flatten() skips null slots, so valid rows are packed in order
-        vectors[valid] = flat.reshape(-1, dim)[: valid.sum()] if valid.any() else vectors[valid]
+        flat = col.flatten().to_numpy(zero_copy_only=False).astype(np.float32)
+        if flat.size != int(valid.sum()) * dim:
+            raise CorruptStoreError("snapshot embedding column has the wrong number of values")
+        if valid.any():
+            vectors[valid] = flat.reshape(-1, dim)
     return entries, vectors
 
 
@@ -84,45 +110,139 @@ def snapshot_meta(table: pa.Table) -> SnapshotMeta:
     raw = (table.schema.metadata or {}).get(b"maclaw")
     if raw is None:
         raise CorruptStoreError("snapshot has no maclaw metadata")
-    return msgspec.json.decode(raw, type=SnapshotMeta)
+    try:
+        return msgspec.json.decode(raw, type=SnapshotMeta)
+    except msgspec.DecodeError as exc:
+        raise CorruptStoreError(f"snapshot metadata unreadable: {exc}") from None
+
+
+def check_table(table: pa.Table, known: dict[str, tuple[str, ...]] | None = None) -> SnapshotMeta:
+    """Refuse a table whose columns, sizes or values are not what :func:`entries_table` writes
+    (``known`` maps a text column to its allowed values). Returns its metadata."""
+    meta = snapshot_meta(table)
+    if meta.seq < 0 or not 0 <= meta.dim <= MAX_DIM:
+        raise CorruptStoreError(f"snapshot metadata out of range (seq {meta.seq}, dim {meta.dim})")
+    for name, typ in ENTRY_SCHEMA_FIELDS:
+        if name not in table.column_names:
+            if name in REQUIRED_COLUMNS:
+                raise CorruptStoreError(f"snapshot lacks column {name!r}")
+            continue  # written before the column existed: the Entry default applies
+        if not table.schema.field(name).type.equals(typ):
+            raise CorruptStoreError(f"snapshot column {name!r} has type "
+                                    f"{table.schema.field(name).type}, expected {typ}")
+    if "embedding" in table.column_names:
+        typ = table.schema.field("embedding").type
+        if (not pa.types.is_fixed_size_list(typ) or not typ.value_type.equals(pa.float32())
+                or typ.list_size != meta.dim):
+            raise CorruptStoreError(f"snapshot embedding column has type {typ}, expected "
+                                    f"{meta.dim} float32 values")
+    try:
+        table.validate(full=True)  # offsets, lengths, UTF-8
+    except (pa.ArrowException, ValueError) as exc:
+        raise CorruptStoreError(f"snapshot columns inconsistent: {exc}") from None
+    for name in ("id", "content", "category", "status", "scope"):
+        if name in table.column_names and table.column(name).null_count:
+            raise CorruptStoreError(f"snapshot column {name!r} has missing values")
+    ids = table.column("id").to_pylist()
+    if len(set(ids)) != len(ids) or any(not i for i in ids):
+        raise CorruptStoreError("snapshot ids are empty or repeated")
+    for name, allowed in (known or {}).items():
+        if name not in table.column_names:
+            continue
+        bad = set(table.column(name).to_pylist()) - set(allowed)
+        if bad:
+            raise CorruptStoreError(f"snapshot column {name!r} holds unknown values "
+                                    f"{sorted(bad)[:3]}")
+    return meta
+
+
+def encode_snapshot(table: pa.Table) -> bytes:
+    """The file bytes of ``table``: Arrow IPC + checksum trailer."""
+    sink = pa.BufferOutputStream()
+    with ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    body = sink.getvalue().to_pybytes()
+    return body + _TRAILER.pack(_MAGIC, len(body), zlib.crc32(body))
+
+
+def decode_snapshot(data: bytes, known: dict[str, tuple[str, ...]] | None = None) -> pa.Table:
+    """Verify and parse snapshot bytes; :class:`CorruptStoreError` when damaged."""
+    size = len(data)
+    if size >= _TRAILER.size and data[size - _TRAILER.size:size - _TRAILER.size + 8] == _MAGIC:
+        _, length, crc = _TRAILER.unpack_from(data, size - _TRAILER.size)
+        if length != size - _TRAILER.size:
+            raise CorruptStoreError(f"snapshot length {size} does not match its trailer")
+        body = memoryview(data)[:length]
+        if zlib.crc32(body) != crc:
+            raise CorruptStoreError("snapshot checksum mismatch")
+        legacy = False
+    else:
+        body, legacy = memoryview(data), True
+    try:
+        with ipc.open_file(pa.py_buffer(body)) as reader:
+            table = reader.read_all()
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise CorruptStoreError(f"snapshot not readable as Arrow: {exc}") from None
+    meta = check_table(table, known)
+    if legacy and meta.format >= FORMAT:
+        raise CorruptStoreError("snapshot lost its checksum trailer")
+    return table
+
+
+def peek_meta(path: str | os.PathLike) -> SnapshotMeta | None:
+    """The metadata of the snapshot at ``path`` once its checksum holds (None: no snapshot, or
+    a damaged one, which opening the store will deal with)."""
+    try:
+        return snapshot_meta(decode_snapshot(Path(path).read_bytes()))
+    except (OSError, CorruptStoreError, MemoryError):
+        return None
 
 
 def write_snapshot(path: str | os.PathLike, table: pa.Table) -> None:
     """Atomically replace the snapshot at ``path`` (the old one becomes ``.prev``)."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
-    fd = os.open(tmp, os.O_RDONLY)
+    data = encode_snapshot(table)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
         os.fsync(fd)
     finally:
         os.close(fd)
     if path.exists():
         os.replace(path, path.with_name(path.name + ".prev"))
     os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+    fsync_dir(path.parent)
+
+
+def fsync_dir(directory: Path) -> None:
+    dir_fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
 
 
-def _read(path: Path) -> pa.Table:
-    with ipc.open_file(str(path)) as reader:
-        table = reader.read_all()
-    snapshot_meta(table)
-    missing = {n for n, _ in ENTRY_SCHEMA_FIELDS} - set(table.column_names)
-    if missing:
-        raise CorruptStoreError(f"snapshot lacks columns {sorted(missing)}")
-    return table
+def aside_name(path: Path) -> Path:
+    """``<name>.corrupt.<timestamp>``, unique within this directory."""
+    stamp = time.strftime("%Y%m%d%H%M%S")
+    candidate = path.with_name(f"{path.name}.corrupt.{stamp}")
+    n = 1
+    while candidate.exists():
+        candidate = path.with_name(f"{path.name}.corrupt.{stamp}.{n}")
+        n += 1
+    return candidate
 
 
-def read_snapshot(path: str | os.PathLike) -> tuple[pa.Table | None, list[str]]:
-    """The newest readable snapshot and what happened on the way (for the caller to report).
+def read_snapshot(path: str | os.PathLike, known: dict[str, tuple[str, ...]] | None = None
+                  ) -> tuple[pa.Table | None, list[str], str | None]:
+    """The newest valid snapshot, what happened on the way, and which file it came from.
 
-    A snapshot that cannot be read is moved aside as ``<name>.corrupt.<timestamp>``; then the
-    ``.prev`` one is tried. ``(None, notes)`` means no valid snapshot exists.
+    A snapshot that fails its checksum or cannot be read is moved aside as
+    ``<name>.corrupt.<timestamp>`` (with a warning); then the ``.prev`` one is tried.
+    ``(None, notes, None)`` means no valid snapshot exists.
     """
     path = Path(path)
     notes: list[str] = []
@@ -130,12 +250,13 @@ def read_snapshot(path: str | os.PathLike) -> tuple[pa.Table | None, list[str]]:
         if not candidate.exists():
             continue
         try:
-            return _read(candidate), notes
-        except (OSError, pa.ArrowException, CorruptStoreError, msgspec.DecodeError,
-                ValueError) as exc:
-            aside = candidate.with_name(f"{candidate.name}.corrupt.{time.strftime('%Y%m%d%H%M%S')}")
+            if not candidate.is_file():
+                raise CorruptStoreError("not a regular file")
+            return decode_snapshot(candidate.read_bytes(), known), notes, candidate.name
+        except (OSError, CorruptStoreError, MemoryError) as exc:
+            aside = aside_name(candidate)
             os.replace(candidate, aside)
             note = f"snapshot {candidate.name} unreadable ({exc}); moved to {aside.name}"
             notes.append(note)
             warnings.warn(note, RuntimeWarning, stacklevel=3)
-    return None, notes
+    return None, notes, None

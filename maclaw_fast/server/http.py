@@ -20,6 +20,11 @@ from maclaw_fast.errors import ValidationError
 TOKEN_ENV = "MACLAW_MCP_TOKEN"
 
 
+# the only addresses served without a token: what a local client means by "this machine"
+TOKENLESS_HOSTS = ("127.0.0.1", "localhost", "::1")
+_WILDCARD = ("0.0.0.0", "::", "")
+
+
 def is_loopback(host: str) -> bool:
     """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1).
 
@@ -36,21 +41,52 @@ def is_loopback(host: str) -> bool:
         return False  # a host name other than localhost may resolve anywhere
 
 
+def check_token(token: str | None) -> None:
+    """A bearer token: at least 8 visible characters, no whitespace or control characters."""
+    if token is None:
+        return
+    if not isinstance(token, str) or len(token) < 8:
+        raise ValidationError("the bearer token must be at least 8 characters")
+    if any(c.isspace() or not c.isprintable() for c in token):
+        raise ValidationError("the bearer token must not contain spaces or control characters")
+
+
 def check_bind(host: str, token: str | None) -> None:
-    """Refuse to listen beyond this machine without a bearer token.
+    """Refuse to listen anywhere but 127.0.0.1 / localhost / ::1 without a bearer token
+    (another loopback address such as 127.0.0.2 is often forwarded or shared).
 
     Examples
     --------
     >>> check_bind("0.0.0.0", None)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    maclaw_fast.errors.ValidationError: refusing to bind 0.0.0.0 (not a loopback address) ...
+    maclaw_fast.errors.ValidationError: refusing to bind 0.0.0.0 without a bearer token ...
     """
-    if token is not None and len(token) < 8:
-        raise ValidationError("the bearer token must be at least 8 characters")
-    if not is_loopback(host) and not token:
-        raise ValidationError(f"refusing to bind {host} (not a loopback address) without a "
-                              f"bearer token: pass --token T or set {TOKEN_ENV}")
+    check_token(token)
+    if host.strip("[]") not in TOKENLESS_HOSTS and not token:
+        raise ValidationError(f"refusing to bind {host} without a bearer token (only "
+                              f"{', '.join(TOKENLESS_HOSTS)} are served without one): pass "
+                              f"--token T or set {TOKEN_ENV}")
+
+
+def transport_security(host: str):
+    """Host/Origin checks (DNS-rebinding protection) for every address that names itself: the
+    bound address (and, on loopback, the loopback names). A wildcard bind cannot know the names
+    clients use, so there the bearer token is the only gate."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    bare = host.strip("[]")
+    if bare in _WILDCARD:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = [f"[{bare}]" if ":" in bare else bare]
+    if is_loopback(bare):
+        names += ["127.0.0.1", "localhost", "[::1]"]
+    names = list(dict.fromkeys(names))
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[n + suffix for n in names for suffix in ("", ":*")],
+        allowed_origins=[f"{scheme}://{n}{suffix}" for n in names
+                         for scheme in ("http", "https") for suffix in ("", ":*")])
 
 
 class BearerAuth:
@@ -80,7 +116,7 @@ class BearerAuth:
 
 def build_app(mcp, *, host: str, token: str | None, path: str = "/mcp",
               users: dict[str, str] | None = None):
-    """The ASGI app: the SDK's streamable-HTTP app (DNS-rebinding protection on loopback),
+    """The ASGI app: the SDK's streamable-HTTP app (Host/Origin checks on any named address),
     wrapped in :class:`BearerAuth` when a token is given, or in
     :class:`~maclaw_fast.server.users.UserAuth` when ``users`` (token → store name) is."""
     if users and token:
@@ -89,7 +125,8 @@ def build_app(mcp, *, host: str, token: str | None, path: str = "/mcp",
         check_bind(host, token)
     # JSON responses: every tool answers once, no server-initiated stream is needed, and plain
     # JSON costs less per request than an SSE stream
-    app = mcp.streamable_http_app(streamable_http_path=path, json_response=True, host=host)
+    app = mcp.streamable_http_app(streamable_http_path=path, json_response=True, host=host,
+                                  transport_security=transport_security(host))
     if users:
         from maclaw_fast.server.users import UserAuth
 

@@ -18,10 +18,10 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import msgspec
 from pydantic import Field
 
 from maclaw_fast.agent import handlers as h
+from maclaw_fast.config import Config
 from maclaw_fast.errors import MaclawError, NotFoundError, ValidationError
 
 SERVER_NAME = "maclaw-fast"
@@ -40,7 +40,7 @@ def default_store_path() -> Path:
     return default_home() / "memory"
 
 
-class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
+class ServerConfig(Config, frozen=True, kw_only=True):
     """What ``maclaw-fast serve`` opens.
 
     ``store`` None → :func:`default_store_path`; ``catalog`` None → no tools to route

@@ -35,6 +35,11 @@ class WordTable:
         self.known: set[str] = set()
         self.arrays = (self.data, self.offsets, self.table)
 
+    def set_ids(self, numbers: list[int], tid: int) -> None:
+        """Give the words ``numbers`` the term id ``tid`` (in place: the arrays stay)."""
+        half = self.table.shape[0] // 2
+        self.table[half + np.asarray(numbers, np.int64)] = tid
+
     def append(self, words: list[str], ids: list[int]) -> None:
         """Add ``words`` (new, ASCII, lower-case) with their term ids."""
         encoded = [w.encode("ascii") for w in words]

@@ -27,6 +27,9 @@ class Vocabulary:
         self.tokens: list[str] = []
         self.analyzer = analyzer
         self._words = None  # the fast path's word table, made on first use
+        # term → word numbers learned while the term was not in the vocabulary (id -1): they
+        # take its id the moment it is added
+        self._waiting: dict[str, list[int]] = {}
 
     # ------------------------------------------------------------------ the kernel fast path
     def term_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -41,11 +44,10 @@ class Vocabulary:
         return self._word_table().known
 
     def learn(self, query: str) -> None:
-        """Teach the fast path the words of an ASCII ``query`` whose terms this vocabulary holds
-        (each word → its term's id) and its stop words; other words stay unknown, so a query
-        holding one is tokenized in Python (a later token may make it known). A word learned
-        here maps to what :meth:`Analyzer.tokenize` gives it for as long as the vocabulary
-        lives: ids are never reused and the analyzer never changes.
+        """Teach the fast path the words of an ASCII ``query``: each word → its term's id (-1
+        while the vocabulary lacks the term: it takes the id when the term is added), stop
+        words marked. A word learned here maps to what :meth:`Analyzer.tokenize` gives it for
+        as long as the vocabulary lives: ids are never reused and the analyzer never changes.
 
         >>> v = Vocabulary(); _ = v.add("deploy")
         >>> v.learn("Deploying the app")
@@ -64,11 +66,19 @@ class Vocabulary:
                 continue
             t = term(word)
             tid = get(t, -1) if t else STOP
-            if tid != -1:
-                words.append(word)
-                ids.append(tid)
+            if tid == -1:
+                self._waiting.setdefault(t, []).append(table.count + len(words))
+            words.append(word)
+            ids.append(tid)
         if words:
             table.append(words, ids)
+
+    def _added(self, tokens) -> None:
+        """Give the words waiting for any of the new ``tokens`` their ids."""
+        for tok in tokens:
+            nums = self._waiting.pop(tok, None)
+            if nums is not None:
+                self._words.set_ids(nums, self._ids[tok])
 
     def _word_table(self):
         if self._words is None:
@@ -95,6 +105,8 @@ class Vocabulary:
             tid = len(self.tokens)
             self._ids[token] = tid
             self.tokens.append(token)
+            if self._waiting:
+                self._added((token,))
         return tid
 
     def add_all(self, tokens: list[str]):
@@ -114,6 +126,8 @@ class Vocabulary:
         if len(table) > known:
             self.tokens.extend(islice(table, known, None))
             self._ids = dict(table)
+            if self._waiting:
+                self._added(self.tokens[known:])
         return out
 
     def ids(self, tokens, *, add: bool = False):

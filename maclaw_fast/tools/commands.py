@@ -38,6 +38,9 @@ def register(subparsers) -> None:
     p.add_argument("source", help="catalog JSON to import")
     p.add_argument("--into", required=True, help="catalog JSON to merge into (created if absent)")
     p.set_defaults(func=_import)
+    p = sub.add_parser("stats", help="catalog statistics and the embedding model routing uses")
+    _catalog_arg(p)
+    p.set_defaults(func=_stats)
     p = sub.add_parser("discover", help="search the catalog's non-core tools (BM25)")
     p.add_argument("query")
     _catalog_arg(p)
@@ -46,13 +49,13 @@ def register(subparsers) -> None:
 
 
 def _router(args):
-    from maclaw_fast.embedding.auto import catalog_embedder
     from maclaw_fast.embedding.options import embedder_from_args
     from maclaw_fast.tools import EnrichmentStore, ToolRegistry, ToolRouter, load_catalog
 
     tools = load_catalog(args.catalog or DEFAULT_CATALOG)
-    embedder = catalog_embedder(embedder_from_args(args), tools)
-    return ToolRouter(ToolRegistry(tools), embedder=embedder, enrichment=EnrichmentStore())
+    # "auto" is decided by the router from the catalog's text (and said by `tools stats`)
+    return ToolRouter(ToolRegistry(tools), embedder=embedder_from_args(args),
+                      enrichment=EnrichmentStore())
 
 
 def _route(args) -> int:
@@ -81,7 +84,23 @@ def _list(args) -> int:
         return 0
     for t in tools:
         print(f"{t.name:<28} {t.category:<8} {t.description[:70]}")
-    print(f"{len(tools)} tools", file=sys.stderr)
+    print(f"{len(tools)} tools; embedder {_model_line(args.embedder, tools)}", file=sys.stderr)
+    return 0
+
+
+def _model_line(name: str, tools) -> str:
+    """Which model routing would use for ``tools`` (without loading it)."""
+    from maclaw_fast.embedding.auto import choose_model, cjk_share, tool_text
+    from maclaw_fast.embedding.base import is_auto
+
+    if not is_auto(name):
+        return name
+    texts = [tool_text(t) for t in tools]
+    return f"auto: {choose_model(texts)} (catalog text {cjk_share(texts):.0%} Han characters)"
+
+
+def _stats(args) -> int:
+    print(json.dumps(_router(args).stats(), ensure_ascii=False, indent=1))
     return 0
 
 
@@ -93,6 +112,7 @@ def _import(args) -> int:
     new = load_catalog(args.source)
     target = Path(args.into)
     merged = {t.name: t for t in (load_catalog(target) if target.exists() else [])}
+    replaced = [t.name for t in new if t.name in merged]
     for t in new:
         merged[t.name] = t
     items = [msgspec.to_builtins(t) for t in merged.values()]
@@ -102,6 +122,8 @@ def _import(args) -> int:
     tmp.write_text(json.dumps(items, ensure_ascii=False, indent=1), encoding="utf-8")
     tmp.replace(target)
     print(f"imported {len(new)} tools into {target} ({len(merged)} in all)")
+    if replaced:
+        print(f"replaced {len(replaced)} tools of the same name: {', '.join(replaced)}")
     return 0
 
 

@@ -9,14 +9,16 @@ from maclaw_fast.text import cjk_ratio
 
 
 def foreign_query_scale(messages: list[str], embedder, config: RouterConfig) -> np.ndarray:
-    """Per-message factor on the cosines fed to the fusion: below 1 for a message mostly in a
-    language the embedder was not trained on (``RouterConfig.foreign_query_bm25_weight``).
-    Scaling the cosines equals re-weighting, since the fused score is min-max normalised after.
+    """Per-message factor on the cosine weight of the fusion: below 1 for a message mostly in a
+    language the embedder was not trained on (``RouterConfig.foreign_query_bm25_weight``), so
+    that it fuses as ``w : 1 − w`` (the fused score is min-max normalised after, so only the
+    ratio of the two weights counts).
 
     Examples
     --------
     >>> class En: languages = ("en",)
-    >>> foreign_query_scale(["查询数据库", "query"], En(), RouterConfig()).round(3).tolist()
+    >>> cfg = RouterConfig(bm25_weight=0.4, cos_weight=0.6)
+    >>> foreign_query_scale(["查询数据库", "query"], En(), cfg).round(3).tolist()
     [0.286, 1.0]
     """
     scale = np.ones(len(messages))

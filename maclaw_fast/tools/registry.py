@@ -4,6 +4,7 @@ filtering, body summaries and the MCP-schema body builder."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -126,6 +127,27 @@ def body_from_schema(schema: dict | None) -> str:
     return "\n".join(lines)
 
 
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def name_words(name: str) -> str:
+    """The words of a camelCase or PascalCase tool name, space-separated; ``""`` when the name
+    has no inner capital (snake_case and dotted names already split into words in the
+    tokenizer). Added to a tool's BM25 text: "analyzeEvidence" alone is one token that no
+    request contains.
+
+    Examples
+    --------
+    >>> name_words("analyzeEvidence"), name_words("ChatOCR"), name_words("Navigation.queryViolation")
+    ('analyze evidence', 'chat ocr', 'navigation query violation')
+    >>> name_words("query_database"), name_words("calculator")
+    ('', '')
+    """
+    if not any(a.islower() and b.isupper() for a, b in zip(name, name[1:])):
+        return ""
+    return " ".join(_CAMEL.findall(name)).lower()
+
+
 def check_tool(tool: RegisteredTool) -> RegisteredTool:
     """Validate a tool at the boundary and fill ``body_summary`` (and an MCP body from its
     schema). Returns the tool."""
@@ -202,10 +224,14 @@ class ToolRegistry:
         self.register_many([tool])
 
     def register_many(self, tools: Iterable[RegisteredTool]) -> None:
-        """Register many tools under one lock; all are validated before any is added."""
+        """Register many tools under one lock; all are validated before any is added. A name
+        given twice in one call is an error (which of the two was meant cannot be told)."""
         checked = [check_tool(t) for t in tools]
         if not checked:
             return
+        dup = duplicate_names(t.name for t in checked)
+        if dup:
+            raise ValidationError(f"duplicate tool names: {', '.join(dup)}")
         with self._lock:
             for t in checked:
                 self._tools.pop(t.name, None)  # a replaced tool moves to the end
@@ -297,4 +323,25 @@ def load_catalog(path: str | os.PathLike) -> list[RegisteredTool]:
         raw = raw.get("tools")
     if not isinstance(raw, list):
         raise ValidationError(f"catalog {p} must be a list of tools or {{'tools': [...]}}")
-    return [check_tool(tool_from_dict(item)) for item in raw]
+    tools = [check_tool(tool_from_dict(item)) for item in raw]
+    dup = duplicate_names(t.name for t in tools)
+    if dup:
+        raise ValidationError(f"catalog {p} names a tool more than once: {', '.join(dup)}")
+    return tools
+
+
+def duplicate_names(names: Iterable[str]) -> list[str]:
+    """Names that occur more than once, in first-seen order.
+
+    Examples
+    --------
+    >>> duplicate_names(["a", "b", "a", "c", "b", "a"])
+    ['a', 'b']
+    """
+    seen: set[str] = set()
+    dup: dict[str, None] = {}
+    for n in names:
+        if n in seen:
+            dup[n] = None
+        seen.add(n)
+    return list(dup)

@@ -26,22 +26,27 @@ from maclaw_fast.threads import numba_threads
 from maclaw_fast.tools.assemble import gather, selected, tool_scores
 from maclaw_fast.tools.fusion import foreign_query_scale
 from maclaw_fast.tools.groups import GroupActivator, match_skills
-from maclaw_fast.tools.registry import Platform, RegisteredTool, ToolRegistry, is_available
+from maclaw_fast.tools.lookup import RetrievalMixin
+from maclaw_fast.tools.registry import (Platform, RegisteredTool, ToolRegistry, is_available,
+                                        name_words)
 from maclaw_fast.tools.rerank import rerank_fill
 from maclaw_fast.tools.routelog import RouteLog
 from maclaw_fast.tools.types import (RouteBatch, RouteResult, RouteState, ToolScore,
                                      arrow_columns, results_columns)
-from maclaw_kernels.routing import (cosine_batch, fuse_scores, route_batch_kernel, route_one,
-                                    topk_masked)
+from maclaw_kernels.routing import cosine_batch, route_batch_kernel, route_one
 
 
-class ToolRouter:
+class ToolRouter(RetrievalMixin):
     """Routes messages to tools.
 
     Parameters
     ----------
     registry : the tools; the router follows its changes.
-    embedder : ``"default"`` (ONNX model), ``"hash"``, None (BM25 only) or an embedder object.
+    embedder : ``"auto"`` (default; also ``"default"``): the model that reads the catalog's
+        language, decided from the text of the tools registered when the router is made
+        (MiniLM for English, multilingual-e5-small for Chinese or mixed catalogs; see
+        :attr:`embedder_choice`); a model name (``"minilm"``, ``"e5"``, ``"hash"``), None (BM25
+        only) or an embedder object.
     usage : a :class:`UsageTracker` for the experience signal (None: no experience).
     reranker : an object with ``rerank(message, candidates, top_k)`` or such a callable.
     enrichment : an :class:`EnrichmentStore` whose queries extend each tool's BM25 text.
@@ -59,7 +64,7 @@ class ToolRouter:
     ['t0', 't1', 't2']
     """
 
-    def __init__(self, registry: ToolRegistry, *, embedder="default", usage=None, reranker=None,
+    def __init__(self, registry: ToolRegistry, *, embedder="auto", usage=None, reranker=None,
                  enrichment=None, config: RouterConfig = RouterConfig(),
                  platform: Platform | None = None, route_log=None, recommender=None,
                  cache_dir=None) -> None:
@@ -67,7 +72,13 @@ class ToolRouter:
             raise ValidationError("registry must be a ToolRegistry")
         if config.max_tools < 1 or config.max_dynamic < 0:
             raise ValidationError("max_tools must be >= 1 and max_dynamic >= 0")
-        self.registry, self.config, self.embedder = registry, config, resolve_embedder(embedder)
+        if config.cos_norm not in ("minmax", "raw"):
+            raise ValidationError(f"cos_norm must be 'minmax' or 'raw', not {config.cos_norm!r}")
+        if not (config.bm25_weight >= 0 and config.cos_weight >= 0
+                and config.bm25_weight + config.cos_weight > 0):
+            raise ValidationError("bm25_weight and cos_weight must be >= 0, not both 0")
+        self.registry, self.config = registry, config
+        self.embedder, self.embedder_choice = _choose_embedder(embedder, registry.list())
         self.usage, self.reranker, self.enrichment = usage, reranker, enrichment
         self.platform, self.recommender = platform or Platform.detect(), recommender
         self.route_log = RouteLog(route_log, config.route_log_max_bytes) if isinstance(
@@ -96,6 +107,7 @@ class ToolRouter:
         self._pending_vec: set[int] = set()
         self._sessions: dict[str, set[str]] = {}
         self._version, self.n_rows, self._uid_key = 0, 0, (-1, -1)
+        self._tie: tuple[int, np.ndarray] = (-1, np.zeros(0, np.int64))
         self._states: dict[str | None, tuple[int, RouteState]] = {}
         registry.on_change(self._on_change)
         if enrichment is not None:
@@ -119,7 +131,8 @@ class ToolRouter:
                 self._index_tools([self._tools[self._rows[name]]])
 
     def _bm25_text(self, t: RegisteredTool) -> str:
-        base = f"{t.name} {t.description}"
+        words = name_words(t.name) if self.config.split_names else ""
+        base = f"{t.name} {words} {t.description}" if words else f"{t.name} {t.description}"
         if self.enrichment is not None:
             return self.enrichment.search_text(t.name, base, t.tags)
         return base + (" " + " ".join(t.tags) if t.tags else "")
@@ -222,6 +235,17 @@ class ToolRouter:
     def session_tools(self, session: str) -> list[str]:
         return sorted(self._sessions.get(session, ()))
     # ------------------------------------------------------------------ shared pieces
+    def _ties(self) -> np.ndarray:
+        """Each row's rank by tool name (free rows last): the kernels' tie-break, so equal
+        scores come back in the same order however the rows were assigned (prompt caching)."""
+        if self._tie[0] != self._version:
+            n = self.n_rows
+            tie = np.full(n, n, np.int64)
+            live = sorted((name, row) for name, row in self._rows.items())
+            tie[[r for _, r in live]] = np.arange(len(live))
+            self._tie = (self._version, tie)
+        return self._tie[1]
+
     def _state(self, session) -> RouteState:
         hit = self._states.get(session)
         if hit is not None and hit[0] == self._version:
@@ -245,8 +269,11 @@ class ToolRouter:
         st.core_list += [ToolScore(name=x, reason="session") for x in sorted(active)
                          if x not in self._core_names and x in self._rows
                          and st.core[self._rows[x]]]
-        st.all = [ToolScore(name=t.name, reason="all") for t in self.registry.list()
-                  if t.name in self._rows and st.routable[self._rows[t.name]]]
+        st.tie = self._ties()
+        # a catalog within budget: core tools first (fixed order), then the rest by name
+        st.all = list(st.core_list) + [
+            ToolScore(name=x, reason="all") for x in sorted(self._rows)
+            if st.routable[self._rows[x]] and not st.core[self._rows[x]]]
         if len(self._states) > 1024:
             self._states.clear()
         self._states[session] = (self._version, st)
@@ -358,7 +385,7 @@ class ToolRouter:
         b.bm, b.cos, exp = self._signals(b.tokens, self._query_vectors(messages, query_vectors),
                                          single)
         nq, n = b.bm.shape
-        b.tags = [self.groups.activate(m) for m in messages]
+        b.tags = [self.groups.activate(m, t) for m, t in zip(messages, b.tokens)]
         b.group = np.zeros((nq, n), np.bool_)
         for q in range(nq):
             self._group_mask(b.tags[q], st.cand, b.group[q])
@@ -369,19 +396,21 @@ class ToolRouter:
         b.ret, b.exp, b.score = np.empty((nq, n)), np.empty((nq, n)), np.empty((nq, n))
         c = self._cols
         args = (c["uid"][:n], c["prio"][:n], st.cand)
-        scale = foreign_query_scale(messages, self.embedder, cfg)
-        cos_fused = b.cos if (scale == 1.0).all() else np.ascontiguousarray(  # ×1.0 is exact
-            b.cos * scale[:, None], dtype=np.float32)
-        knobs = (c["nonbuiltin"][:n], cfg.vector_candidates_factor * cfg.max_tools,
-                 cfg.bm25_weight, cfg.cos_weight, w_ret, w_exp, w_prio, st.slots, st.nb_slots)
+        w_cos = cfg.cos_weight * foreign_query_scale(messages, self.embedder, cfg)
+        n_vec = cfg.vector_candidates_factor * cfg.max_tools
+        minmax_cos = cfg.cos_norm == "minmax"
         if single:
-            n_sel, n_cand = route_one(b.bm[0], cos_fused[0], exp[0], *args, b.group[0], *knobs,
-                                      b.out_idx[0], b.hit[0], b.ret[0], b.exp[0], b.score[0])
+            n_sel, n_cand = route_one(
+                b.bm[0], b.cos[0], exp[0], *args, b.group[0], st.tie, c["nonbuiltin"][:n], n_vec,
+                cfg.bm25_weight, w_cos[0], minmax_cos, w_ret, w_exp, w_prio, st.slots,
+                st.nb_slots, b.out_idx[0], b.hit[0], b.ret[0], b.exp[0], b.score[0])
             b.out_n, b.out_cand = np.array([n_sel]), np.array([n_cand])
         else:
             b.out_n, b.out_cand = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
-            route_batch_kernel(b.bm, cos_fused, exp, *args, b.group, *knobs, b.out_idx, b.out_n,
-                               b.out_cand, b.hit, b.ret, b.exp, b.score)
+            route_batch_kernel(b.bm, b.cos, exp, *args, b.group, st.tie, c["nonbuiltin"][:n],
+                               n_vec, cfg.bm25_weight, w_cos, minmax_cos, w_ret, w_exp, w_prio,
+                               st.slots, st.nb_slots, b.out_idx, b.out_n, b.out_cand, b.hit,
+                               b.ret, b.exp, b.score)
         return b
 
     def _route(self, messages, session, query_vectors, single) -> list[RouteResult]:
@@ -422,7 +451,7 @@ class ToolRouter:
     def _rerank(self, message, st, group, hit, score, rows):
         rows_all = np.flatnonzero(st.cand)
         tier = np.where(group[rows_all], 2, np.where(hit[rows_all], 1, 0))
-        order = rows_all[np.lexsort((rows_all, -score[rows_all], -tier))].tolist()
+        order = rows_all[np.lexsort((st.tie[rows_all], -score[rows_all], -tier))].tolist()
         top = [r for r in order[: self.config.rerank_top] if group[r] or hit[r]]
         payload = [{"name": self._names[r], "description": self._tools[r].description,
                     "body_summary": self._tools[r].body_summary} for r in top]
@@ -431,70 +460,27 @@ class ToolRouter:
 
     def _log(self, message, res, q, hit, ret, cand) -> None:
         rows = np.flatnonzero(hit[q] & cand)
-        rows = rows[np.lexsort((rows, -ret[q, rows]))][:20]
+        rows = rows[np.lexsort((self._ties()[rows], -ret[q, rows]))][:20]
         self.route_log.write(message, total=res.total, core=res.n_core,
                              candidates=res.n_candidates, hybrid=res.hybrid,
                              body_aware=self.vectors is not None,
                              top=[(self._names[r], float(ret[q, r])) for r in rows],
                              selected=res.names, reranked=list(res.reranked))
 
-    # ------------------------------------------------------------------ retrieval only
-    def retrieve(self, message: str, k: int = 5, *, mode: str = "hybrid",
-                 query_vector: np.ndarray | None = None, deferred: bool | None = None,
-                 include_core: bool = True) -> list[ToolScore]:
-        """Rank available tools by retrieval alone (no experience, priority, groups or budget).
 
-        ``mode``: ``hybrid``, ``bm25`` or ``vector``. ``deferred``: True = only deferred tools,
-        False = none, None = both. Used by :meth:`search_deferred` and the quality benchmark.
-        """
-        if mode not in ("hybrid", "bm25", "vector"):
-            raise ValidationError(f"mode must be hybrid, bm25 or vector, not {mode!r}")
-        if k < 1:
-            raise ValidationError("k must be >= 1")
-        with self._lock:
-            self._sync()
-            n, c = self.n_rows, self._cols
-            cand = c["routable"][:n].copy()
-            if deferred is not None:
-                cand &= c["deferred"][:n] if deferred else ~c["deferred"][:n]
-            if not include_core:
-                cand &= ~c["core"][:n]
-            tokens = [tokenize(message)]
-            qv = self._query_vectors([message], None if query_vector is None
-                                     else np.asarray(query_vector, np.float32)[None, :])
-            bm, cos, _ = self._signals(tokens, qv if mode != "bm25" else None, True)
-            if mode == "vector":
-                bm[:] = 0.0
-            w_bm, w_cos = {"hybrid": (self.config.bm25_weight, self.config.cos_weight),
-                           "bm25": (1.0, 0.0), "vector": (0.0, 1.0)}[mode]
-            hit, fused = np.zeros(n, np.bool_), np.zeros(n)
-            n_vec = max(self.config.vector_candidates_factor * self.config.max_tools, k)
-            if mode == "hybrid":
-                w_cos *= foreign_query_scale([message], self.embedder, self.config)[0]
-            fuse_scores(bm[0], cos[0], cand, n_vec, w_bm, w_cos, hit, fused,
-                        np.empty(n_vec, np.int64))
-            idx = np.empty(k, np.int64)
-            m = topk_masked(fused, hit, k, idx)
-            return [ToolScore(name=self._names[r], reason="ranked", score=float(fused[r]),
-                              retrieval=float(fused[r]), bm25=float(bm[0, r]),
-                              cosine=float(cos[0, r])) for r in idx[:m]]
+def _choose_embedder(embedder, tools) -> tuple:
+    """The router's embedder and a line saying how it was chosen (``tools stats``)."""
+    from maclaw_fast.embedding.auto import choose_model, cjk_share, tool_text
+    from maclaw_fast.embedding.base import is_auto
 
-    def search_deferred(self, query: str, k: int | None = None) -> list[ToolScore]:
-        """Find deferred tools for ``query`` by the routing's hybrid retrieval ([D]; the reference
-        used a substring match)."""
-        return self.retrieve(query, k or self.config.deferred_search_k, deferred=True)
-
-    def discover(self, query: str, session: str) -> list[str]:
-        """BM25 over available non-core tools; the top ``discover_top`` hits are activated for
-        ``session`` (they count as core until :meth:`reset_session`). Returns their names."""
-        if not isinstance(session, str) or not session:
-            raise ValidationError("session must be a non-empty string")
-        with self._lock:
-            n = self.n_rows
-            bm = self.bm25.scores(tokenize(query or ""), n)
-            mask = self._cols["routable"][:n] & ~self._state(session).core & (bm > 0)
-            idx = np.empty(max(self.config.discover_top, 1), np.int64)
-            m = topk_masked(bm, mask, self.config.discover_top, idx)
-            names = [self._names[r] for r in idx[:m]]
-            self.activate(session, names)
-            return names
+    if is_auto(embedder):
+        texts = [tool_text(t) for t in tools]
+        share = cjk_share(texts)
+        emb = resolve_embedder(embedder, texts=texts)
+        why = (f"auto: {choose_model(texts)} for a catalog of {len(texts)} tools whose text is "
+               f"{share:.0%} Han characters")
+        return emb, why
+    emb = resolve_embedder(embedder)
+    if emb is None:
+        return None, "none: BM25 only"
+    return emb, (f"given: {embedder}" if isinstance(embedder, str) else "given: an embedder object")

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from maclaw_fast.config import SearchConfig
+from maclaw_fast.config import Bm25Config, SearchConfig
 from maclaw_fast.embedding import DiskEmbeddingCache, QueryCache, resolve_embedder
 from maclaw_fast.embedding.base import is_auto
 from maclaw_fast.errors import EmbeddingError, ValidationError
@@ -41,6 +41,8 @@ from maclaw_fast.workspace.chunking import chunk_id
 from maclaw_fast.workspace.files import check_extra_paths, discover, file_timestamp_days
 from maclaw_fast.workspace.reports import SyncReport, WorkspaceStatus
 from maclaw_fast.workspace.state import ChunkRow, FileRecord, IndexState, JournalEntry
+
+FUSIONS = ("openclaw", "normalised")  # SearchConfig.fusion (see workspace.search)
 
 EMBED_BATCH = 256
 
@@ -76,7 +78,8 @@ class WorkspaceIndex:
         self._lock = threading.RLock()
         self._dirty = False  # set by the watcher; without one, is_dirty() compares stat data
         self._watcher = None
-        self.bm25 = (Bm25Index(tantivy_index=config.keep_tantivy) if config.text_search
+        self.bm25 = (Bm25Index(Bm25Config(k1=config.bm25_k1, b=config.bm25_b),
+                               tantivy_index=config.keep_tantivy) if config.text_search
                      else None)
         self.vocab = self.bm25.vocab if self.bm25 is not None else Vocabulary()
         # quantized: search reads int8 codes first, a quarter of the float32 matrix's bytes
@@ -135,6 +138,10 @@ class WorkspaceIndex:
             raise ValidationError(f"workspace {workspace_dir!r} is not a folder")
         if config.chunk_tokens < 1 or config.chunk_overlap < 0 or config.chars_per_token < 1:
             raise ValidationError("chunk_tokens and chars_per_token must be ≥ 1, overlap ≥ 0")
+        if config.fusion not in FUSIONS:
+            raise ValidationError(f"fusion must be one of {FUSIONS}, got {config.fusion!r}")
+        if not (config.bm25_k1 >= 0 and 0 <= config.bm25_b <= 1):
+            raise ValidationError("bm25_k1 must be ≥ 0 and bm25_b within [0, 1]")
         root = Path(os.path.realpath(workspace_dir))
         idx_dir = Path(index_dir) if index_dir is not None else root / ".maclaw"
         error = None

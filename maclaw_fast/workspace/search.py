@@ -6,10 +6,14 @@ Pipeline for one query over the index's dense row columns:
    ``candidates`` rows with s > 0, mapped to ``text_score = s/(1+s)``;
 2. vector side: exact inner products from the shared :class:`VectorColumn`, top ``candidates``
    rows with similarity > 0;
-3. union by row, ``score = wv·vector + wt·text`` (weights clamped and renormalised), optional
-   temporal decay, sort, optional MMR;
-4. keep ``score ≥ min_score``; when nothing passes but keywords matched, the keyword-matched rows
-   instead **[D]**; at most ``max_results`` within the total character budget.
+3. union by row, relevance ``wv·vector + wt·text`` (weights clamped and renormalised); the
+   ranking score is that relevance (``fusion="openclaw"``) or, with ``fusion="normalised"``
+   (SPEC R3), ``wv·minmax(cosine) + wt·bm25/max(bm25)`` over the candidates; optional temporal
+   decay (on both), sort, optional MMR;
+4. keep relevance ``≥ min_score`` (an absolute bar whatever the fusion: a normalised score always
+   gives the best candidate a high value); when nothing passes but keywords matched, the
+   keyword-matched rows instead **[D]**; at most ``max_results`` within the total character
+   budget.
 
 Modes: hybrid, text (no embedder, or the embedder failed on this query: reported in ``degraded``),
 vector (``text_search=False``).
@@ -98,6 +102,30 @@ def text_score(bm25) -> np.ndarray:
     """
     s = np.maximum(np.asarray(bm25, np.float64), 0.0)
     return s / (1.0 + s)
+
+
+def normalised_merge(vector: np.ndarray, text: np.ndarray, has_vectors: bool, wv: float,
+                     wt: float) -> np.ndarray:
+    """The ``"normalised"`` fusion (SPEC R3) of merged candidates: ``wv·v + wt·t`` with ``v``
+    the cosine min-max scaled over the vector candidates (rows with a cosine > 0; 1 when they
+    are all equal; 0 for a row only BM25 found) and ``t`` the BM25 score over the best BM25
+    score of the query (``text`` holds ``s/(1+s)``, a monotone map of it).
+
+    Examples
+    --------
+    >>> normalised_merge(np.array([0.5, 0.3, 0.0]), np.array([0.0, 0.5, 0.75]), True, 0.5, 0.5)
+    array([0.5       , 0.16666667, 0.5       ])
+    """
+    s = text / np.maximum(1.0 - text, 1e-12)  # back to the BM25 score
+    best = s.max() if s.size else 0.0
+    t = s / best if best > 0 else np.zeros_like(s)
+    v = np.zeros_like(vector)
+    if has_vectors:
+        cand = vector > 0.0
+        if cand.any():
+            lo, hi = vector[cand].min(), vector[cand].max()
+            v[cand] = (vector[cand] - lo) / (hi - lo) if hi > lo else 1.0
+    return wv * v + wt * t
 
 
 def mmr_tokens(text: str) -> list[str]:
@@ -254,18 +282,24 @@ def _search_locked(ix, query: str, n_max: int, floor: float) -> SearchResponse:
         wv, wt = normalise_weights(cfg.vector_weight, cfg.text_weight)
     else:
         wv, wt = (1.0, 0.0) if mode == "vector" else (0.0, 1.0)
-    rows, scores, vs, ts = merge_hybrid(v_idx, v_sc, t_idx, t_sc, wv, wt)
+    rows, relevance, vs, ts = merge_hybrid(v_idx, v_sc, t_idx, t_sc, wv, wt)
     if rows.size == 0:
         return SearchResponse(results=[], mode=mode, model=ix.model, query=query,
                               degraded=degraded, reason="no matches" if n else "index is empty")
+    # ``relevance`` (OpenClaw's merge) is what min_score judges; ``scores`` what ranks
+    scores = (normalised_merge(vs, ts, v_idx.size > 0, wv, wt)
+              if cfg.fusion == "normalised" else relevance)
     if cfg.temporal_decay:
-        apply_decay(scores, ix.ts_days[rows], ix.clock() / _SECONDS_PER_DAY,
-                    max(1.0, float(cfg.half_life_days)))
+        now_days = ix.clock() / _SECONDS_PER_DAY
+        half_life = max(1.0, float(cfg.half_life_days))
+        apply_decay(relevance, ix.ts_days[rows], now_days, half_life)
+        if scores is not relevance:
+            apply_decay(scores, ix.ts_days[rows], now_days, half_life)
     order = np.argsort(-scores, kind="stable")  # rows ascend, so ties go to the lower row
     if cfg.mmr and order.size > 1:
         lam = min(max(float(cfg.mmr_lambda), 0.0), 1.0)
         order = order[_mmr(ix, rows[order], scores[order], lam)]
-    keep = order[scores[order] >= floor]
+    keep = order[relevance[order] >= floor]
     fallback = None
     if keep.size == 0:
         keep = order[ts[order] > 0.0]

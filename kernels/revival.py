@@ -1,0 +1,94 @@
+"""Cue strength of dormant memories (SPEC §0 R9): which of them a query brings back."""
+
+import numpy as np
+from numba import njit
+
+from maclaw_kernels.terms import ascii_query_terms
+
+
+@njit(cache=True, inline="always")
+def cue_strength(bm25, cos, idf_total, bm25_w, cos_w, has_vector):
+    """Absolute strength of a query's cue for one memory, in [0, 1].
+
+    Lexical part: ``min(1, bm25 / idf_total)``, where ``idf_total`` is the BM25 that a memory
+    holding each query term once at the average length scores (so 1 = the whole query named,
+    0.5 = half its weight), whatever else the store holds. With a query vector the two parts
+    are mixed by the recall weights, ``max(cos, 0)`` as the other part; without one the lexical
+    part alone."""
+    lex = 0.0
+    if idf_total > 0.0 and bm25 > 0.0:
+        lex = min(1.0, bm25 / idf_total)
+    if not has_vector:
+        return lex
+    total = bm25_w + cos_w
+    if total <= 0.0:
+        return 0.0
+    return (bm25_w * lex + cos_w * max(np.float64(cos), 0.0)) / total
+
+
+@njit(cache=True)
+def strong_cues(rows, bm25, cos, idf_total, bm25_w, cos_w, has_vector, min_cue, out):
+    """The entries of ``rows`` whose :func:`cue_strength` (``bm25``/``cos`` indexed by row)
+    reaches ``min_cue``, in order, into ``out``; returns how many."""
+    m = 0
+    for j in range(rows.shape[0]):
+        r = rows[j]
+        if cue_strength(bm25[r], cos[r], idf_total, bm25_w, cos_w, has_vector) >= min_cue:
+            out[m] = r
+            m += 1
+    return m
+
+
+@njit(cache=True)
+def cue_strengths(bm25, cos, idf_total, bm25_w, cos_w, has_vector, out):
+    """:func:`cue_strength` of every element of ``bm25``/``cos`` into ``out``."""
+    for i in range(bm25.shape[0]):
+        out[i] = cue_strength(bm25[i], cos[i], idf_total, bm25_w, cos_w, has_vector)
+
+
+@njit(cache=True)
+def strong_cues_batch(rows, scope_of, bm25, cos, idf_total, bm25_w, cos_w, has_vector, min_cue,
+                      out, counts):
+    """:func:`strong_cues` for each query ``q`` (row ``q`` of ``bm25``/``cos``/``idf_total``),
+    over the dormant rows of its scope ``rows[scope_of[q]]`` (-1 padded), into ``out[q]``."""
+    for q in range(bm25.shape[0]):
+        s = scope_of[q]
+        m = 0
+        for j in range(rows.shape[1]):
+            r = rows[s, j]
+            if r < 0:
+                break
+            if cue_strength(bm25[q, r], cos[q, r], idf_total[q], bm25_w, cos_w,
+                            has_vector) >= min_cue:
+                out[q, m] = r
+                m += 1
+        counts[q] = m
+
+
+@njit(cache=True)
+def query_idf_total(query_text, term_ids, term_data, term_offsets, term_table, df, n_live):
+    """The ``idf_total`` of :func:`cue_strength` for one query: Σ idf over its distinct known
+    terms, plus ``idf(df = 0)`` for every word the index does not hold (no document can match
+    it). An ASCII query may come as its bytes (``query_text``, split as
+    :func:`maclaw_kernels.terms.ascii_query_terms` splits it); else ``term_ids`` (-1 =
+    unknown)."""
+    if len(query_text):  # -1.0: a word the table lacks (the caller tokenizes then)
+        term_ids, known = ascii_query_terms(query_text, term_data, term_offsets, term_table)
+        if not known:
+            return -1.0
+    n = np.float64(n_live)
+    total = 0.0
+    for i in range(term_ids.shape[0]):
+        t = term_ids[i]
+        if t < 0 or t >= df.shape[0] or df[t] <= 0:
+            total += np.log((n + 0.5) / 0.5 + 1.0)
+            continue
+        seen = False
+        for j in range(i):
+            if term_ids[j] == t:
+                seen = True
+                break
+        if not seen:
+            d = np.float64(df[t])
+            total += np.log((n - d + 0.5) / (d + 0.5) + 1.0)
+    return total

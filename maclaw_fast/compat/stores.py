@@ -8,11 +8,30 @@ from pathlib import Path
 
 from maclaw_fast.config import CapacityConfig, MemoryConfig
 from maclaw_fast.embedding import resolve_embedder
+from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory.store import MemoryStore
 
 # a facade's memories are the user's: the SPEC's 500-entry capacity (eviction to the archive)
 # is for an agent's own working memory
 FACADE_CONFIG = MemoryConfig(capacity=CapacityConfig(store_capacity=2**31 - 1))
+
+
+def check_name(name) -> str:
+    """``name`` if it can be one directory under a root (no ``/``, ``\\``, ``..``, control
+    characters or leading ``.``), else ``ValidationError``.
+
+    Examples
+    --------
+    >>> check_name("user-42")
+    'user-42'
+    """
+    if not isinstance(name, str) or not name:
+        raise ValidationError("a store name must be a non-empty string")
+    if ("/" in name or "\\" in name or ".." in name or name.startswith(".")
+            or any(ord(c) < 32 or ord(c) == 127 for c in name)):
+        raise ValidationError(f"store name {name!r} may not contain '/', '\\', '..', control "
+                              "characters or start with '.'")
+    return name
 
 
 class LocalStores:
@@ -29,6 +48,7 @@ class LocalStores:
     @contextlib.contextmanager
     def store(self, name: str):
         """The store ``name`` (opened or created on demand)."""
+        check_name(name)
         with self._lock:
             s = self._open.get(name)
             if s is None:

@@ -1,5 +1,5 @@
 """Regenerate the reliability figures: run the fault suite (``tests/fault``) and write what it
-measured to ``benchmarks/results/reliability.md`` and the README's reliability section.
+measured to ``benchmarks/results/reliability.md`` and the table in ``docs/reliability.md``.
 
     python benchmarks/reliability.py            # full scale (pytest --soak): several minutes
     python benchmarks/reliability.py --bounded  # the scale of the README's test command
@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "reliability.md"
-README = ROOT / "README.md"
+README = ROOT / "docs" / "reliability.md"  # the table between the markers is rewritten
 BEGIN, END = "<!-- reliability -->", "<!-- /reliability -->"
 
 
@@ -75,7 +75,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bounded", action="store_true",
                     help="the bounded scale of the README's test command instead of --soak")
-    ap.add_argument("--no-readme", action="store_true", help="leave README.md alone")
+    ap.add_argument("--no-readme", action="store_true", help="leave docs/reliability.md alone")
     args = ap.parse_args(argv)
     soak = not args.bounded
     data, rc, elapsed = run_suite(soak)

@@ -484,6 +484,13 @@ class MemoryStore:
         return _recall_batch(self, queries, projects=projects, reinforce=reinforce,
                              query_vectors=query_vectors, as_arrow=True)
 
+    def similar(self, query_vector, *, k: int | None = None) -> list[tuple[Entry, float]]:
+        """``(entry, cosine)`` of the ``k`` entries nearest ``query_vector`` (plain vector search,
+        no recency, importance or BM25; ``memory.similar``)."""
+        from maclaw_fast.memory.similar import similar
+
+        return similar(self, query_vector, k)
+
     # ------------------------------------------------------------------ formats
     def to_arrow(self):
         """Every entry (with its vector) as a ``pyarrow.Table`` in store order."""

@@ -1,0 +1,75 @@
+"""The user documentation: short README, no history of the work, a complete config reference."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import msgspec
+
+from maclaw_fast import config
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+HISTORY = re.compile(r"\b(this|last|earlier|previous|prior|other) sessions?\b|\bsession's (other )?"
+                     r"(report )?runs\b|\bthe issue\b|\bpreviously\b", re.I)
+
+
+def _gen_config():
+    spec = importlib.util.spec_from_file_location("gen_config", DOCS / "gen_config.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+
+
+def test_readme_is_short():
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 180, f"README.md has {len(lines)} lines (at most 180)"
+
+
+def test_no_line_speaks_of_the_history_of_the_work():
+    bad = [f"{page.relative_to(ROOT)}:{n}: {line.strip()}"
+           for page in _pages()
+           for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+           if HISTORY.search(line)]
+    assert not bad, "\n".join(bad)
+
+
+def test_history_pattern_catches_the_phrases():
+    for phrase in ["in this session's runs", "46 µs last session", "what the issue names",
+                   "as previously measured", "an earlier session"]:
+        assert HISTORY.search(phrase), phrase
+    assert not HISTORY.search("one MCP session per client; session start reopens the index")
+
+
+def test_every_config_field_is_in_the_reference():
+    text = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    structs = [c for c in vars(config).values() if isinstance(c, type)
+               and issubclass(c, config.Config) and c is not config.Config]
+    assert len(structs) >= 5
+    for cls in structs:
+        heading = f"## `{cls.__name__}`"
+        assert heading in text, f"{cls.__name__} missing from docs/configuration.md"
+        section = text.split(heading, 1)[1].split("\n## ", 1)[0]
+        for field in msgspec.structs.fields(cls):
+            assert f"| `{field.name}` |" in section, f"{cls.__name__}.{field.name} undocumented"
+
+
+def test_config_reference_is_regenerated():
+    gen = _gen_config()
+    assert (DOCS / "configuration.md").read_text(encoding="utf-8") == gen.render(), \
+        "docs/configuration.md is stale: run python docs/gen_config.py"
+
+
+def test_relative_links_resolve():
+    broken = []
+    for page in _pages():
+        for target in re.findall(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            if not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert not broken, broken

@@ -235,29 +235,18 @@ def route_batch_kernel(bm25, cos, exp_by_uid, row_uid, prio, cand, group, tie, n
 @njit(cache=True, fastmath=True, parallel=True)
 def cosine_batch(matrix, n_rows, has_vec, queries, q_block, out):
     """``out[q, i] = matrix[i] · queries[q]`` (0 for rows without a vector), tiled so a block of
-    ``q_block`` queries stays in cache while the matrix streams past once per block. The loops
-    are those of ``maclaw_kernels.vectors.dot_scores`` (four rows per step, the remainder by
-    ``row_dot``), so every value is bitwise equal to the single-query kernel (BLAS would round
-    differently and could flip near-ties)."""
-    nq, d = queries.shape
+    ``q_block`` queries stays in cache while the matrix streams past once per block. The dot
+    product is ``maclaw_kernels.vectors.row_dot``, as in ``dot_scores``, so every value is bitwise
+    equal to the single-query kernel (a copy of its loop was vectorised in another order under
+    fastmath; BLAS would round differently too and could flip near-ties)."""
+    nq = queries.shape[0]
     for blk in prange((nq + q_block - 1) // q_block):
         q0 = blk * q_block
         q1 = min(nq, q0 + q_block)
-        i = 0
-        while i + 4 <= n_rows:
-            for q in range(q0, q1):
-                a0 = a1 = a2 = a3 = np.float32(0.0)
-                for j in range(d):
-                    x = queries[q, j]
-                    a0 += matrix[i, j] * x
-                    a1 += matrix[i + 1, j] * x
-                    a2 += matrix[i + 2, j] * x
-                    a3 += matrix[i + 3, j] * x
-                out[q, i] = a0 if has_vec[i] else np.float32(0.0)
-                out[q, i + 1] = a1 if has_vec[i + 1] else np.float32(0.0)
-                out[q, i + 2] = a2 if has_vec[i + 2] else np.float32(0.0)
-                out[q, i + 3] = a3 if has_vec[i + 3] else np.float32(0.0)
-            i += 4
-        for r in range(i, n_rows):
-            for q in range(q0, q1):
-                out[q, r] = row_dot(matrix, r, queries[q]) if has_vec[r] else np.float32(0.0)
+        for i in range(n_rows):
+            if has_vec[i]:
+                for q in range(q0, q1):
+                    out[q, i] = row_dot(matrix, i, queries[q])
+            else:
+                for q in range(q0, q1):
+                    out[q, i] = 0.0

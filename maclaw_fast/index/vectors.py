@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 from maclaw_kernels.quantized import bound_scores, quantize_rows, rescore_candidates
-from maclaw_kernels.vectors import dot_scores, dot_scores_parallel
+from maclaw_kernels.vectors import dot_scores, dot_scores_batch, dot_scores_parallel
 
 from maclaw_fast.index.arrays import aligned_zeros
 
@@ -163,12 +163,12 @@ class VectorColumn:
 
     def scores_batch(self, queries: np.ndarray, n_rows: int,
                      out: np.ndarray | None = None) -> np.ndarray:
-        """``(n_queries, n_rows)`` float32 inner products by one BLAS product (into ``out``, a
-        C-contiguous float32 array of that shape, when given)."""
+        """``(n_queries, n_rows)`` float32 inner products (into ``out``, a C-contiguous float32
+        array of that shape, when given), each bit for bit what :meth:`scores` gives: a BLAS
+        product rounds differently with the number of queries, so a query's hits changed with
+        the batch it was chunked into."""
         if out is None:
             out = np.empty((queries.shape[0], n_rows), np.float32)
-        np.matmul(queries, self.matrix[:n_rows].T, out=out)
-        missing = ~self.has_vec[:n_rows]
-        if missing.any():
-            out[:, missing] = 0.0
+        dot_scores_batch(self.matrix, n_rows, self.has_vec,
+                         np.ascontiguousarray(queries, np.float32), out)
         return out

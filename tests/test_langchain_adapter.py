@@ -162,9 +162,12 @@ def test_retriever_over_vectorstore_keeps_ids_and_metadata():
     vs = MaclawVectorStore(EMB)
     vs.add_documents([Document("the cluster runs on ray", metadata={"src": "notes"}),
                       Document("tea at four", metadata={"src": "chat"})], ids=["r", "t"])
-    docs = MaclawRetriever(store=vs, k=1).invoke("ray cluster")
-    assert docs[0].id == "r" and docs[0].metadata["src"] == "notes"
-    assert docs[0].metadata["maclaw"]["breakdown"]["bm25"] > 0
+    # the fake embedding's vectors are random, and min-max cosine makes them half the relevance:
+    # the order of two hits is not this test's subject, the ids and metadata each one keeps are
+    docs = {d.id: d for d in MaclawRetriever(store=vs, k=2).invoke("ray cluster")}
+    assert set(docs) == {"r", "t"}
+    assert docs["r"].metadata["src"] == "notes" and docs["t"].metadata["src"] == "chat"
+    assert docs["r"].metadata["maclaw"]["breakdown"]["bm25"] > 0
 
 
 def test_embeddings_wrapper_matches_the_embedder():

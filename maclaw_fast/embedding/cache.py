@@ -299,6 +299,11 @@ def enable_disk_cache(directory: str | os.PathLike | None = None) -> Path | None
         if _DISK["dir"] is None:
             import atexit
 
+            # the atexit save hands lists to pyarrow, which may import pandas, which imports
+            # concurrent.futures.thread — and that module cannot register its own atexit hook
+            # during shutdown; imported now (a few ms), it is already there then
+            import concurrent.futures.thread  # noqa: F401
+
             atexit.register(save_disk_caches)
         if _DISK["dir"] != path:
             save_disk_caches()

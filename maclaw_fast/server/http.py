@@ -103,13 +103,7 @@ class BearerAuth:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or ()).get(b"authorization", b"")
             if not hmac.compare_digest(given, self._expected):
-                body = json.dumps({"error": "unauthorized",
-                                   "error_description": "missing or wrong bearer token"}).encode()
-                await send({"type": "http.response.start", "status": 401, "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"www-authenticate", b'Bearer realm="maclaw-fast"'),
-                    (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
+                await send_unauthorized(send, "missing or wrong bearer token")
                 return
         await self.app(scope, receive, send)
 
@@ -166,3 +160,13 @@ def exit_on_sigterm() -> None:
 
 def _raise_exit(signum, frame) -> None:
     raise SystemExit(0)
+
+
+async def send_unauthorized(send, description: str) -> None:
+    """Answer an ASGI request with 401 and a bearer challenge (a JSON error body)."""
+    body = json.dumps({"error": "unauthorized", "error_description": description}).encode()
+    await send({"type": "http.response.start", "status": 401, "headers": [
+        (b"content-type", b"application/json"),
+        (b"www-authenticate", b'Bearer realm="maclaw-fast"'),
+        (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

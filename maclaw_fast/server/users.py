@@ -97,13 +97,9 @@ class UserAuth:
                 break
         name = self.store_of(given)
         if name is None:
-            body = json.dumps({"error": "unauthorized",
-                               "error_description": "missing or unknown bearer token"}).encode()
-            await send({"type": "http.response.start", "status": 401, "headers": [
-                (b"content-type", b"application/json"),
-                (b"www-authenticate", b'Bearer realm="maclaw-fast"'),
-                (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
+            from maclaw_fast.server.http import send_unauthorized
+
+            await send_unauthorized(send, "missing or unknown bearer token")
             return
         scope = dict(scope)  # a request's own copy: never another request's store
         scope[STORE_KEY] = name

@@ -416,3 +416,56 @@ class MaintenanceConfig(Config, frozen=True, kw_only=True):
     filter_desc_chars: int = 150  # recall_with_llm_filter: description length per candidate
     extract_signal_window: int = 10  # messages scanned for "already saved" signals
     extract_max_items: int = 20  # knowledge items saved per extraction
+
+
+class FeaturesConfig(Config, frozen=True, kw_only=True):
+    """What ``chat`` and ``serve`` switch on around the core loop (each can be turned off).
+
+    The LLM steps (``rerank``, ``recall_filter``, ``conflicts``, ``extractor``, ``reflect`` and
+    the LLM parts of maintenance) run only where an LLM is configured; ``route_log``,
+    ``selector`` and the rest of ``maintenance`` (backup, GC, decay, exact dedup) run without
+    one.
+
+    Examples
+    --------
+    >>> FeaturesConfig(rerank=False).recall_filter
+    True
+    """
+
+    # LLM listwise rerank of the routed tools when more candidates than the budget (SPEC §12)
+    rerank: bool = True
+    # one block per routing decision in <store>/tool_route.log
+    route_log: bool = True
+    # recommend a coding agent (claude, codex, ...) for coding tasks that can start a session
+    selector: bool = True
+    # check each new memory against similar ones; a contradicted older one is superseded
+    conflicts: bool = True
+    # the LLM keeps the recalled memories that matter when more than recall_filter_max came back
+    recall_filter: bool = True
+    recall_filter_max: Positive = 5
+    # the maintenance pipeline every MaintenanceConfig.interval_h hours (persisted schedule)
+    maintenance: bool = True
+    # the reflect step of maintenance
+    reflect: bool = True
+    # knowledge extraction when a conversation ends (1 h cooldown kept in the store)
+    extractor: bool = True
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The on/off switches (the boolean fields)."""
+        return tuple(f for f in cls.__struct_fields__ if f != "recall_filter_max")
+
+    def without(self, names) -> "FeaturesConfig":
+        """A copy with the named switches off (unknown names → ValidationError).
+
+        Examples
+        --------
+        >>> FeaturesConfig().without(["rerank", "extractor"]).rerank
+        False
+        """
+        names = [str(n).replace("-", "_") for n in names]
+        unknown = sorted(set(names) - set(self.names()))
+        if unknown:
+            raise ValidationError(f"unknown feature(s) {', '.join(unknown)}; choose from "
+                                  f"{', '.join(self.names())}")
+        return msgspec.structs.replace(self, **{n: False for n in names})

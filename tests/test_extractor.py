@@ -285,7 +285,9 @@ def test_cli_maintain_gc_archive_extract(tmp_path, llm_server, capsys):
                  "none", "--llm-url", llm_server.url + "/v1", "--model", "m",
                  "--protocol", "anthropic", "--api-key", "k"]) == 0
     assert json.loads(capsys.readouterr().out)["saved"] == 2
-    assert main(["maintain", "--store", store, "--embedder", "none", "--llm-url",
+    assert main(["maintain", "--store", store, "--embedder", "none"]) == 0
+    assert "not due for 6.0 h" in json.loads(capsys.readouterr().out)["skipped"]
+    assert main(["maintain", "--now", "--store", store, "--embedder", "none", "--llm-url",
                  llm_server.url + "/v1", "--model", "m"]) == 0
     assert "promote" in json.loads(capsys.readouterr().out)
     assert main(["maintain", "--store", store, "--embedder", "none", "--model", "m"]) == 2

@@ -45,11 +45,21 @@ def _print(obj) -> None:
 
 def cmd_maintain(args) -> int:
     from maclaw_fast.maintenance.pipeline import Maintenance
+    from maclaw_fast.maintenance.records import last_maintenance, seconds_until_due
 
     llm = _llm(args)
     try:
         with _open(args) as store:
-            _print(Maintenance(store, llm).run_once())
+            m = Maintenance(store, llm)
+            left = 0.0 if args.now else seconds_until_due(store, m.config.interval_h,
+                                                           float(m.clock()))
+            if left > 0:
+                last = last_maintenance(store)
+                _print({"skipped": f"not due for {left / 3600:.1f} h (every "
+                                   f"{m.config.interval_h:g} h; --now runs it anyway)",
+                        "due_in_s": round(left, 1), "last": last})
+                return 0
+            _print(m.run_once())
     finally:
         if llm is not None:
             llm.close()
@@ -97,9 +107,15 @@ def cmd_extract(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("maintain", help="run the maintenance pipeline once and print the report")
+    p = sub.add_parser("maintain", help="run the maintenance pipeline when due (every 6 h) "
+                                        "and print the report",
+                       description="Backup, GC, decay, compress, promote, reflect. Runs when "
+                                   "6 h have passed since the last run (recorded in the store), "
+                                   "or at once with --now; the LLM steps need an LLM.")
     _store_arg(p)
     _llm_args(p)
+    p.add_argument("--now", action="store_true",
+                   help="run now even when the last run was less than 6 h ago")
     p.set_defaults(func=cmd_maintain)
 
     p = sub.add_parser("gc", help="archive least-used memories below the GC threshold")

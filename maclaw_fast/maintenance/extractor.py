@@ -13,6 +13,9 @@ from maclaw_fast.errors import LLMError, ValidationError
 from maclaw_fast.llm import chat_json
 from maclaw_fast.maintenance import prompts
 from maclaw_fast.maintenance.promote import pick_category
+from maclaw_fast.memory import metadata
+
+LAST_STARTED = "extractor/last_started"  # store.meta key: clock seconds of the last start
 
 ASSISTANT_SIGNALS = ("已保存到记忆", "saved to memory", "记住了", "已记录")
 TOOL_SIGNALS = ("memory:save", "memory_save", "save_memory", "memory:update")
@@ -107,6 +110,9 @@ class KnowledgeExtractor:
     clock : callable
         Seconds for the cooldown (default ``time.time``).
 
+    The cooldown's start is kept in the store (``extractor/last_started``), so it holds for
+    every extractor over that store, across restarts.
+
     Examples
     --------
     >>> from maclaw_fast.memory import MemoryStore
@@ -123,14 +129,31 @@ class KnowledgeExtractor:
         self.llm = llm
         self.config = config
         self.clock = clock
-        self.last_started: float | None = None
+        self._last_started: float | None = None  # for a store that keeps no named values
         self._busy = threading.Lock()
+
+    @property
+    def last_started(self) -> float | None:
+        """Clock seconds when the last extraction started (None when never)."""
+        if metadata.can_persist(self.store):
+            return metadata.get_float(self.store, LAST_STARTED)
+        return self._last_started
+
+    @last_started.setter
+    def last_started(self, value: float | None) -> None:
+        if value is not None and metadata.can_persist(self.store):
+            metadata.set_float(self.store, LAST_STARTED, float(value))
+        else:
+            self._last_started = value
 
     def cooldown_left(self) -> float:
         """Seconds until the next extraction may run (0 when it may run now)."""
-        if self.last_started is None:
+        last = self.last_started
+        if last is None:
             return 0.0
-        return max(0.0, self.config.extract_cooldown_s - (self.clock() - self.last_started))
+        cooldown = self.config.extract_cooldown_s
+        # min(): a start stamped in the future (the clock was set back) waits one cooldown
+        return min(cooldown, max(0.0, cooldown - (self.clock() - last)))
 
     def extract(self, messages: list[dict], *, project: str | None = None) -> ExtractReport:
         """Extract and save knowledge from ``messages`` (OpenAI-style dicts).

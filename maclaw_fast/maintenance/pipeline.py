@@ -21,6 +21,7 @@ from maclaw_fast.config import MaintenanceConfig
 from maclaw_fast.errors import MaclawError, StoreClosedError, ValidationError
 from maclaw_fast.maintenance.compress import CompressReport, compress
 from maclaw_fast.maintenance.promote import PromoteReport, promote
+from maclaw_fast.maintenance.records import save_record
 from maclaw_fast.maintenance.reflect import ReflectReport, reflect
 from maclaw_fast.memory.lifecycle import DecayReport, decay, gc
 from maclaw_fast.records import GcReport
@@ -150,6 +151,11 @@ class Maintenance:
         Unix seconds; the store's clock by default.
     backup_dir : path, optional
         Defaults to ``<store>/backups``; an in-memory store without one takes no backups.
+    reflect : bool
+        False leaves the reflect step out (``FeaturesConfig.reflect``).
+
+    Every run leaves its record in the store (see :func:`~maclaw_fast.maintenance.records.
+    last_maintenance`), which also sets when the next scheduled run is due.
 
     Examples
     --------
@@ -163,7 +169,8 @@ class Maintenance:
     """
 
     def __init__(self, store, llm=None, config: MaintenanceConfig = MaintenanceConfig(), *,
-                 clock=None, backup_dir: str | os.PathLike | None = None) -> None:
+                 clock=None, backup_dir: str | os.PathLike | None = None,
+                 reflect: bool = True) -> None:
         from maclaw_fast.memory.store import MemoryStore
 
         if not isinstance(store, MemoryStore):
@@ -182,6 +189,7 @@ class Maintenance:
             self.backup_dir: Path | None = Path(backup_dir)
         else:
             self.backup_dir = store.path / "backups" if store.path is not None else None
+        self.reflect = bool(reflect)
         self.failures = 0  # consecutive failed compress runs (the circuit breaker)
         self.last_report: MaintenanceReport | None = None
         self._run_lock = threading.Lock()
@@ -236,7 +244,8 @@ class Maintenance:
                 ("decay", lambda: decay(self.store, now=now)),
                 ("compress", lambda: self._compress(report.backup, scheduled)),
                 ("promote", lambda: promote(self.store, self.llm, self.config)),
-                ("reflect", lambda: reflect(self.store, self.llm, self.config, now=now)),
+                ("reflect", lambda: reflect(self.store, self.llm, self.config, now=now)
+                 if self.reflect else ReflectReport(skipped="reflect is off")),
             )
             for name, step in steps:
                 try:
@@ -249,6 +258,12 @@ class Maintenance:
             report.breaker_failures = self.failures
             report.duration_ms = (time.perf_counter() - t0) * 1e3
             self.last_report = report
+            try:
+                save_record(self.store, report)
+            except StoreClosedError:
+                raise
+            except MaclawError as exc:  # the run itself went fine
+                log.warning("maintenance record not saved: %s", exc)
             return report
 
     # ------------------------------------------------------------------ background

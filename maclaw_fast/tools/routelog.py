@@ -8,6 +8,8 @@ import threading
 import time
 from pathlib import Path
 
+import msgspec
+
 TRUNCATED_MARKER = "=== log truncated (over {limit} bytes) at {ts} ==="
 
 
@@ -67,3 +69,51 @@ class RouteLog:
                     fh.write(marker + "\n")
             with open(self.path, "a", encoding="utf-8") as fh:
                 fh.write(block)
+
+
+ROUTE_LOG_NAME = "tool_route.log"  # beside the store, as chat and serve write it
+
+
+class RouteLogStats(msgspec.Struct, kw_only=True):
+    """What a route log holds: routing decisions, how many the LLM reranked, the last one's
+    time (local, as written), the file size, and whether it was truncated at its size limit."""
+
+    path: str
+    exists: bool = False
+    decisions: int = 0
+    reranked: int = 0
+    last_at: str = ""
+    size_bytes: int = 0
+    truncated: bool = False
+
+
+def route_log_stats(path: str | os.PathLike) -> RouteLogStats:
+    """Count the decisions in a route log (a missing file counts nothing).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), ROUTE_LOG_NAME)
+    >>> RouteLog(p).write("hi", total=3, core=1, candidates=2, hybrid=False, body_aware=True,
+    ...                   top=[], selected=["memory"], reranked=["memory"])
+    >>> s = route_log_stats(p)
+    >>> (s.decisions, s.reranked)
+    (1, 1)
+    """
+    p = Path(path)
+    out = RouteLogStats(path=str(p))
+    try:
+        raw = p.read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        return out
+    out.exists, out.size_bytes = True, len(raw)
+    head = "=== Tool Route ["
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        if line.startswith(head):
+            out.decisions += 1
+            out.last_at = line[len(head):].split("]", 1)[0]
+        elif line.startswith("Reranker output"):
+            out.reranked += 1
+        elif line.startswith("=== log truncated"):
+            out.truncated = True
+    return out

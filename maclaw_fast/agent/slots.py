@@ -119,7 +119,8 @@ class LoopContext:
 
 class Ticket(concurrent.futures.Future):
     """A queued request: a Future resolved with the context once a slot frees. ``wait(timeout)``
-    from threads, ``await ticket`` from asyncio; ``cancel()`` withdraws it while still queued.
+    from threads, ``await ticket`` from asyncio; ``ticket.cancel()`` withdraws it while still
+    queued.
 
     Examples
     --------

@@ -164,6 +164,18 @@ def run_set(key: str, root: Path, model: str, args) -> dict:
     return res
 
 
+def _reuse_for_auto(key: str, root: Path, done: dict) -> dict | None:
+    """``auto``'s result as a relabelled copy of the named model it picks, when that model was
+    measured in this run on the same queries (the same embedder and router: the same ranks)."""
+    from maclaw_fast.embedding.auto import choose_model, tool_text
+
+    _, loader, folder, _, _ = SETS[key]
+    picked = choose_model([tool_text(t) for t in loader(root / folder)[0]])
+    if picked not in done:
+        return None
+    return {**done[picked], "model": "auto", "label": f"auto → {picked}"}
+
+
 def mean(runs, cfg, metric, idx=None) -> float:
     x = runs[cfg][metric]
     return float(x.mean() if idx is None else x[idx].mean()) if len(x) else float("nan")
@@ -268,9 +280,14 @@ def main(argv=None) -> int:
     models = [m for m in args.models.split(",") if m]
     results = []
     for key in args.sets.split(","):
-        for model in models:
+        done = {}
+        for model in sorted(models, key=lambda m: m == "auto"):  # auto after the named models
             try:
-                results.append(run_set(key, root, model, args))
+                res = (_reuse_for_auto(key, root, done)
+                       if model == "auto" and f"auto:{key}" not in args.limits else None)
+                res = res or run_set(key, root, model, args)
+                done[model] = res
+                results.append(res)
             except (ValidationError, ImportError) as exc:  # a model this build cannot load
                 print(f"{key} [{model}] skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
     # the model the out-of-the-box path takes for each set: "auto" when measured, else the

@@ -77,10 +77,31 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def run() -> None:
+    """Console-script entry: :func:`main`, then the exit handlers (the disk vector cache's
+    save among them) and a direct exit. Skipping the interpreter's teardown of numba's and
+    LLVM's state saves ~0.5 s of CPU per run (a ``route`` run: 2.1 → 1.55 s, measured); with
+    other threads still running, the normal exit joins them."""
+    import atexit
+    import os
+    import threading
+
+    code = main()
+    if threading.active_count() > 1:
+        sys.exit(code)
+    atexit._run_exitfuncs()  # what a normal exit runs first; teardown is all that is skipped
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing left to say
+            pass
+    os._exit(code)
+
+
 def _fail(message) -> None:
     text = " ".join(str(message).split()) or "failed"
     print(f"error: {text}", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

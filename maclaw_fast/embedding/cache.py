@@ -118,18 +118,24 @@ class DiskEmbeddingCache:
     def _read(self) -> tuple[list[str], np.ndarray]:
         """The file's keys and vectors (none when absent, unreadable or of another model)."""
         none = ([], np.zeros((0, self.embedder.dim), np.float32))
+        dim = self.embedder.dim
         try:
             self._mtime = self.path.stat().st_mtime_ns
             with ipc.open_file(str(self.path)) as reader:
-                table = reader.read_all()
-            meta = table.schema.metadata or {}
-            if (meta.get(b"fingerprint", b"").decode() != self.embedder.fingerprint
-                    or int(meta.get(b"dim", b"0")) != self.embedder.dim):
+                meta = reader.schema.metadata or {}
+                if (meta.get(b"fingerprint", b"").decode() != self.embedder.fingerprint
+                        or int(meta.get(b"dim", b"0")) != dim):
+                    return none
+                keys, parts = [], []
+                for i in range(reader.num_record_batches):
+                    batch = reader.get_batch(i)
+                    keys += batch.column("key").to_pylist()
+                    parts.append(_fixed_rows(batch.column("vector"), dim))
+            mat = np.concatenate(parts) if parts else none[1]
+            if len(mat) != len(keys):
                 return none
-            keys = table.column("key").to_pylist()
-            flat = table.column("vector").combine_chunks().flatten().to_numpy()
-            return keys, flat.reshape(len(keys), self.embedder.dim).astype(np.float32)
-        except (OSError, pa.ArrowException, ValueError, KeyError):
+            return keys, mat
+        except (OSError, pa.ArrowException, ValueError, KeyError, TypeError, IndexError):
             return none  # a cache: unreadable means empty, never an error
 
     def embed(self, texts: list[str], keys: list[str] | None = None, *,
@@ -188,11 +194,8 @@ class DiskEmbeddingCache:
             mat = (np.stack(list(self._items.values())) if keys
                    else np.zeros((0, self.embedder.dim), np.float32))
             self.dirty = False
-        vec_type = pa.list_(pa.float32(), self.embedder.dim)
-        table = pa.table(
-            {"key": pa.array(keys, pa.string()),
-             "vector": pa.FixedSizeListArray.from_arrays(pa.array(mat.reshape(-1)), self.embedder.dim)
-             if keys else pa.array([], vec_type)},
+        table = pa.Table.from_arrays(
+            [_string_array(keys), _fixed_array(mat, self.embedder.dim)], names=["key", "vector"],
             metadata={"fingerprint": self.embedder.fingerprint, "dim": str(self.embedder.dim)})
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
@@ -205,6 +208,34 @@ class DiskEmbeddingCache:
             self._mtime = self.path.stat().st_mtime_ns
         except OSError:
             pass
+
+
+# Arrow arrays built from and read into numpy buffers directly: ``pa.array`` on a list or an
+# ndarray, and ``to_numpy``/``flatten`` on a list column, import pandas and pyarrow.compute
+# (~1 s of a CLI run's start when pandas is installed), and pandas cannot be imported during
+# the interpreter's shutdown, where the atexit save runs.
+def _string_array(keys: list[str]) -> pa.Array:
+    data = [k.encode("utf-8") for k in keys]
+    offsets = np.zeros(len(data) + 1, np.int32)
+    np.cumsum(np.fromiter(map(len, data), np.int32, len(data)), out=offsets[1:])
+    return pa.StringArray.from_buffers(len(data), pa.py_buffer(offsets),
+                                  pa.py_buffer(b"".join(data)))
+
+
+def _fixed_array(mat: np.ndarray, dim: int) -> pa.Array:
+    flat = np.ascontiguousarray(mat, np.float32).reshape(-1)
+    values = pa.Array.from_buffers(pa.float32(), len(flat), [None, pa.py_buffer(flat)])
+    return pa.FixedSizeListArray.from_arrays(values, dim)
+
+
+def _fixed_rows(col: pa.Array, dim: int) -> np.ndarray:
+    """The ``(n, dim)`` float32 rows of a fixed-size-list column (a copy)."""
+    if col.type != pa.list_(pa.float32(), dim) or col.null_count:
+        raise ValueError("not a column of float32 vectors")
+    values = col.values  # the whole child array: the column's own offset is applied below
+    start = values.offset + col.offset * dim
+    flat = np.frombuffer(values.buffers()[1], np.float32)[start:start + len(col) * dim]
+    return flat.reshape(len(col), dim).copy()
 
 
 class CachedEmbedder:

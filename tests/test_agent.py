@@ -11,6 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from maclaw_fast import MemoryStore
@@ -279,13 +280,20 @@ def test_unknown_tool_and_bad_arguments(tmp_path, llm_server):
 
 
 def test_discover_tool_activates_for_session(tmp_path, llm_server):
-    agent = make_agent(tmp_path, llm_server.client())
+    # the non-builtin catalog tools runnable (a handler each), except kubectl_get: withheld
+    runnable = [msgspec.structs.replace(t, handler=lambda a: "done")
+                for t in load_catalog(CATALOG)
+                if t.category != "builtin" and t.name != "kubectl_get"]
+    pods = RegisteredTool(name="k8s_pods", description="List the kubernetes pods of a cluster",
+                          category="mcp", tags=["kubernetes"], handler=lambda a: "3 pods")
+    agent = make_agent(tmp_path, llm_server.client(), extra_tools=runnable + [pods])
     llm_server.script(Reply(tool_calls=[call("discover_tool", id="d1",
                                              query="kubernetes pods")]), "found it")
     turn = agent.run("hello there")
     assert turn.tool_calls[0].ok
     activated = [t["name"] for t in json.loads(turn.tool_calls[0].result)["activated"]]
-    assert activated and turn.activated == activated
+    assert "k8s_pods" in activated and turn.activated == activated
+    assert "kubectl_get" not in activated
     # the discovered tools were offered on the model's next call of the same message
     second = {t["function"]["name"] for t in llm_server.last.json["tools"]}
     assert set(activated) <= second
@@ -386,7 +394,9 @@ def test_chat_command(tmp_path, llm_server):
         timeout=60, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "recalled no memories" in out and "routed 28 tools:" in out
+    # the sample catalog's entries have no handlers here: only the runnable built-ins route
+    assert "recalled no memories" in out and "routed 5 tools:" in out
+    assert "db_query" not in out
     assert "-> memory (save): ok" in out
     assert "assistant> I will remember that you like green tea." in out
     calls = [r.json for r in llm_server.requests if "tools" in r.json]

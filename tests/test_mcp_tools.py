@@ -235,7 +235,8 @@ def test_unreachable_server_does_not_block_others(http_server):
     bad_cmd = McpServerConfig(name="nocmd", command="/nonexistent/mcp-server", timeout_s=3)
     # Starts but never speaks MCP: the handshake times out and the process is stopped.
     mute = McpServerConfig(name="mute", command=sys.executable,
-                           args=("-c", "import time; time.sleep(60)"), timeout_s=1)
+                           args=("-c", "import time; time.sleep(60)"), timeout_s=1,
+                           startup_timeout_s=1)
     live = McpServerConfig(name="live", transport="http",
                            url=f"http://127.0.0.1:{http_server}/mcp", timeout_s=5)
     off = McpServerConfig(name="off", transport="http", url="http://127.0.0.1:1/mcp", enabled=False)

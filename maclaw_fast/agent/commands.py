@@ -37,6 +37,11 @@ def register(subparsers) -> None:
     p.add_argument("--enable-bash", action="store_true",
                    help="let the model run bash commands in the workspace")
     p.add_argument("--no-stream", action="store_true", help="wait for whole replies")
+    p.add_argument("--mcp-config", default=None, metavar="FILE",
+                   help="attach the MCP servers of FILE: the mcpServers map of "
+                        "claude_desktop_config.json, .cursor/mcp.json or .mcp.json (stdio "
+                        "entries with command/args/env, HTTP entries with url/headers); their "
+                        "tools are routed and called like the built-in ones")
     p.set_defaults(func=cmd_chat)
 
 
@@ -78,6 +83,11 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from maclaw_fast.tools.commands import DEFAULT_CATALOG
 
     llm_cfg = _llm_config(args)
+    mcp_servers = None
+    if args.mcp_config:  # checked before anything opens: a bad entry changes nothing
+        from maclaw_fast.tools.mcp_config import load_mcp_config
+
+        mcp_servers = load_mcp_config(args.mcp_config)
     from maclaw_fast.embedding.auto import catalog_embedder
     from maclaw_fast.embedding.options import embedder_from_args
 
@@ -104,8 +114,17 @@ def cmd_chat(args: argparse.Namespace) -> int:
                           stream=not args.no_stream)
         agent = Agent(store, registry, router, llm, workspace=workspace, usage=usage,
                       config=cfg)
+        mcp = None
+        if mcp_servers:  # after the agent: its built-ins keep their names, clashes get renamed
+            from maclaw_fast.tools.mcp_attach import attach_mcp_servers, report_lines
+
+            mcp = attach_mcp_servers(registry, mcp_servers)
+            for line in report_lines(mcp):
+                out(line)
+        runnable = sum(t.status != "unavailable" for t in registry.list())
         print(f"maclaw-fast chat: {llm_cfg.model} via {llm_cfg.protocol}, {len(store)} memories,"
-              f" {len(registry)} tools. /new starts over, /exit quits.", flush=True)
+              f" {runnable} runnable tools ({len(registry) - runnable} withheld: no handler "
+              "here or unavailable). /new starts over, /exit quits.", flush=True)
 
         state = {"mid_line": False, "streamed": False}
 
@@ -162,7 +181,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
             result = agent.end_conversation()
             if result:
                 out(f"  knowledge extraction: {result}")
-            for obj in (workspace, router):
+            for obj in (mcp, agent.toolbox, workspace, router):
                 if obj is not None:
                     obj.close()
     return 0

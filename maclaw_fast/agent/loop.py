@@ -19,6 +19,7 @@ from maclaw_fast.agent.prompt import (DEFAULT_SYSTEM_PROMPT, build_system_prompt
                                       summarize, self_identity_summary, user_fact_summary)
 from maclaw_fast.agent.sandbox import Sandbox, run_bash
 from maclaw_fast.agent.slots import LoopContext
+from maclaw_fast.agent.toolbox import Toolbox, withhold_unrunnable
 from maclaw_fast.errors import MaclawError, NotFoundError, ValidationError
 from maclaw_fast.records import RecallHit
 
@@ -179,6 +180,7 @@ class Agent:
         self._lock = threading.Lock()  # one turn at a time: the conversation is shared state
         root = config.sandbox_dir or (str(workspace.root) if workspace is not None else None)
         self.sandbox = Sandbox(root) if root is not None else None
+        self.toolbox = Toolbox(self)  # web_fetch, set_nickname, call_mcp_tool, shell sessions
         if config.install_builtins:
             self._install_builtins()
 
@@ -214,6 +216,7 @@ class Agent:
                 out["bash"] = (f"Run a bash command in the workspace (timeout "
                                f"{cfg.bash_timeout_s:g} s).", h.BASH_SCHEMA, ["shell", "command"],
                                h.BuiltinHandler(bash, "bash"))
+        out.update(self.toolbox.builtins())
         return out
 
     def _install_builtins(self) -> None:
@@ -229,16 +232,12 @@ class Agent:
             merged = list(dict.fromkeys(tags + (list(old.tags) if old is not None else [])))
             tools.append(RegisteredTool(name=name, description=desc, category="builtin",
                                         tags=merged, input_schema=schema, handler=handler,
-                                        priority=old.priority if old is not None else 0))
+                                        priority=old.priority if old is not None else 0,
+                                        status=self.toolbox.statuses.get(name, "available")))
         self.registry.register_many(tools)
-        # A built-in we cannot run here (bash disabled, no sandbox) that a catalog listed
-        # without a handler would only waste a routing slot and fail when called.
-        for name in ("read_file", "write_file", "list_directory", "bash"):
-            if name in provided or name not in self.registry:
-                continue
-            tool = self.registry.get(name)
-            if tool.handler is None and tool.status != "unavailable":
-                self.registry.set_status(name, "unavailable")
+        # A tool without a handler (a built-in we cannot run here, a catalog entry nothing
+        # implements) would only waste a routing slot and fail when called.
+        withhold_unrunnable(self.registry)
 
     # ------------------------------------------------------------------ one turn
     def run(self, message: str, *, session: str | None = None,
@@ -366,9 +365,11 @@ class Agent:
         out = []
         for n in names:
             try:
-                out.append(self.registry.get(n).to_definition())
+                tool = self.registry.get(n)
             except NotFoundError:
                 continue  # unregistered between routing and now
+            if tool.handler is not None and tool.status != "unavailable":
+                out.append(tool.to_definition())  # never offer what cannot run
         return out
 
     def _run_calls(self, calls, ctx: h.ToolContext, turn: AgentTurn, cancel, on_event) -> bool:
@@ -403,11 +404,11 @@ class Agent:
         if not call.arguments_valid:
             result = {"ok": False, "error": "arguments are not a JSON object: "
                                             f"{call.raw_arguments[:200]!r}"}
-        elif tool.status == "unavailable":
-            result = {"ok": False, "error": f"tool {call.name!r} is unavailable"}
         elif tool.handler is None:
             result = {"ok": False, "error": f"tool {call.name!r} cannot run in this process "
                                             "(no handler)"}
+        elif tool.status == "unavailable":
+            result = {"ok": False, "error": f"tool {call.name!r} is unavailable"}
         else:
             try:
                 if getattr(tool.handler, "wants_context", False):

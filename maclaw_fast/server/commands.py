@@ -6,8 +6,10 @@ The MCP SDK is imported inside the handler (it takes over a second), so ``--help
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
+import sys
 
 
 def register(subparsers) -> None:
@@ -41,6 +43,11 @@ def register(subparsers) -> None:
                         "request's bearer token picks its user's store under --stores")
     p.add_argument("--pool-size", type=int, default=1000,
                    help="per-user stores kept open at once (default 1000)")
+    p.add_argument("--mcp-config", default=None, metavar="FILE",
+                   help="attach the MCP servers of FILE (the mcpServers map of "
+                        "claude_desktop_config.json, .cursor/mcp.json or .mcp.json): their "
+                        "tools join route_tools, and the call_tool and mcp_servers tools "
+                        "reach them")
     p.set_defaults(func=cmd_serve)
 
 
@@ -64,11 +71,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
         token = None  # the users' tokens authenticate every request
     if args.transport == "http" and users is None:
         check_bind(args.host, token)  # before opening (and locking) the store
+    mcp_servers = None
+    if args.mcp_config:  # checked before the store opens: a bad entry changes nothing
+        from maclaw_fast.tools.mcp_config import load_mcp_config
+
+        mcp_servers = load_mcp_config(args.mcp_config)
     cfg = ServerConfig(store=args.store, workspace=args.workspace, catalog=args.catalog,
                        embedder=embedder_from_args(args) or "none", project=args.project,
                        stores=args.stores, pool_size=args.pool_size)
-    with Backend.open(cfg) as backend:
+    with Backend.open(cfg) as backend, contextlib.ExitStack() as stack:
+        gateway = None
+        if mcp_servers:
+            from maclaw_fast.server.mcp_gateway import attach_to_backend
+
+            gateway = attach_to_backend(backend, mcp_servers, cfg.embedder
+                                        if cfg.embedder != "none" else None)
+            stack.callback(gateway.close)
+            from maclaw_fast.tools.mcp_attach import report_lines
+
+            for line in report_lines(gateway):
+                print(line, file=sys.stderr, flush=True)  # stdout carries the protocol
         mcp = build_server(backend)
+        if gateway is not None:
+            from maclaw_fast.server.mcp_gateway import add_gateway_tools
+
+            add_gateway_tools(mcp, gateway)
         if args.transport == "stdio":
             # The SDK reads stdin in a worker thread that no exception can interrupt, so on
             # SIGTERM close the store here (its lock lets in-flight calls finish) and leave.

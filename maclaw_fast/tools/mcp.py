@@ -29,8 +29,8 @@ from maclaw_fast.tools.mcp_servers import (
     McpServerError,
     McpToolError,
     McpToolInfo,
-    parse_mcp_servers,
 )
+from maclaw_fast.tools.mcp_config import load_mcp_config, parse_mcp_servers
 from maclaw_fast.tools.registry import (
     BODY_SUMMARY_CHARS,
     RegisteredTool,
@@ -45,6 +45,7 @@ __all__ = [
     "McpServerError",
     "McpServerStatus",
     "McpToolError",
+    "load_mcp_config",
     "parse_mcp_servers",
 ]
 
@@ -167,7 +168,7 @@ class McpManager:
         self._bg = BackgroundLoop()
         self._health_task: asyncio.Task[None] | None = None
         self._closed = False
-        longest = max((c.timeout_s for c in configs), default=1.0)
+        longest = max((c.connect_timeout_s for c in configs), default=1.0)
         self._op_timeout = 3 * longest + _SLACK_S  # connect + list + close, servers in parallel
 
     # ----------------------------------------------------------------- sync API
@@ -221,6 +222,20 @@ class McpManager:
                             tools=sorted(s.names.values()), last_error=s.last_error)
             for s in list(self._servers.values())
         ]
+
+    def renamed(self) -> list[tuple[str, str, str]]:
+        """``(server, tool, registered name)`` of every tool registered under another name
+        because its own name was taken (SPEC §12: ``<server>_<name>``)."""
+        return [(s.config.name, o, r) for s in list(self._servers.values())
+                for o, r in s.names.items() if o != r]
+
+    def server_of(self, name: str) -> tuple[str, str] | None:
+        """``(server, the server's own tool name)`` of a registered MCP tool, else None."""
+        try:
+            s, tool = self._resolve(name, None)
+        except NotFoundError:
+            return None
+        return s.config.name, tool
 
     def close(self) -> None:
         """Stop health checks, unregister the tools, close every connection; idempotent."""

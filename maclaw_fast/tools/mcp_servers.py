@@ -58,7 +58,11 @@ class McpServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     enabled : bool
         Disabled servers are skipped entirely.
     timeout_s : float
-        Bound on connecting, listing, pinging and (by default) each tool call.
+        Bound on listing, pinging and (by default) each tool call.
+    startup_timeout_s : float
+        Bound on starting the server and the MCP handshake (at least ``timeout_s``): a stdio
+        server that has to start an interpreter or download a package needs longer than a
+        tool call should take.
 
     Examples
     --------
@@ -76,6 +80,7 @@ class McpServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     headers: dict[str, str] = {}
     enabled: bool = True
     timeout_s: float = 30.0
+    startup_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
         if not self.name or not _NAME_RE.match(self.name):
@@ -86,49 +91,14 @@ class McpServerConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise ValidationError(f"MCP server {self.name!r}: stdio transport needs a command")
         if self.transport == "http" and not self.url.startswith(("http://", "https://")):
             raise ValidationError(f"MCP server {self.name!r}: http transport needs an http(s) url")
-        if not self.timeout_s > 0:
-            raise ValidationError(f"MCP server {self.name!r}: timeout_s must be > 0")
+        if not self.timeout_s > 0 or not self.startup_timeout_s > 0:
+            raise ValidationError(f"MCP server {self.name!r}: timeout_s and startup_timeout_s "
+                                  "must be > 0")
 
-
-def parse_mcp_servers(obj: Mapping[str, Any] | str) -> list[McpServerConfig]:
-    """Read the common ``{"mcpServers": {name: {...}}}`` configuration shape.
-
-    An entry with ``url`` is streamable HTTP, one with ``command`` is stdio; ``disabled: true`` or
-    ``enabled: false`` disables it. A JSON string is accepted too.
-
-    Examples
-    --------
-    >>> cfgs = parse_mcp_servers({"mcpServers": {"fs": {"command": "mcp-fs", "args": ["/tmp"]}}})
-    >>> cfgs[0].transport, cfgs[0].args
-    ('stdio', ('/tmp',))
-    """
-    if isinstance(obj, str):
-        try:
-            obj = json.loads(obj)
-        except json.JSONDecodeError as exc:
-            raise ValidationError(f"MCP server configuration is not valid JSON: {exc}") from exc
-    if not isinstance(obj, Mapping):
-        raise ValidationError("MCP server configuration must be a JSON object")
-    servers = obj.get("mcpServers", obj)
-    if not isinstance(servers, Mapping):
-        raise ValidationError("'mcpServers' must be an object of name -> server")
-    out = []
-    for name, entry in servers.items():
-        if not isinstance(entry, Mapping):
-            raise ValidationError(f"MCP server {name!r}: entry must be an object")
-        url = entry.get("url") or ""
-        if entry.get("type") == "sse":
-            raise ValidationError(f"MCP server {name!r}: the SSE transport is not supported; "
-                                  "use streamable HTTP")
-        out.append(McpServerConfig(
-            name=name, transport="http" if url else "stdio",
-            command=entry.get("command") or "", args=tuple(entry.get("args") or ()),
-            env=dict(entry.get("env") or {}), cwd=entry.get("cwd"), url=url,
-            headers=dict(entry.get("headers") or {}),
-            enabled=bool(entry.get("enabled", True)) and not entry.get("disabled", False),
-            timeout_s=float(entry.get("timeout_s", entry.get("timeout", 30.0))),
-        ))
-    return out
+    @property
+    def connect_timeout_s(self) -> float:
+        """How long starting and the handshake may take."""
+        return max(self.timeout_s, self.startup_timeout_s)
 
 
 class McpToolInfo(msgspec.Struct, frozen=True):
@@ -245,7 +215,9 @@ class McpConnection:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 streams = await stack.enter_async_context(self._transport())
-                timeout = self.config.timeout_s
+                # the handshake waits for the server to start; later requests carry their
+                # own bounds (call_tool's read timeout, _bounded's wait_for)
+                timeout = self.config.connect_timeout_s
                 session = await stack.enter_async_context(
                     ClientSession(streams[0], streams[1], read_timeout_seconds=timeout)
                 )
@@ -267,7 +239,7 @@ class McpConnection:
                 self._session = None
 
     async def connect(self) -> None:
-        """Open the transport, run the MCP handshake; bounded by ``timeout_s``.
+        """Open the transport, run the MCP handshake; bounded by ``connect_timeout_s``.
 
         Raises
         ------
@@ -282,7 +254,7 @@ class McpConnection:
         self._stop = asyncio.Event()
         self._task = asyncio.create_task(self._own(ready), name=f"mcp:{self.config.name}")
         try:
-            await asyncio.wait_for(asyncio.shield(ready), self.config.timeout_s)
+            await asyncio.wait_for(asyncio.shield(ready), self.config.connect_timeout_s)
         except BaseException as exc:
             await self.close()
             if ready.done() and not ready.cancelled():

@@ -1,0 +1,56 @@
+"""Attach the MCP servers of a configuration file to a tool registry (``chat`` and ``serve``
+``--mcp-config``): start them, register their tools, and say what happened in plain lines.
+
+A server that cannot be reached does not stop the others: its tools stay out (status
+``unavailable``) and the periodic health check reconnects it later.
+"""
+
+from __future__ import annotations
+
+import os
+
+from maclaw_fast.tools.mcp import McpManager, McpServerConfig
+from maclaw_fast.tools.mcp_config import load_mcp_config
+
+__all__ = ["attach_mcp_servers", "report_lines"]
+
+
+def attach_mcp_servers(registry, config: str | os.PathLike | list[McpServerConfig], *,
+                       health_interval_s: float | None = 60.0) -> McpManager:
+    """Start the servers of ``config`` (a file path or parsed configs) and register their tools
+    in ``registry``; returns the running manager (close it when done).
+
+    Examples
+    --------
+    >>> from maclaw_fast.tools import ToolRegistry
+    >>> mcp = attach_mcp_servers(ToolRegistry(), "mcp.json")   # doctest: +SKIP
+    >>> print("\\n".join(report_lines(mcp)))                   # doctest: +SKIP
+    MCP server 'orders' (stdio): 4 tools: crash, freeze, query_orders, slow_report
+    >>> mcp.close()                                            # doctest: +SKIP
+    """
+    configs = config if isinstance(config, list) else load_mcp_config(config)
+    manager = McpManager(registry, configs, health_interval_s=health_interval_s)
+    try:
+        manager.start()
+    except BaseException:
+        manager.close()
+        raise
+    return manager
+
+
+def report_lines(manager: McpManager) -> list[str]:
+    """One line per server (its tools, or why it is unavailable) and one per renamed tool."""
+    lines = []
+    for st in manager.status():
+        if st.healthy:
+            names = ", ".join(st.tools[:12]) + (", ..." if len(st.tools) > 12 else "")
+            lines.append(f"MCP server {st.name!r} ({st.transport}): {len(st.tools)} tools"
+                         f"{': ' + names if names else ''}")
+        else:
+            lines.append(f"MCP server {st.name!r} ({st.transport}): unavailable - "
+                         f"{st.last_error or 'not connected'}; its tools are left out until "
+                         "it answers")
+    for server, tool, registered in manager.renamed():
+        lines.append(f"  {server}: tool {tool!r} registered as {registered!r} "
+                     "(the name was taken)")
+    return lines

@@ -15,7 +15,7 @@ Embeddings are cached on disk (``--cache``), MiniLM by default; ``reinforce`` is
 
 **SciFact** — ``Bm25Index`` alone over ``title + " " + " ".join(abstract)`` tokenised with
 ``maclaw_fast.text.tokenize``; nDCG@10 (binary gain) and Recall@100 over the 300 test claims; plus
-the first build's analysis and a plain split for comparison (all variants:
+an analysis without stop words or stemming and a plain split for comparison (all variants:
 ``benchmarks/quality_tokenizer.py``).
 """
 
@@ -115,7 +115,7 @@ def locomo_report(res, sweep, convs, meta) -> list[str]:
              "R@k counts gold evidence turns in the top k; session R@10 maps turns to sessions "
              "and de-duplicates the ranking. Clock (a): every turn saved at one instant and "
              "recalled then; clock (b): each turn saved at its session's date, recalled at the "
-             "last session's date (recency and the 30-minute conversation gap then matter). "
+             "final session's date (recency and the 30-minute conversation gap then matter). "
              "Defaults chosen on conversations 0–4 (the sweep below); 5–9 held out. Protocol: "
              "`../shared/data/README.md`; details in `benchmarks/locomo_eval.py`.", "",
              "### Default configuration and ablations (each change off)", ""]
@@ -259,7 +259,7 @@ def main(argv=None) -> int:
         variants = [
             ("`maclaw_fast.text.tokenize` (stop words + Snowball stemmer) — as shipped",
              tokenize),
-            ("no stop words, no stemming (the first build)",
+            ("no stop words, no stemming",
              Analyzer(stop_words=(), stemmer=None).tokenize),
             ("lower-cased `\\w+` words", simple_tokenize),
         ]

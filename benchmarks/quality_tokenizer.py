@@ -56,7 +56,7 @@ def variants() -> list[tuple[str, object]]:
         ("Snowball stop list, no stemming", of(Analyzer(stop_words=ENGLISH_STOP_WORDS,
                                                         stemmer=None))),
         ("no stop words + stemmer", of(Analyzer(stop_words=(), stemmer="english"))),
-        ("no stop words, no stemming (the first build)", of(Analyzer(stop_words=(),
+        ("no stop words, no stemming", of(Analyzer(stop_words=(),
                                                                      stemmer=None))),
         ("lower-cased `\\w+` words (the anchor's simple tokenizer)",
          lambda t: _SIMPLE.findall(t.lower())),

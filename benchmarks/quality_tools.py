@@ -44,7 +44,7 @@ from maclaw_fast.tools import Platform, ToolRegistry, ToolRouter  # noqa: E402
 MODES = ("bm25", "vector", "hybrid")
 SWEEP = tuple(round(0.1 * i, 1) for i in range(11))
 SEED = 2026
-ABLATIONS = {"raw cos, 0.4/0.6 (first build)": {"cos_norm": "raw", "bm25_weight": 0.4,
+ABLATIONS = {"raw cos, 0.4/0.6": {"cos_norm": "raw", "bm25_weight": 0.4,
                                                 "cos_weight": 0.6},
              "names not split": {"split_names": False}}
 

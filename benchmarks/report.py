@@ -99,7 +99,7 @@ def section_recall500(rows: list[dict]) -> list[str]:
                    f"{'—' if agree is None else f'{agree:.3f}'} |")
     oracle = [b for b in rows if b["extra_info"].get("role") == "baseline"]
     glue = [b for b in rows if b["extra_info"].get("role") == "glue"]
-    out += ["", "Targets (issue 2) on these timings, one contender after the other (the "
+    out += ["", "Targets on these timings, one contender after the other (the "
                 "interleaved section above judges them on ratios taken in turns):"]
     if oracle:
         r = oracle[0]["stats"]["median"] / e50
@@ -108,7 +108,7 @@ def section_recall500(rows: list[dict]) -> list[str]:
     if named:
         best = min(named, key=lambda b: b["stats"]["median"])
         r = best["stats"]["median"] / e50
-        out.append(f"- ≥ 3× the fastest hand-glue the issue names (tantivy or bm25s + faiss + "
+        out.append(f"- ≥ 3× the fastest hand-glue with faiss (tantivy or bm25s + faiss + "
                    f"NumPy fusion; {_name(best)}): {_ratio(r)} → {_ok(r >= 3)}")
     if glue and len(named) < len(glue):
         best = min(glue, key=lambda b: b["stats"]["median"])
@@ -141,7 +141,7 @@ def section_batch(rows: list[dict]) -> list[str]:
         out.append(f"| {_name(b)} | {_t(s['median'])} | {_rate(n / s['median'])} | "
                    f"{_t(s['median'] / n)} | {rel} | "
                    f"{'—' if agree is None else f'{agree:.3f}'} |")
-    out += ["", "Target (issue 2), judged here (the engine's batches back to back, steady "
+    out += ["", "Target, judged here (the engine's batches back to back, steady "
                 "state): ≥ 50,000 queries/s (aim ≥ 150,000):"]
     for b in engines:
         qps = b["extra_info"]["per_call"] / b["stats"]["median"]
@@ -177,7 +177,7 @@ def section_100k(rows: list[dict]) -> list[str]:
         floor = min(floors, key=lambda b: b["stats"]["median"])
         r = e50 / floor["stats"]["median"]
         out += ["", f"Floor = {_name(floor)}: {_t(floor['stats']['median'])} "
-                f"({nbytes / floor['stats']['median'] / 1e9:.1f} GB/s). Target (issue 2): "
+                f"({nbytes / floor['stats']['median'] / 1e9:.1f} GB/s). Target: "
                 f"within 1.5× of the floor: {r:.2f}× → {_ok(r <= 1.5)}"]
     return out + [""]
 
@@ -287,14 +287,14 @@ def section_interleaved(rows: list[dict]) -> list[str]:
                            "as the engine's list form.")
             out.append("")
             continue
-        out += ["", "Targets (issue 2), on these ratios:"]
+        out += ["", "Targets, on these ratios:"]
         oracle = next((r for k, r in summary.items() if "oracle" in k), None)
         if oracle:
             out.append(f"- ≥ 100× the plain-Python oracle: {oracle['ratio']:.0f}× "
                        f"({oracle['ratio_min']:.0f}–{oracle['ratio_max']:.0f}×) → "
                        f"{_ok(oracle['ratio'] >= 100)}")
         named = {k: v for k, v in glues.items() if faiss[k]}
-        for label, pool in (("the fastest hand-glue the issue names (tantivy or bm25s + faiss "
+        for label, pool in (("the fastest hand-glue with faiss (tantivy or bm25s + faiss "
                              "+ NumPy fusion)", named),
                             ("the fastest hand-glue measured", glues)):
             if pool:

@@ -275,7 +275,7 @@ class RouterConfig(Config, frozen=True, kw_only=True):
     max_tools: int = 28
     max_dynamic: int = 18
     # fused = bm25_weight·minmax(bm25) + cos_weight·norm(cos) over the candidates, then min-max
-    # (SPEC R3); cos_norm "minmax" (default) or "raw" ([compat]: max(cos, 0), the first build's).
+    # (SPEC R3); cos_norm "minmax" (default) or "raw" ([compat]: max(cos, 0)).
     # 0.3/0.7 won the sweep on the tune halves of MetaTool and HammerBench-zh
     # (benchmarks/results/quality_tools.md)
     bm25_weight: float = 0.3

@@ -140,7 +140,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
             else:
                 what = payload.arguments.get("action", "")
                 out(f"  -> {payload.name}{f' ({what})' if what else ''}: "
-                    f"{'ok' if payload.ok else 'failed'} {payload.result[:100]}")
+                    f"{'ok' if payload.ok else 'failed'} {' '.join(payload.result.split())[:100]}")
 
         def on_delta(piece: str) -> None:
             if not state["mid_line"]:

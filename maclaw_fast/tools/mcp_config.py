@@ -5,8 +5,8 @@ Reads the ``mcpServers`` map of Claude Desktop (``claude_desktop_config.json``),
 (``.vscode/mcp.json``)::
 
     {"mcpServers": {
-        "files":  {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."],
-                   "env": {"DEBUG": "0"}},
+        "files":  {"command": "npx", "env": {"DEBUG": "0"},
+                   "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]},
         "orders": {"type": "http", "url": "http://127.0.0.1:8000/mcp",
                    "headers": {"Authorization": "Bearer ${ORDERS_TOKEN}"}}}}
 
@@ -85,10 +85,11 @@ def parse_mcp_servers(obj: Mapping[str, Any] | str, *, source: str = "MCP server
     >>> cfgs = parse_mcp_servers({"mcpServers": {"fs": {"command": "mcp-fs", "args": ["/tmp"]}}})
     >>> cfgs[0].transport, cfgs[0].args
     ('stdio', ('/tmp',))
-    >>> parse_mcp_servers({"mcpServers": {"fs": {"args": ["/tmp"]}}})
-    Traceback (most recent call last):
-    ...
-    maclaw_fast.errors.ValidationError: MCP server configuration: server 'fs': needs "command" (stdio) or "url" (HTTP)
+    >>> try:
+    ...     parse_mcp_servers({"mcpServers": {"fs": {"args": ["/tmp"]}}}, source="mcp.json")
+    ... except ValidationError as exc:
+    ...     print(exc)
+    mcp.json: server 'fs': needs "command" (stdio) or "url" (HTTP)
     """
     if isinstance(obj, str):
         try:

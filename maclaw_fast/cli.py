@@ -27,9 +27,67 @@ HOT_COMMANDS = {"route": "maclaw_fast.tools.commands", "recall": "maclaw_fast.me
                 "save": "maclaw_fast.memory.commands"}
 
 
+EPILOG = """\
+examples:
+  maclaw-fast demo --embedder hash                  try everything on the bundled sample data
+  maclaw-fast save "Lin prefers tabs" --category preference
+  maclaw-fast recall "indentation style"
+  maclaw-fast import data/memories.json             load a memories.json (with a progress bar)
+  maclaw-fast chat --llm-url http://127.0.0.1:8080/v1 --model qwen2.5
+  maclaw-fast COMMAND --help                        every option of one command
+
+environment: MACLAW_HOME (where stores live, default ~/.maclaw_fast), MACLAW_LLM_BASE_URL,
+MACLAW_LLM_MODEL, MACLAW_LLM_API_KEY, MACLAW_PROGRESS (1: always show progress, 0: never),
+MACLAW_DEBUG=1 (show the traceback of an unexpected error).
+"""
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Wraps one-paragraph descriptions, keeps the layout of multi-line text (the examples),
+    and appends each option's default when it says something (not for flags, nor when the
+    help text already names it)."""
+
+    def _fill_text(self, text, width, indent):
+        if "\n" in text.strip():
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if (action.option_strings and default not in (None, False, True, argparse.SUPPRESS)
+                and "default" not in text and action.nargs != 0):
+            text += " (default: %(default)s)"
+        return text
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (and the hint where the help is), exit 2.
+
+    Subparsers are made with the same class and formatter, so every subcommand behaves alike.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        text = " ".join(message.split())
+        self.exit(2, f"error: {text} (see: {self.prog} --help)\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="maclaw-fast", description="Long-term memory and tool routing for AI agents.")
+    """The ``maclaw-fast`` parser: every command module's subcommands, or only the module of
+    ``command`` when it is one of the per-call commands (``route``, ``recall``, ``save``).
+
+    Examples
+    --------
+    >>> build_parser("recall").parse_args(["recall", "deploy", "--max", "3"]).max
+    3
+    """
+    parser = Parser(
+        prog="maclaw-fast", description="Long-term memory and tool routing for AI agents.",
+        epilog=EPILOG)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     hot = HOT_COMMANDS.get(command)
     for name in (hot,) if hot else COMMAND_MODULES:

@@ -34,10 +34,10 @@ def test_save_recall_batch_export_import(tmp_path):
     table = pq.read_table(out)
     assert set(table.column("query_index").to_pylist()) == {0, 1, 2}
     assert {"rank", "id", "score", "bm25", "cos", "graph"} <= set(table.column_names)
-    stats = json.loads(run("stats", *common).stdout)
+    stats = json.loads(run("stats", "--json", "--store", store).stdout)
     assert stats["entries"] == 2
     exported = tmp_path / "memories.json"
-    run("export", str(exported), *common)
+    run("export", str(exported), "--store", store)  # the store's own model, no --embedder
     assert len(json.loads(exported.read_text(encoding="utf-8"))) == 2
     other = ["--store", str(tmp_path / "other"), "--embedder", "hash"]
     assert "imported 2" in run("import", str(exported), *other).stdout
@@ -46,7 +46,9 @@ def test_save_recall_batch_export_import(tmp_path):
 def test_bad_input_is_a_clear_error(tmp_path):
     res = run("save", "x", "--category", "nonsense", "--store", str(tmp_path / "s"),
               "--embedder", "none", check=False)
-    assert res.returncode == 2 and "unknown category" in res.stderr
+    assert res.returncode == 2 and "invalid choice: 'nonsense'" in res.stderr
+    assert "preference" in res.stderr  # the valid ones are listed
+    assert len(res.stderr.strip().splitlines()) == 1 and not os.path.exists(tmp_path / "s")
 
 
 def test_demo_runs_on_bundled_data():

@@ -12,28 +12,48 @@ import os
 import sys
 
 
+CHAT_EXAMPLES = """\
+examples:
+  maclaw-fast chat --llm-url http://127.0.0.1:8080/v1 --model qwen2.5
+  MACLAW_LLM_BASE_URL=https://api.openai.com/v1 MACLAW_LLM_MODEL=gpt-4o-mini \\
+      MACLAW_LLM_API_KEY=sk-... maclaw-fast chat
+  maclaw-fast chat --protocol anthropic --llm-url https://api.anthropic.com \\
+      --model claude-sonnet-4-5
+  maclaw-fast chat --workspace ~/agent --enable-bash --project atlas
+
+in the chat: /new ends the conversation (the knowledge extractor saves what it learnt, and
+shows it) and starts another; /exit (or Ctrl-D) quits.
+"""
+
+
 def register(subparsers) -> None:
     """Add ``chat`` to the ``maclaw-fast`` parser."""
-    p = subparsers.add_parser("chat", help="chat in the terminal with an agent that has "
-                                           "long-term memory and tool routing")
-    p.add_argument("--llm-url", default=None,
+    p = subparsers.add_parser(
+        "chat", help="chat in the terminal with an agent that has long-term memory and tool "
+                     "routing",
+        description="A terminal chat: each turn shows the memories recalled and the tools "
+                    "routed, streams the reply, and shows every tool call's result.",
+        epilog=CHAT_EXAMPLES)
+    p.add_argument("--llm-url", default=None, metavar="URL",
                    help="LLM base URL (default: $MACLAW_LLM_BASE_URL)")
-    p.add_argument("--model", default=None, help="model name (default: $MACLAW_LLM_MODEL)")
+    p.add_argument("--model", default=None, metavar="NAME",
+                   help="model name (default: $MACLAW_LLM_MODEL)")
     p.add_argument("--protocol", choices=("openai", "anthropic"), default=None,
                    help="wire protocol (default: $MACLAW_LLM_PROTOCOL or openai)")
-    p.add_argument("--api-key", default=None,
+    p.add_argument("--api-key", default=None, metavar="KEY",
                    help="API key (better: $MACLAW_LLM_API_KEY, not visible in ps)")
-    p.add_argument("--store", default=None,
+    p.add_argument("--store", default=None, metavar="DIR",
                    help="memory store directory (default: $MACLAW_HOME/memory or "
                         "~/.maclaw_fast/memory)")
-    p.add_argument("--catalog", default=None,
+    p.add_argument("--catalog", default=None, metavar="FILE",
                    help="tool catalog JSON (default: the bundled sample catalog)")
-    p.add_argument("--workspace", default=None,
+    p.add_argument("--workspace", default=None, metavar="DIR",
                    help="workspace: memory search over its notes, and the file tools' sandbox")
     from maclaw_fast.embedding.options import add_embedder_args
 
     add_embedder_args(p)
-    p.add_argument("--project", default=None, help="project for the recall scope filter")
+    p.add_argument("--project", default=None, metavar="NAME",
+                   help="project for the recall scope filter")
     p.add_argument("--enable-bash", action="store_true",
                    help="let the model run bash commands in the workspace")
     p.add_argument("--no-stream", action="store_true", help="wait for whole replies")
@@ -42,6 +62,9 @@ def register(subparsers) -> None:
                         "claude_desktop_config.json, .cursor/mcp.json or .mcp.json (stdio "
                         "entries with command/args/env, HTTP entries with url/headers); their "
                         "tools are routed and called like the built-in ones")
+    from maclaw_fast.progress import add_progress_args
+
+    add_progress_args(p)
     p.set_defaults(func=cmd_chat)
 
 
@@ -74,8 +97,49 @@ def _show_context(turn, out) -> None:
     out(f"  routed {len(turn.routed)} tools: {', '.join(turn.routed)}")
 
 
+def show_extraction(result, store, out) -> None:
+    """What the knowledge extractor did at the end of a conversation, and each memory it
+    saved (``/new`` and the end of the chat)."""
+    if result is None:
+        return
+    skipped = getattr(result, "skipped", "")
+    error = getattr(result, "error", "")
+    if skipped:
+        out(f"  knowledge extraction skipped: {skipped}")
+        return
+    if error:
+        out(f"  knowledge extraction failed: {error}")
+        return
+    ids = list(getattr(result, "saved_ids", ()) or ())
+    if not hasattr(result, "saved"):
+        out(f"  knowledge extraction: {result}")
+        return
+    extra = [f"{n} {what}" for n, what in ((getattr(result, "duplicates", 0), "duplicate(s)"),
+                                            (getattr(result, "rejected", 0), "rejected"))
+             if n]
+    out(f"  knowledge extraction saved {result.saved} memor{'y' if result.saved == 1 else 'ies'}"
+        + (f" ({', '.join(extra)})" if extra else "") + (":" if ids else ""))
+    for entry_id in ids:
+        try:
+            e = store.get(entry_id)
+        except Exception:  # noqa: BLE001 - merged or archived since: say which id
+            out(f"    + {entry_id}")
+            continue
+        out(f"    + [{e.category}] {' '.join(e.content.split())[:90]}")
+
+
+def _end_conversation(agent, args):
+    """``agent.end_conversation()`` with a status line while the extractor asks the LLM."""
+    from maclaw_fast import progress
+
+    if not agent.history:
+        return agent.end_conversation()
+    with progress.activity(args, "extracting knowledge from the conversation"):
+        return agent.end_conversation()
+
+
 def cmd_chat(args: argparse.Namespace) -> int:
-    from maclaw_fast import MemoryStore
+    from maclaw_fast import MemoryStore, progress
     from maclaw_fast.agent import Agent, AgentConfig
     from maclaw_fast.llm import LLMClient
     from maclaw_fast.server.mcp_server import default_store_path
@@ -109,7 +173,12 @@ def cmd_chat(args: argparse.Namespace) -> int:
         if args.workspace:
             from maclaw_fast.workspace import WorkspaceIndex
 
-            workspace = WorkspaceIndex.open(args.workspace, embedder=emb)
+            workspace = WorkspaceIndex.open(args.workspace, embedder=emb, sync=False)
+            report, close = progress.counter(args, "workspace")
+            try:
+                workspace.sync(progress=report)
+            finally:
+                close()
         cfg = AgentConfig(project=args.project, enable_bash=args.enable_bash,
                           stream=not args.no_stream)
         agent = Agent(store, registry, router, llm, workspace=workspace, usage=usage,
@@ -118,15 +187,22 @@ def cmd_chat(args: argparse.Namespace) -> int:
         if mcp_servers:  # after the agent: its built-ins keep their names, clashes get renamed
             from maclaw_fast.tools.mcp_attach import attach_mcp_servers, report_lines
 
-            mcp = attach_mcp_servers(registry, mcp_servers)
+            with progress.activity(args, "starting the MCP servers"):
+                mcp = attach_mcp_servers(registry, mcp_servers)
             for line in report_lines(mcp):
                 out(line)
         runnable = sum(t.status != "unavailable" for t in registry.list())
+        # the catalog's vectors (and the model) load now, not during the first turn
+        prepare = getattr(router, "prepare", None)
+        if callable(prepare):
+            with progress.activity(args, "loading the embedding model and the tool index"):
+                prepare()
         print(f"maclaw-fast chat: {llm_cfg.model} via {llm_cfg.protocol}, {len(store)} memories,"
               f" {runnable} runnable tools ({len(registry) - runnable} withheld: no handler "
               "here or unavailable). /new starts over, /exit quits.", flush=True)
 
-        state = {"mid_line": False, "streamed": False}
+        state = {"mid_line": False, "streamed": False,
+                 "waiting": progress.Activity(None, "")}  # the turn's status line
 
         def newline() -> None:
             if state["mid_line"]:
@@ -134,6 +210,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 state["mid_line"] = False
 
         def on_event(kind: str, payload) -> None:
+            state["waiting"].stop()
             newline()
             if kind == "context":
                 _show_context(payload, out)
@@ -143,6 +220,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
                     f"{'ok' if payload.ok else 'failed'} {' '.join(payload.result.split())[:100]}")
 
         def on_delta(piece: str) -> None:
+            state["waiting"].stop()
             if not state["mid_line"]:
                 print("assistant> ", end="")
                 state["mid_line"] = True
@@ -161,16 +239,22 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 if line in ("/exit", "/quit"):
                     break
                 if line == "/new":
-                    agent.end_conversation()
+                    result = _end_conversation(agent, args)
+                    show_extraction(result, store, out)
                     out("  (new conversation)")
                     continue
                 state["streamed"] = False
+                # recall, routing and the model's first words; the model loads on first use
+                state["waiting"] = progress.Activity(args, "thinking", transient=True).start()
                 try:
                     turn = agent.run(line, on_delta=on_delta, on_event=on_event)
                 except Exception as exc:  # a failed call must not end the session
+                    state["waiting"].stop()
                     newline()
                     print(f"[error] {exc}", flush=True)
                     continue
+                finally:
+                    state["waiting"].stop()
                 newline()
                 if not state["streamed"] and turn.text:
                     print(f"assistant> {turn.text}")
@@ -178,9 +262,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
                     out(f"  [{turn.stop_reason}]")
                 out(f"  ({turn.iterations} model call(s), overhead {turn.overhead_ms:.1f} ms)")
         finally:
-            result = agent.end_conversation()
-            if result:
-                out(f"  knowledge extraction: {result}")
+            result = _end_conversation(agent, args)
+            show_extraction(result, store, out)
             for obj in (mcp, agent.toolbox, workspace, router):
                 if obj is not None:
                     obj.close()

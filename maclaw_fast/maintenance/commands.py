@@ -5,16 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 
-from maclaw_fast.memory.commands import _open, _store_arg
+from maclaw_fast.memory.commands import _open, _positive, _store_arg
 
 
 def _llm_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--llm-url", help="LLM base URL (default: $MACLAW_LLM_BASE_URL)")
-    p.add_argument("--model", help="LLM model (default: $MACLAW_LLM_MODEL)")
+    p.add_argument("--llm-url", metavar="URL",
+                   help="LLM base URL, e.g. http://127.0.0.1:8080/v1 (default: "
+                        "$MACLAW_LLM_BASE_URL; without one the LLM steps are skipped)")
+    p.add_argument("--model", metavar="NAME", help="LLM model (default: $MACLAW_LLM_MODEL)")
     p.add_argument("--protocol", choices=["openai", "anthropic"],
                    help="wire protocol (default: $MACLAW_LLM_PROTOCOL or openai)")
-    p.add_argument("--api-key", help="API key (default: $MACLAW_LLM_API_KEY)")
-    p.add_argument("--llm-timeout", type=float, help="seconds per LLM request")
+    p.add_argument("--api-key", metavar="KEY",
+                   help="API key (better: $MACLAW_LLM_API_KEY, not visible in ps)")
+    p.add_argument("--llm-timeout", type=float, metavar="SECONDS",
+                   help="seconds per LLM request (default: the client's)")
 
 
 def _llm(args):
@@ -47,19 +51,24 @@ def cmd_maintain(args) -> int:
     from maclaw_fast.maintenance.pipeline import Maintenance
     from maclaw_fast.maintenance.records import last_maintenance, seconds_until_due
 
+    from maclaw_fast import progress
+
     llm = _llm(args)
     try:
         with _open(args) as store:
             m = Maintenance(store, llm)
             left = 0.0 if args.now else seconds_until_due(store, m.config.interval_h,
-                                                           float(m.clock()))
+                                                          float(m.clock()))
             if left > 0:
                 last = last_maintenance(store)
                 _print({"skipped": f"not due for {left / 3600:.1f} h (every "
                                    f"{m.config.interval_h:g} h; --now runs it anyway)",
                         "due_in_s": round(left, 1), "last": last})
                 return 0
-            _print(m.run_once())
+            with progress.activity(args, "maintenance: backup, gc, decay, compress, promote, "
+                                         "reflect"):
+                report = m.run_once()
+            _print(report)
     finally:
         if llm is not None:
             llm.close()
@@ -88,6 +97,7 @@ def cmd_archive(args) -> int:
 
 def cmd_extract(args) -> int:
     from maclaw_fast.errors import ValidationError
+    from maclaw_fast import progress
     from maclaw_fast.maintenance.extractor import KnowledgeExtractor
 
     try:
@@ -99,43 +109,86 @@ def cmd_extract(args) -> int:
     llm = _llm(args)
     try:
         with _open(args) as store:
-            _print(KnowledgeExtractor(store, llm).extract(messages, project=args.project))
+            with progress.activity(args, "extracting knowledge (LLM)"):
+                result = KnowledgeExtractor(store, llm).extract(messages, project=args.project)
+            _print(result)
     finally:
         if llm is not None:
             llm.close()
     return 0
 
 
+MAINTAIN_EXAMPLES = """\
+examples:
+  maclaw-fast maintain                         when due: backup, GC, decay, exact dedup (no LLM)
+  maclaw-fast maintain --now                   at once, even if the last run was recent
+  maclaw-fast maintain --now --llm-url http://127.0.0.1:8080/v1 --model qwen2.5
+                                               also merge, compress, promote and reflect
+"""
+
+EXTRACT_EXAMPLES = """\
+examples:
+  maclaw-fast extract --conversation chat.json --llm-url http://127.0.0.1:8080/v1 --model qwen2.5
+  maclaw-fast extract --conversation chat.json --project atlas
+
+The conversation file is a JSON list of {"role": "user"|"assistant", "content": "..."} messages,
+or an object with such a list under "messages".
+"""
+
+
 def register(sub) -> None:
-    p = sub.add_parser("maintain", help="run the maintenance pipeline when due (every 6 h) "
-                                        "and print the report",
-                       description="Backup, GC, decay, compress, promote, reflect. Runs when "
-                                   "6 h have passed since the last run (recorded in the store), "
-                                   "or at once with --now; the LLM steps need an LLM.")
+    from maclaw_fast.progress import add_progress_args
+
+    p = sub.add_parser(
+        "maintain", help="run the maintenance pipeline when due (every 6 h) and print the report",
+        description="Back up the store, archive least-used memories (GC), let faded memories "
+                    "go dormant (decay), remove exact duplicates and, with an LLM, merge "
+                    "near-duplicates, compress, promote and reflect; prints what each step did "
+                    "as JSON. Runs when 6 h have passed since the last run (recorded in the "
+                    "store), or at once with --now.", epilog=MAINTAIN_EXAMPLES)
     _store_arg(p)
     _llm_args(p)
     p.add_argument("--now", action="store_true",
                    help="run now even when the last run was less than 6 h ago")
+    add_progress_args(p)
     p.set_defaults(func=cmd_maintain)
 
-    p = sub.add_parser("gc", help="archive least-used memories below the GC threshold")
+    p = sub.add_parser("gc", help="archive least-used memories below the GC threshold",
+                       description="Move the least-used memories past the store's capacity or "
+                                   "below the GC threshold to the archive (restorable) and "
+                                   "print the report as JSON.",
+                       epilog="examples:\n  maclaw-fast gc\n  maclaw-fast archive list\n")
     _store_arg(p)
     p.set_defaults(func=cmd_gc)
 
-    p = sub.add_parser("archive", help="list or restore archived memories")
-    asub = p.add_subparsers(dest="action", required=True)
-    q = asub.add_parser("list", help="archived memories, newest first")
+    p = sub.add_parser("archive", help="list or restore archived memories",
+                       description="Archived memories are out of recall but kept on disk.",
+                       epilog="examples:\n  maclaw-fast archive list --limit 10\n"
+                              "  maclaw-fast archive restore 01J9Z3K4V6\n")
+    asub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    q = asub.add_parser("list", help="archived memories, newest first",
+                        description="Print id, category and text of archived memories.",
+                        epilog="examples:\n  maclaw-fast archive list --limit 10\n")
     _store_arg(q)
-    q.add_argument("--limit", type=int, default=50)
-    q = asub.add_parser("restore", help="move an archived memory back")
+    q.add_argument("--limit", type=_positive, default=50, metavar="N",
+                   help="show at most N archived memories")
+    q = asub.add_parser("restore", help="move an archived memory back",
+                        description="Bring an archived memory back into recall (re-indexed, "
+                                    "access count reset to 1).",
+                        epilog="examples:\n  maclaw-fast archive restore 01J9Z3K4V6\n")
     _store_arg(q)
-    q.add_argument("id")
+    q.add_argument("id", help="the archived memory's id (see: maclaw-fast archive list)")
     p.set_defaults(func=cmd_archive)
 
-    p = sub.add_parser("extract", help="extract knowledge from a conversation (needs an LLM)")
+    p = sub.add_parser("extract", help="extract knowledge from a conversation (needs an LLM)",
+                       description="Ask the LLM for the lasting knowledge in a conversation "
+                                   "and save it as memories; prints what was saved.",
+                       epilog=EXTRACT_EXAMPLES)
     _store_arg(p)
     _llm_args(p)
-    p.add_argument("--conversation", required=True,
+    p.add_argument("--conversation", required=True, metavar="FILE",
                    help="JSON file: a list of {role, content} messages (or {messages: [...]})")
-    p.add_argument("--project", help="tag extracted project knowledge with this project")
+    p.add_argument("--project", metavar="NAME",
+                   help="tag extracted project knowledge with this project")
+    add_progress_args(p)
     p.set_defaults(func=cmd_extract)

@@ -13,19 +13,37 @@ from pathlib import Path
 DEFAULT_STORE = Path(os.environ.get("MACLAW_HOME", Path.home() / ".maclaw_fast")) / "memory"
 
 
+def store_option(p: argparse.ArgumentParser, *, create: bool = True) -> None:
+    """``--store DIR`` alone (commands that open a store with the model it was made with)."""
+    p.add_argument("--store", default=str(DEFAULT_STORE), metavar="DIR",
+                   help="memory store directory" + (", created when absent" if create else ""))
+
+
 def _store_arg(p: argparse.ArgumentParser) -> None:
     from maclaw_fast.embedding.options import add_embedder_args
 
-    p.add_argument("--store", default=str(DEFAULT_STORE), help="store directory")
+    store_option(p)
     add_embedder_args(p)
 
 
-def _open(args):
+def _open(args, embedder=None):
+    """The store of ``--store`` with ``--embedder`` (or ``embedder`` when given)."""
     from maclaw_fast import MemoryStore
 
     from maclaw_fast.embedding.options import embedder_from_args
 
-    return MemoryStore.open(args.store, embedder=embedder_from_args(args))
+    emb = embedder_from_args(args) if embedder is None else embedder
+    return MemoryStore.open(args.store, embedder=emb)
+
+
+def _open_as_stored(args):
+    """The store opened with the model its vectors were made with (nothing re-embedded)."""
+    from maclaw_fast.errors import ValidationError
+    from maclaw_fast.memory.report import store_embedder
+
+    if not Path(args.store).is_dir():
+        raise ValidationError(f"no store at {args.store} (--store names its directory)")
+    return _open(args, embedder=store_embedder(args.store) or "none")
 
 
 def _print_hits(hits, out=print) -> None:
@@ -92,12 +110,24 @@ def cmd_save(args) -> int:
 def cmd_recall(args) -> int:
     import msgspec
 
-    with _open(args) as store:
-        hits = store.recall(args.query, project=args.project, reinforce=not args.no_reinforce)
-        if args.json:
-            print(msgspec.json.encode(hits).decode())
+    from maclaw_fast import progress
+
+    with progress.activity(args, "recalling (the model loads on first use)"), \
+            _open(args) as store:
+        if args.dynamic or args.category:
+            hits = store.recall_dynamic(args.query, category=args.category,
+                                        project=args.project, reinforce=not args.no_reinforce)
         else:
-            _print_hits(hits)
+            hits = store.recall(args.query, project=args.project,
+                                reinforce=not args.no_reinforce)
+    if args.max is not None:
+        hits = hits[: args.max]
+    if args.json:
+        print(msgspec.json.encode(hits).decode())
+    elif not hits:
+        print("no memories matched", file=sys.stderr)
+    else:
+        _print_hits(hits)
     return 0
 
 
@@ -121,13 +151,14 @@ def _read_queries(path: str) -> list[str]:
 def cmd_recall_batch(args) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from tqdm import tqdm
+
+    from maclaw_fast import progress
 
     queries = _read_queries(args.input)
     with _open(args) as store:
         writer = None
         try:
-            with tqdm(total=len(queries), unit="q", disable=args.quiet, file=sys.stderr) as bar:
+            with progress.bar(args, len(queries), "recall-batch", unit="q") as bar:
                 for start in range(0, len(queries), args.chunk):
                     part = queries[start:start + args.chunk]
                     table = store.recall_batch_arrow(part, projects=args.project,
@@ -146,20 +177,35 @@ def cmd_recall_batch(args) -> int:
 
 
 def cmd_import(args) -> int:
-    with _open(args) as store:
-        print(f"imported {store.import_maclaw(args.path)} entries")
+    from maclaw_fast import progress
+
+    report, close = progress.counter(args, "import", unit="memories")
+    try:
+        with progress.activity(args, "opening the store"):
+            store = _open(args)
+        with store:
+            added = store.import_maclaw(args.path, progress=report)
+    finally:
+        close()
+    print(f"imported {added} entries")
     return 0
 
 
 def cmd_export(args) -> int:
-    with _open(args) as store:
+    with _open_as_stored(args) as store:
         print(f"exported {store.export_maclaw(args.path)} entries")
     return 0
 
 
 def cmd_stats(args) -> int:
-    with _open(args) as store:
-        print(json.dumps(store.stats(), indent=2, ensure_ascii=False))
+    from maclaw_fast.memory.report import format_report, store_report
+
+    with _open_as_stored(args) as store:
+        report = store_report(store)
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(format_report(report)))
     return 0
 
 
@@ -182,53 +228,162 @@ def _positive(text: str) -> int:
     return value
 
 
-def register(sub) -> None:
-    p = sub.add_parser("demo", help="recall and route on the bundled sample data")
-    from maclaw_fast.embedding.options import add_embedder_args
+def _categories_help() -> str:
+    from maclaw_fast.config import CATEGORY_ALIASES, CATEGORY_TABLE
 
+    cats = ", ".join(CATEGORY_TABLE)
+    aliases = ", ".join(f"{a}={c}" for a, c in CATEGORY_ALIASES.items())
+    return f"one of: {cats} (aliases: {aliases})"
+
+
+def _category_choices() -> list[str]:
+    from maclaw_fast.config import CATEGORY_ALIASES, CATEGORY_TABLE
+
+    return [*CATEGORY_TABLE, *CATEGORY_ALIASES]
+
+
+SAVE_EXAMPLES = """\
+examples:
+  maclaw-fast save "deploy.sh needs AWS_REGION set" --category project_knowledge --tag atlas
+  maclaw-fast save "Always answer in English" --category instruction --pinned
+  maclaw-fast save "Lin asked about the Q3 report" --category conversation_summary \\
+      --thread lin-2026-05
+"""
+
+RECALL_EXAMPLES = """\
+examples:
+  maclaw-fast recall "how do I deploy"
+  maclaw-fast recall "deploy" --project atlas --max 5
+  maclaw-fast recall "tea" --category preference --json
+  maclaw-fast recall "what does Lin like" --dynamic --no-reinforce
+"""
+
+BATCH_EXAMPLES = """\
+examples:
+  maclaw-fast recall-batch --in queries.txt --out hits.parquet
+  maclaw-fast recall-batch --in queries.parquet --out hits.parquet --chunk 256 --quiet
+
+The output has one row per hit: query_index, rank, id, score and its parts.
+"""
+
+IMPORT_EXAMPLES = """\
+examples:
+  maclaw-fast import memories.json
+  maclaw-fast import data/memories.json --store /tmp/demo --embedder e5 --progress
+
+The file is a JSON array of memories with content and category (and optionally tags, pinned,
+access_count, created_at/updated_at as RFC 3339 times, or age_hours: how many hours ago the
+memory was made). Memories already in the store (same id or same content) are skipped; a bad
+record stops the import before anything is added.
+"""
+
+
+def register(sub) -> None:
+    from maclaw_fast.embedding.options import add_embedder_args
+    from maclaw_fast.progress import add_progress_args
+
+    p = sub.add_parser(
+        "demo", help="recall and route on the bundled sample data",
+        description="Build an in-memory store from data/memories.json, recall the sample "
+                    "queries, route sample messages over data/tools.json and search the sample "
+                    "workspace; nothing is written.",
+        epilog="examples:\n  maclaw-fast demo\n  maclaw-fast demo --embedder hash --queries 3\n")
     add_embedder_args(p)
-    p.add_argument("--queries", type=_positive, default=6)
-    p.add_argument("--top", type=_positive, default=8)
+    p.add_argument("--queries", type=_positive, default=6, metavar="N",
+                   help="how many sample queries to recall")
+    p.add_argument("--top", type=_positive, default=8, metavar="N",
+                   help="hits shown per query")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("save", help="remember one memory")
+    p = sub.add_parser(
+        "save", help="remember one memory",
+        description="Save one memory (an existing identical text is updated, not duplicated) "
+                    "and print its id, category and tags as JSON.",
+        epilog=SAVE_EXAMPLES)
     _store_arg(p)
-    p.add_argument("content")
-    p.add_argument("--category", required=True)
-    p.add_argument("--tag", action="append")
-    p.add_argument("--pinned", action="store_true")
-    p.add_argument("--thread", help="conversation name: links this memory after the previous "
-                                    "one saved with the same name")
+    p.add_argument("content", help="the text to remember")
+    p.add_argument("--category", required=True, choices=_category_choices(),
+                   metavar="CATEGORY", help=_categories_help())
+    p.add_argument("--tag", action="append", metavar="TAG",
+                   help="a tag; repeat for several (--tag atlas --tag deploy); a project name "
+                        "as a tag scopes project memories to that project")
+    p.add_argument("--pinned", action="store_true",
+                   help="never forgotten, archived or compressed")
+    p.add_argument("--thread", metavar="NAME",
+                   help="conversation name: links this memory after the previous one saved "
+                        "with the same name")
     p.set_defaults(func=cmd_save)
 
-    p = sub.add_parser("recall", help="recall memories for a query")
+    p = sub.add_parser(
+        "recall", help="recall memories for a query",
+        description="The memories for a query, best first: self-identity and relevant user "
+                    "facts lead, then every other memory by relevance, recency and importance.",
+        epilog=RECALL_EXAMPLES)
     _store_arg(p)
-    p.add_argument("query")
-    p.add_argument("--project")
-    p.add_argument("--no-reinforce", action="store_true")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("query", help="what to recall memories for")
+    p.add_argument("--project", metavar="NAME",
+                   help="only this project's project memories (global ones always count)")
+    p.add_argument("--category", choices=_category_choices(), metavar="CATEGORY",
+                   help="only memories of this category (implies --dynamic); "
+                        + _categories_help())
+    p.add_argument("--dynamic", action="store_true",
+                   help="the agent tool's recall: up to 15 memories / 1500 tokens, user facts "
+                        "ranked like any other memory (default: up to 20 / 2000 tokens, with "
+                        "self-identity and user facts first)")
+    p.add_argument("--max", type=_positive, metavar="N", help="show at most N memories")
+    p.add_argument("--no-reinforce", action="store_true",
+                   help="look without strengthening the recalled memories")
+    p.add_argument("--json", action="store_true",
+                   help="print the hits (entry, score, score breakdown, reason) as JSON")
+    add_progress_args(p)
     p.set_defaults(func=cmd_recall)
 
-    p = sub.add_parser("recall-batch", help="recall many queries into a Parquet file")
+    p = sub.add_parser("recall-batch", help="recall many queries into a Parquet file",
+                       description="Recall every query of a file in batches and write all "
+                                   "hits to one Parquet file.", epilog=BATCH_EXAMPLES)
     _store_arg(p)
-    p.add_argument("--in", dest="input", required=True, help="queries.txt or queries.parquet")
-    p.add_argument("--out", dest="output", required=True, help="hits.parquet")
-    p.add_argument("--project")
-    p.add_argument("--chunk", type=_positive, default=1024, help="queries per batch (>= 1)")
-    p.add_argument("--no-reinforce", action="store_true")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--in", dest="input", required=True, metavar="FILE",
+                   help="queries: a text file (one per line) or a Parquet file (its 'query' "
+                        "column, else its first)")
+    p.add_argument("--out", dest="output", required=True, metavar="FILE",
+                   help="Parquet file to write the hits to")
+    p.add_argument("--project", metavar="NAME", help="project scope for every query")
+    p.add_argument("--chunk", type=_positive, default=1024, metavar="N",
+                   help="queries recalled per batch: bigger is faster, smaller uses less "
+                        "memory and updates the progress bar more often")
+    p.add_argument("--no-reinforce", action="store_true",
+                   help="look without strengthening the recalled memories")
+    add_progress_args(p)
     p.set_defaults(func=cmd_recall_batch)
 
-    for name, func, what in (("import", cmd_import, "import a reference memories.json"),
-                             ("export", cmd_export, "export to the reference memories.json")):
-        p = sub.add_parser(name, help=what)
-        _store_arg(p)
-        p.add_argument("path")
-        p.set_defaults(func=func)
-
-    p = sub.add_parser("stats", help="store statistics")
+    p = sub.add_parser("import", help="import a memories.json (progress bar, age_hours)",
+                       description="Add the memories of a JSON file to the store.",
+                       epilog=IMPORT_EXAMPLES)
     _store_arg(p)
+    p.add_argument("path", help="the memories.json to import")
+    add_progress_args(p)
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("export", help="export every memory to a memories.json",
+                       description="Write every memory (with its vector) to a JSON file in the "
+                                   "format import reads; the store keeps its own model.",
+                       epilog="examples:\n  maclaw-fast export backup.json\n")
+    store_option(p, create=False)
+    p.add_argument("path", help="the JSON file to write (replaced atomically)")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser(
+        "stats", help="what a store holds: model, counts, disk, maintenance, route log",
+        description="Report the store's embedding model (read from the store), memories per "
+                    "category and status, bytes on disk per file, the last maintenance run and "
+                    "the route log's decisions.",
+        epilog="examples:\n  maclaw-fast stats\n  maclaw-fast stats --store /tmp/demo --json\n")
+    store_option(p, create=False)
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_stats)
 
-    p = sub.add_parser("warmup", help="compile and cache every numba kernel")
+    p = sub.add_parser("warmup", help="compile and cache every numba kernel",
+                       description="Compile every numba kernel into the on-disk cache, so the "
+                                   "first real call does not pay for it.",
+                       epilog="examples:\n  maclaw-fast warmup\n")
     p.set_defaults(func=cmd_warmup)

@@ -499,20 +499,21 @@ class MemoryStore:
         with self._lock:
             return store_table(self)
 
-    def import_maclaw(self, path: str | os.PathLike) -> int:
-        """Load a reference ``memories.json``; returns how many entries were added."""
+    def import_maclaw(self, path: str | os.PathLike, *, progress=None) -> int:
+        """Load a reference ``memories.json``; returns how many entries were added.
+        ``progress``: optional callback ``(stage, done, total)`` as texts are embedded."""
         from maclaw_fast.persist.compat import import_maclaw
 
-        return import_maclaw(self, path)  # through import_records
+        return import_maclaw(self, path, progress=progress)  # through import_records
 
-    def import_records(self, records: list[dict]) -> int:
+    def import_records(self, records: list[dict], *, progress=None) -> int:
         """Insert checked records (see ``persist.compat.parse_maclaw``) keeping their ids and
-        times; returns how many were added."""
+        times (or dated ``age_hours`` ago); returns how many were added."""
         from maclaw_fast.persist.compat import check_records, import_records
 
         records = check_records(records)  # before anything changes, the model choice included
         self.check_embedder_choice([r["content"] for r in records])
-        return import_records(self, records)
+        return import_records(self, records, progress=progress)
 
     def export_maclaw(self, path: str | os.PathLike) -> int:
         """Write the reference ``memories.json`` format; returns how many entries were written."""

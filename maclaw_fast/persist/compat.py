@@ -17,6 +17,8 @@ from maclaw_fast.persist.journal import EdgesOp, PutOp
 from maclaw_fast.records import Entry
 from maclaw_fast.text.tokenizer import analysed_text
 
+IMPORT_BATCH = 64  # texts per embedder call when an import reports progress
+
 
 def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat().replace("+00:00", "Z")
@@ -79,6 +81,9 @@ def _record(item, where: str) -> dict:
             "related_strengths": _optional(item, "related_strengths",
                                            lambda v: _floats(v, "related_strengths"), []),
             "embedding": item.get("embedding"),
+            # the sample format's age (hours before the import) stands for absent times
+            "age_hours": _optional(item, "age_hours",
+                                   lambda v: validate.number(v, "age_hours", low=0.0), None),
         }
     except ValidationError as exc:
         raise ValidationError(f"{where}: {exc}") from None
@@ -141,16 +146,35 @@ def check_records(records, where: str = "records") -> list[dict]:
     return out
 
 
-def import_maclaw(store, path: str | os.PathLike) -> int:
+def import_maclaw(store, path: str | os.PathLike, *, progress=None) -> int:
     """Add the entries of a reference file to ``store``; existing ids/contents are skipped.
     Edges without strengths (the reference kept none) come back at 1.0."""
     records = parse_maclaw(path)
-    return store.import_records(records)
+    return store.import_records(records, progress=progress)
 
 
-def import_records(store, records: list[dict]) -> int:
+def _embed(store, texts: list[str], progress):
+    """The vectors of ``texts``, in batches of :data:`IMPORT_BATCH` when ``progress`` (a
+    callback ``(stage, done, total)``) follows them."""
+    if store.embedder is None or not texts:
+        return None
+    if progress is None:
+        return embed_checked(store.embedder, texts)
+    import numpy as np
+
+    parts = []
+    progress("embedding", 0, len(texts))
+    for start in range(0, len(texts), IMPORT_BATCH):
+        parts.append(embed_checked(store.embedder, texts[start:start + IMPORT_BATCH]))
+        progress("embedding", min(start + IMPORT_BATCH, len(texts)), len(texts))
+    return np.concatenate(parts)
+
+
+def import_records(store, records: list[dict], *, progress=None) -> int:
     """Insert checked records (see ``persist.compat.parse_maclaw``) keeping their ids and
-    times. Foreign vectors are never mixed with ours: entries are embedded anew."""
+    times (a record without times but with ``age_hours`` is dated that many hours ago).
+    Foreign vectors are never mixed with ours: entries are embedded anew. ``progress``: an
+    optional callback ``(stage, done, total)`` called as the texts are embedded."""
     from maclaw_fast.memory.store import _vec_bytes, new_id
 
     records = check_records(records)
@@ -159,7 +183,7 @@ def import_records(store, records: list[dict]) -> int:
         fresh = [r for r in records if r["id"] not in store._table.row_of
                  and r["content"] not in store._table.row_of_content]
     texts = [analysed_text(r["content"], r["tags"]) for r in fresh]
-    vecs = embed_checked(store.embedder, texts) if store.embedder is not None and texts else None
+    vecs = _embed(store, texts, progress)
     with store._lock:
         store._check_open()
         ops, added = [], []
@@ -167,6 +191,8 @@ def import_records(store, records: list[dict]) -> int:
             if r["id"] in store._table.row_of or r["content"] in store._table.row_of_content:
                 continue
             now = float(store.clock())
+            if r["age_hours"] is not None:
+                now -= r["age_hours"] * 3600.0
             entry = Entry(
                 id=r["id"] or new_id(time.time_ns()), content=r["content"],
                 category=r["category"], tags=r["tags"], created_at=r["created_at"] or now,

@@ -12,6 +12,18 @@ import signal
 import sys
 
 
+SERVE_EXAMPLES = """\
+examples:
+  maclaw-fast serve                                      stdio, for an MCP client to spawn
+  maclaw-fast serve --transport http --port 8765         http://127.0.0.1:8765/mcp
+  MACLAW_MCP_TOKEN=secret maclaw-fast serve --transport http --host 0.0.0.0
+  maclaw-fast serve --transport http --stores /srv/stores --users users.json
+
+a client's MCP config (Claude Desktop, Cursor, .mcp.json):
+  {"mcpServers": {"memory": {"command": "maclaw-fast", "args": ["serve"]}}}
+"""
+
+
 def register(subparsers) -> None:
     """Add ``serve`` to the ``maclaw-fast`` parser."""
     from maclaw_fast.embedding.options import add_embedder_args
@@ -19,29 +31,32 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "serve", help="run the MCP server (memory and tool routing for any agent)",
         description="Expose memory_save, memory_recall, memory_search, memory_get, "
-                    "memory_forget, memory_pin, route_tools and discover_tool over MCP.")
+                    "memory_forget, memory_pin, route_tools and discover_tool over MCP.",
+        epilog=SERVE_EXAMPLES)
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio",
                    help="stdio (spawned by the client) or streamable HTTP")
-    p.add_argument("--store", default=None,
+    p.add_argument("--store", default=None, metavar="DIR",
                    help="memory store directory (default: $MACLAW_HOME/memory or "
                         "~/.maclaw_fast/memory)")
-    p.add_argument("--workspace", default=None,
+    p.add_argument("--workspace", default=None, metavar="DIR",
                    help="workspace whose MEMORY.md and memory/*.md memory_search covers")
-    p.add_argument("--catalog", default=None, help="tool catalog JSON for route_tools")
+    p.add_argument("--catalog", default=None, metavar="FILE",
+                   help="tool catalog JSON for route_tools (default: the bundled sample)")
     add_embedder_args(p)
-    p.add_argument("--project", default=None,
+    p.add_argument("--project", default=None, metavar="NAME",
                    help="default project of memory_recall's scope filter")
-    p.add_argument("--host", default="127.0.0.1",
+    p.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
                    help="HTTP bind address (default 127.0.0.1; others need a token)")
-    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
-    p.add_argument("--token", default=None,
+    p.add_argument("--port", type=int, default=8765, metavar="PORT",
+                   help="HTTP port (default 8765)")
+    p.add_argument("--token", default=None, metavar="TOKEN",
                    help="bearer token HTTP clients must send (or set MACLAW_MCP_TOKEN)")
-    p.add_argument("--stores", default=None,
+    p.add_argument("--stores", default=None, metavar="DIR",
                    help="HTTP only: a root directory of per-user stores (with --users)")
-    p.add_argument("--users", default=None,
+    p.add_argument("--users", default=None, metavar="FILE",
                    help='JSON file {"users": {"<token>": "<store name>"}}: each HTTP '
                         "request's bearer token picks its user's store under --stores")
-    p.add_argument("--pool-size", type=int, default=1000,
+    p.add_argument("--pool-size", type=int, default=1000, metavar="N",
                    help="per-user stores kept open at once (default 1000)")
     p.add_argument("--mcp-config", default=None, metavar="FILE",
                    help="attach the MCP servers of FILE (the mcpServers map of "

@@ -13,38 +13,74 @@ DEFAULT_CATALOG = Path(__file__).resolve().parents[2] / "data" / "tools.json"
 
 
 def _catalog_arg(p) -> None:
-    p.add_argument("--catalog", default=None,
-                   help="tool catalog JSON (a list of tools; default: the bundled sample)")
+    p.add_argument("--catalog", default=None, metavar="FILE",
+                   help="tool catalog JSON (a list of tools; default: the bundled sample "
+                        "data/tools.json)")
     from maclaw_fast.embedding.options import add_embedder_args
 
     add_embedder_args(p)
 
 
+ROUTE_EXAMPLES = """\
+examples:
+  maclaw-fast route "commit my changes and open a pull request"
+  maclaw-fast route "我要查询数据库里上个月的订单" --json
+  maclaw-fast route "book a flight" --catalog my_tools.json --embedder hash
+"""
+
+TOOLS_EXAMPLES = """\
+examples:
+  maclaw-fast tools list
+  maclaw-fast tools import vendor_tools.json --into my_tools.json
+  maclaw-fast tools discover "send an email" --catalog my_tools.json
+  maclaw-fast tools stats
+"""
+
+
 def register(subparsers) -> None:
     """Add the tool routing subcommands to the ``maclaw-fast`` parser."""
-    p = subparsers.add_parser("route", help="pick the tools for a message")
-    p.add_argument("message")
+    p = subparsers.add_parser(
+        "route", help="pick the tools for a message",
+        description="Route one message over a tool catalog: the core tools plus the best "
+                    "matches by BM25, embeddings, usage and priority.", epilog=ROUTE_EXAMPLES)
+    p.add_argument("message", help="the user message to pick tools for")
     _catalog_arg(p)
     p.add_argument("--json", action="store_true", help="print the RouteResult as JSON")
     p.set_defaults(func=_route)
 
-    tools = subparsers.add_parser("tools", help="inspect and import tool catalogs")
+    tools = subparsers.add_parser("tools", help="inspect and import tool catalogs",
+                                  description="A catalog is a JSON list of tools (name, "
+                                              "description, category, tags, priority, "
+                                              "parameters).", epilog=TOOLS_EXAMPLES)
     sub = tools.add_subparsers(dest="tools_command", required=True, metavar="ACTION")
-    p = sub.add_parser("list", help="list the tools of a catalog")
+    p = sub.add_parser("list", help="list the tools of a catalog",
+                       description="Name, category and description of every tool.",
+                       epilog="examples:\n  maclaw-fast tools list --json\n")
     _catalog_arg(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true",
+                   help="print the tools (name, category, tags, priority, description) as JSON")
     p.set_defaults(func=_list)
-    p = sub.add_parser("import", help="validate a catalog and merge it into another")
+    p = sub.add_parser("import", help="validate a catalog and merge it into another",
+                       description="Check every tool of SOURCE and merge them into the "
+                                   "catalog --into (a tool of the same name is replaced).",
+                       epilog="examples:\n  maclaw-fast tools import vendor.json --into "
+                              "my_tools.json\n")
     p.add_argument("source", help="catalog JSON to import")
-    p.add_argument("--into", required=True, help="catalog JSON to merge into (created if absent)")
+    p.add_argument("--into", required=True, metavar="FILE",
+                   help="catalog JSON to merge into (created if absent)")
     p.set_defaults(func=_import)
-    p = sub.add_parser("stats", help="catalog statistics and the embedding model routing uses")
+    p = sub.add_parser("stats", help="catalog statistics and the embedding model routing uses",
+                       description="Tools, groups and the model routing embeds them with, "
+                                   "as JSON.", epilog="examples:\n  maclaw-fast tools stats\n")
     _catalog_arg(p)
     p.set_defaults(func=_stats)
-    p = sub.add_parser("discover", help="search the catalog's non-core tools (BM25)")
-    p.add_argument("query")
+    p = sub.add_parser("discover", help="search the catalog's non-core tools (BM25)",
+                       description="The discover_tool search: tools outside the core set "
+                                   "whose name, description or tags match the query.",
+                       epilog="examples:\n  maclaw-fast tools discover \"send an email\"\n")
+    p.add_argument("query", help="words describing the tool you need")
     _catalog_arg(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the tool names as a JSON list")
     p.set_defaults(func=_discover)
 
 

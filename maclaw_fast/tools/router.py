@@ -312,6 +312,13 @@ class ToolRouter(RetrievalMixin):
             return []
         return match_skills(tokens, self.recommender.get_recommendations() or ())
 
+    def prepare(self) -> None:
+        """Embed the tools not embedded yet now (loading the model), rather than in the next
+        :meth:`route`; a chat calls it before its first prompt."""
+        with self._lock:
+            if self.vectors is not None:
+                self._sync()
+
     # ------------------------------------------------------------------ routing
     def route(self, message: str, *, session: str | None = None,
               query_vector: np.ndarray | None = None) -> RouteResult:

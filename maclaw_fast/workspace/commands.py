@@ -15,9 +15,11 @@ import time
 def _common(p: argparse.ArgumentParser) -> None:
     from maclaw_fast.embedding.options import add_embedder_args
 
-    p.add_argument("--workspace", required=True, help="workspace folder (MEMORY.md, memory/)")
+    p.add_argument("--workspace", required=True, metavar="DIR",
+                   help="workspace folder (MEMORY.md, memory/)")
     add_embedder_args(p)
-    p.add_argument("--index-dir", default=None, help="index state folder (default WORKSPACE/.maclaw)")
+    p.add_argument("--index-dir", default=None, metavar="DIR",
+                   help="index state folder (default: WORKSPACE/.maclaw)")
 
 
 def _open(args, *, sync: bool = True):
@@ -33,10 +35,20 @@ def _print_status(st, out=print) -> None:
         f"model {st.model or 'none'}" + (f"; {st.last_error}" if st.last_error else ""))
 
 
+SYNC_UNITS = {"reading files": "files", "chunking files": "files", "embedding chunks": "chunks"}
+
+
 def cmd_index(args) -> int:
+    from maclaw_fast import progress
+
     t0 = time.perf_counter()
-    ix = _open(args, sync=False)
-    rep = ix.sync(force=args.force)
+    with progress.activity(args, "opening the index"):
+        ix = _open(args, sync=False)
+    report, close = progress.counter(args, "index", units=SYNC_UNITS)
+    try:
+        rep = ix.sync(force=args.force, progress=report)
+    finally:
+        close()
     print(f"synced in {time.perf_counter() - t0:.2f} s: +{rep.added} files, ~{rep.changed} changed,"
           f" -{rep.removed} removed; {rep.chunks_added} chunks added, {rep.embedded} embedded")
     _print_status(ix.status())
@@ -79,7 +91,15 @@ def format_hits(resp, out=print) -> None:
 def cmd_search(args) -> int:
     import msgspec
 
-    ix = _open(args)
+    from maclaw_fast import progress
+
+    with progress.activity(args, "opening the index"):
+        ix = _open(args, sync=False)
+    report, close = progress.counter(args, "index", units=SYNC_UNITS)
+    try:
+        ix.sync(progress=report)
+    finally:
+        close()
     try:
         resp = ix.search(args.query, max_results=args.max_results, min_score=args.min_score)
         if args.json:
@@ -132,16 +152,47 @@ def demo_search(out=print, *, embedder="auto", queries=DEMO_QUERIES) -> None:
         ix.close()
 
 
+INDEX_EXAMPLES = """\
+examples:
+  maclaw-fast index --workspace ~/agent                  index MEMORY.md and memory/*.md
+  maclaw-fast index --workspace ~/agent --watch          keep the index in step with edits
+  maclaw-fast index --workspace ~/agent --force --progress
+
+The index lives in WORKSPACE/.maclaw (or --index-dir); unchanged files are skipped.
+"""
+
+SEARCH_EXAMPLES = """\
+examples:
+  maclaw-fast search "deploy script" --workspace ~/agent
+  maclaw-fast search "花生过敏" --workspace ~/agent --max-results 3 --json
+"""
+
+
 def register(sub) -> None:
-    p = sub.add_parser("index", help="index (sync) a workspace's Markdown memory files")
+    from maclaw_fast.progress import add_progress_args
+
+    p = sub.add_parser("index", help="index (sync) a workspace's Markdown memory files",
+                       description="Bring the workspace index up to date: read new and "
+                                   "changed Markdown files, chunk, tokenise and embed them.",
+                       epilog=INDEX_EXAMPLES)
     _common(p)
-    p.add_argument("--watch", action="store_true", help="keep watching and re-syncing")
-    p.add_argument("--force", action="store_true", help="re-read and re-chunk every file")
+    p.add_argument("--watch", action="store_true",
+                   help="keep watching the files and re-sync on change (Ctrl-C stops)")
+    p.add_argument("--force", action="store_true",
+                   help="re-read and re-chunk every file, changed or not")
+    add_progress_args(p)
     p.set_defaults(func=cmd_index)
-    p = sub.add_parser("search", help="search a workspace's Markdown memory files")
-    p.add_argument("query")
+    p = sub.add_parser("search", help="search a workspace's Markdown memory files",
+                       description="Hybrid (BM25 + vector) search over the workspace's chunks; "
+                                   "the index is synced first.", epilog=SEARCH_EXAMPLES)
+    p.add_argument("query", help="what to search for")
     _common(p)
-    p.add_argument("--json", action="store_true", help="print the response as JSON")
-    p.add_argument("--max-results", type=int, default=None)
-    p.add_argument("--min-score", type=float, default=None)
+    p.add_argument("--json", action="store_true",
+                   help="print the response and the index status as JSON")
+    p.add_argument("--max-results", type=int, default=None, metavar="N",
+                   help="results to return (default: the search configuration's)")
+    p.add_argument("--min-score", type=float, default=None, metavar="SCORE",
+                   help="drop results scoring below this, 0..1 (default: the search "
+                        "configuration's)")
+    add_progress_args(p)
     p.set_defaults(func=cmd_search)

@@ -246,7 +246,7 @@ class WorkspaceIndex:
             self._free.append(r)
         return len(rows)
 
-    def _embed_rows(self, rows: list[int]) -> int:
+    def _embed_rows(self, rows: list[int], progress=None) -> int:
         """Fill vectors of ``rows`` from the cache, embedding misses; on failure leave them empty
         (back-filled by the next sync) and record why."""
         if self.vectors is None or not rows:
@@ -259,6 +259,8 @@ class WorkspaceIndex:
                 vecs = self.cache.embed([self.texts[r] for r in part],
                                         [self.hashes[r] for r in part])
                 self.vectors.set_rows(part, vecs)  # the cache returns normalised rows
+                if progress is not None:
+                    progress("embedding chunks", lo + len(part), len(rows))
         except EmbeddingError as exc:
             self.last_error = f"embedding failed ({exc}); affected chunks are text-only until " \
                               "the next sync"
@@ -292,12 +294,12 @@ class WorkspaceIndex:
         """Note that files changed (the watcher calls this); the next search syncs."""
         self._dirty = True
 
-    def sync(self, *, force: bool = False) -> SyncReport:
+    def sync(self, *, force: bool = False, progress=None) -> SyncReport:
         """Bring the index up to date with the files.
 
         Unchanged size and mtime → skipped; otherwise the file is hashed and re-chunked only when
         its content changed. Chunk tokens and vectors are reused by chunk hash, so an edit costs
-        the new text only.
+        the new text only. ``progress``: an optional callback ``(stage, done, total)``.
 
         Examples
         --------
@@ -321,7 +323,9 @@ class WorkspaceIndex:
                 del self._files[gone]
                 entry.removed.append(gone)
             todo = []
-            for f in found:
+            for i, f in enumerate(found):
+                if progress is not None and (i % 50 == 0 or i + 1 == len(found)):
+                    progress("reading files", i + 1, len(found))
                 rec = self._files.get(f.rel)
                 if not force and rec is not None and rec.size == f.size \
                         and rec.mtime_ns == f.mtime_ns:
@@ -350,15 +354,17 @@ class WorkspaceIndex:
             rep.removed = len(entry.removed)
             big = sum(len(text) for _, text in todo) >= FORK_MIN_CHARS
             with paused_gc(big):  # a big sync makes millions of objects and no cycles
-                self._apply(todo, reuse, entry, rep)
+                self._apply(todo, reuse, entry, rep, progress)
             self.last_sync = self.clock()
         rep.seconds = time.perf_counter() - t0
         return rep
 
     def _apply(self, todo: list, reuse: dict[str, str], entry: JournalEntry,
-               rep: SyncReport) -> None:
+               rep: SyncReport, progress=None) -> None:
         """Chunk, tokenise, index, embed and persist the files of a sync (``todo``)."""
         new_rows: list[int] = []
+        if progress is not None and todo:
+            progress("chunking files", 0, len(todo))
         # chunking and tokenising the files is most of a big sync: two cores when big
         parts = analyse_files([(f.rel, text) for f, text in todo], self._chunking(), reuse,
                               self.model or "none", fork=self.config.fork_workers)
@@ -366,10 +372,12 @@ class WorkspaceIndex:
         with self.bm25.bulk() if self.bm25 is not None else nullcontext():
             self._add_parts(parts, files, new_rows)
         rep.chunks_added = len(new_rows)
+        if progress is not None and todo:
+            progress("chunking files", len(todo), len(todo))
         if self.vectors is not None:
             n = self.n_rows
             missing = np.flatnonzero(self.live[:n] & ~self.vectors.has_vec[:n]).tolist()
-            rep.embedded = self._embed_rows(missing)
+            rep.embedded = self._embed_rows(missing, progress)
             if missing:
                 self.cache.max_entries = max(20_000, 2 * self.chunk_count)
         self._persist(entry, new_rows)

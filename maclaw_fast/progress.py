@@ -63,6 +63,7 @@ def bar(args, total: int | None, desc: str, unit: str = "it"):
     """
     from tqdm import tqdm
 
+    tqdm.monitor_interval = 0  # no monitor thread: bars here are updated often enough
     on = enabled(args)
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not on,
                 dynamic_ncols=True, mininterval=0.1 if forced(args) else 0.25)

@@ -114,11 +114,12 @@ def test_stats_reports_the_store_not_the_flags(tmp_path):
     # stats closed the store after reading it (a final snapshot may be written): compare names
     assert set(report["disk"]["files"]) == set(on_disk)
     assert report["disk"]["total_bytes"] == sum(report["disk"]["files"].values()) > 0
-    assert report["route_log"]["decisions"] == 2
-    assert report["maintenance"] is None
+    assert report["route_log"]["decisions"] == 2 and report["route_log"]["reranked"] == 0
+    assert report["maintenance"] is None and report["maintenance_due_in_s"] == 0
     run("maintain", "--store", store, "--embedder", "hash")
     after = json.loads(run("stats", "--store", store, "--json").stdout)
-    assert after["maintenance"] is not None and after["maintenance"]["at"]
+    assert after["maintenance"]["ok"] and after["maintenance"]["counts"]["backup"] == 31
+    assert after["maintenance_due_in_s"] > 5 * 3600  # the next run is 6 h after this one
     text = run("stats", "--store", store).stdout
     assert "model " in text and "hash" in text and "preference 15" in text
     assert "route log  2 decisions" in text and "maintained never" not in text

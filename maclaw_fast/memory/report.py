@@ -12,9 +12,6 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROUTE_LOG = "tool_route.log"
-ROUTE_BLOCK = "=== Tool Route ["  # the first line of each decision in the route log
-
 
 def store_embedder(path: str | os.PathLike) -> str | None:
     """The ``embedder=`` that opens the store at ``path`` with the model its vectors were made
@@ -64,48 +61,6 @@ def disk_usage(path: str | os.PathLike) -> dict[str, int]:
     return out
 
 
-def route_log_stats(path: str | os.PathLike) -> dict:
-    """Decisions recorded in a route log file, its size and when it was last written."""
-    p = Path(path)
-    if not p.is_file():
-        return {"path": str(p), "decisions": 0, "bytes": 0, "last_written": None}
-    decisions = 0
-    with open(p, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            if line.startswith(ROUTE_BLOCK):
-                decisions += 1
-    st = p.stat()
-    return {"path": str(p), "decisions": decisions, "bytes": st.st_size,
-            "last_written": _iso(st.st_mtime)}
-
-
-def last_maintenance(store) -> dict | None:
-    """The last maintenance run the store records, else the newest backup it wrote (every run
-    starts with one), else None."""
-    try:
-        from maclaw_fast.maintenance.records import last_maintenance as recorded
-    except ImportError:
-        recorded = None
-    if recorded is not None:
-        import msgspec
-
-        rec = recorded(store)
-        if rec is not None:
-            out = msgspec.to_builtins(rec)
-            out["at"] = _iso(rec.started_at)
-            return out
-    if store.path is None:
-        return None
-    from maclaw_fast.maintenance.pipeline import list_backups
-
-    backups = list_backups(store.path / "backups")
-    if not backups:
-        return None
-    newest = backups[-1]
-    return {"at": _iso(newest.stat().st_mtime), "backup": newest.name,
-            "backups": len(backups)}
-
-
 def store_report(store) -> dict:
     """Everything ``maclaw-fast stats`` shows, as plain data.
 
@@ -118,11 +73,20 @@ def store_report(store) -> dict:
     >>> r["entries"], r["categories"]["preference"], r["model"]
     (1, 1, None)
     """
+    import msgspec
+
     from maclaw_fast.config import CATEGORIES
+    from maclaw_fast.maintenance.records import activity
 
     base = store.stats()
     counts = Counter(e.category for e in store.entries())
     fp = store.embedder.fingerprint if store.embedder is not None else None
+    act = activity(store)
+    last = act.last_maintenance
+    maintenance = None
+    if last is not None:
+        maintenance = msgspec.to_builtins(last)
+        maintenance["at"] = _iso(last.started_at)
     report = {
         "path": base["path"],
         "model": fp.split(":")[1] if fp and ":" in fp else fp,
@@ -131,12 +95,15 @@ def store_report(store) -> dict:
         "status": {k: base[k] for k in ("active", "dormant", "superseded")},
         "pinned": base["pinned"],
         "categories": {c: counts.get(c, 0) for c in CATEGORIES},
-        "disk": None, "maintenance": last_maintenance(store), "route_log": None,
+        "disk": None, "maintenance": maintenance,
+        "maintenance_due_in_s": round(act.maintenance_due_in_s, 1),
+        "route_log": msgspec.to_builtins(act.route_log) if store.path is not None else None,
+        "extractor_last_started": (_iso(act.extractor_last_started)
+                                   if act.extractor_last_started is not None else None),
     }
     if store.path is not None:
         files = disk_usage(store.path)
         report["disk"] = {"total_bytes": sum(files.values()), "files": files}
-        report["route_log"] = route_log_stats(store.path / ROUTE_LOG)
     return report
 
 
@@ -154,16 +121,20 @@ def format_report(report: dict) -> list[str]:
         lines.append(f"disk       {_size(disk['total_bytes'])}: "
                      + ", ".join(f"{k} {_size(v)}" for k, v in disk["files"].items()))
     m = report["maintenance"]
+    due = report["maintenance_due_in_s"]
+    when = "due now" if due <= 0 else f"next in {due / 3600:.1f} h"
     if m is None:
-        lines.append("maintained never (maclaw-fast maintain runs it)")
+        lines.append(f"maintained never ({when}; maclaw-fast maintain runs it)")
     else:
-        what = m.get("summary") or (f"backup {m['backup']}, {m['backups']} kept"
-                                    if "backup" in m else "")
-        lines.append(f"maintained {m['at']}" + (f": {what}" if what else ""))
+        lines.append(f"maintained {m['at']}{'' if m['ok'] else ' (with errors)'}: "
+                     f"{m['summary']}; {when}")
     r = report["route_log"]
     if r is not None:
-        lines.append(f"route log  {r['decisions']} decisions ({_size(r['bytes'])})"
-                     + (f", last {r['last_written']}" if r["last_written"] else ""))
+        lines.append(f"route log  {r['decisions']} decisions, {r['reranked']} reranked "
+                     f"({_size(r['size_bytes'])})"
+                     + (f", last {r['last_at']}" if r["last_at"] else ""))
+    if report["extractor_last_started"]:
+        lines.append(f"extractor  last ran {report['extractor_last_started']}")
     return lines
 
 

@@ -297,7 +297,7 @@ def plot_scaling(results: Path, out: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(6.0, 3.8))
     for i, (name, ys) in enumerate(qps.items()):
         ax.plot(batches, ys, marker="o", label=name,
-                color=["#d1495b", "#30638e", "#00798c"][i % 3])
+                color=["#d1495b", "#30638e", "#edae49", "#00798c"][i % 4])
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("queries per call (500 memories)")

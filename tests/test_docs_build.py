@@ -43,6 +43,11 @@ def test_every_page_and_figure_is_in_the_site(site):
         assert page.is_file(), page
     for png in (ROOT / "docs" / "img").glob("*.png"):
         assert (out / "files" / "docs" / "img" / png.name).is_file(), png.name
+    for md in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:  # every table rendered
+        page = out / ("index.html" if md.name == "README.md" else f"{md.stem}.html")
+        tables = sum(1 for line in md.read_text(encoding="utf-8").splitlines()
+                     if line.startswith("|---"))
+        assert page.read_text(encoding="utf-8").count("<table>") == tables, md.name
     evaluation = (out / "evaluation.html").read_text(encoding="utf-8")
     assert 'src="files/docs/img/recall_at_k.png"' in evaluation
 

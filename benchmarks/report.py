@@ -5,6 +5,7 @@ the same run, sizes stated, targets checked.
     python benchmarks/report.py                      # runs benchmarks/bench_memory.py first
     python benchmarks/report.py --json run.json      # renders an existing pytest-benchmark JSON
     python benchmarks/report.py -k "recall and not 100k"   # a subset (pytest -k)
+    python benchmarks/report.py --json run.json --plots    # and redraw docs/img/ (plots.py)
 """
 
 from __future__ import annotations
@@ -342,6 +343,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(HERE / "results" / "memory.md"))
     ap.add_argument("--append", default=None,
                     help="a markdown file whose text is appended (notes, findings)")
+    ap.add_argument("--plots", action="store_true",
+                    help="then redraw docs/img/*.png from the results files (benchmarks/plots.py)")
     args = ap.parse_args(argv)
     if args.json:
         path = Path(args.json)
@@ -357,6 +360,10 @@ def main(argv=None) -> int:
     out.write_text(text + "\n", encoding="utf-8")
     print(text)
     print(f"\nwritten {out} (raw timings: {path})", file=sys.stderr)
+    if args.plots:
+        from plots import main as draw
+
+        draw([])
     return 0
 
 

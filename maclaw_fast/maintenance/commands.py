@@ -76,8 +76,11 @@ def cmd_maintain(args) -> int:
 
 
 def cmd_gc(args) -> int:
-    with _open(args) as store:
-        _print(store.gc())
+    from maclaw_fast import progress
+
+    with progress.activity(args, "garbage collection"), _open(args) as store:
+        report = store.gc()
+    _print(report)
     return 0
 
 
@@ -159,6 +162,7 @@ def register(sub) -> None:
                                    "print the report as JSON.",
                        epilog="examples:\n  maclaw-fast gc\n  maclaw-fast archive list\n")
     _store_arg(p)
+    add_progress_args(p)
     p.set_defaults(func=cmd_gc)
 
     p = sub.add_parser("archive", help="list or restore archived memories",

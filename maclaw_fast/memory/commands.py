@@ -99,11 +99,14 @@ def cmd_demo(args) -> int:
 
 
 def cmd_save(args) -> int:
-    with _open(args) as store:
+    from maclaw_fast import progress
+
+    with progress.activity(args, "saving (the model loads on first use)"), \
+            _open(args) as store:
         e = store.save(args.content, category=args.category, tags=args.tag or (),
                        pinned=args.pinned, thread=args.thread)
-        print(json.dumps({"id": e.id, "category": e.category, "tags": list(e.tags)},
-                         ensure_ascii=False))
+    print(json.dumps({"id": e.id, "category": e.category, "tags": list(e.tags)},
+                     ensure_ascii=False))
     return 0
 
 
@@ -183,8 +186,12 @@ def cmd_import(args) -> int:
     try:
         with progress.activity(args, "opening the store"):
             store = _open(args)
-        with store:
+        try:
             added = store.import_maclaw(args.path, progress=report)
+        finally:
+            close()
+            with progress.activity(args, "writing the store"):
+                store.close()
     finally:
         close()
     print(f"imported {added} entries")
@@ -192,15 +199,19 @@ def cmd_import(args) -> int:
 
 
 def cmd_export(args) -> int:
-    with _open_as_stored(args) as store:
-        print(f"exported {store.export_maclaw(args.path)} entries")
+    from maclaw_fast import progress
+
+    with progress.activity(args, "exporting"), _open_as_stored(args) as store:
+        n = store.export_maclaw(args.path)
+    print(f"exported {n} entries")
     return 0
 
 
 def cmd_stats(args) -> int:
+    from maclaw_fast import progress
     from maclaw_fast.memory.report import format_report, store_report
 
-    with _open_as_stored(args) as store:
+    with progress.activity(args, "reading the store"), _open_as_stored(args) as store:
         report = store_report(store)
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
@@ -312,6 +323,7 @@ def register(sub) -> None:
     p.add_argument("--thread", metavar="NAME",
                    help="conversation name: links this memory after the previous one saved "
                         "with the same name")
+    add_progress_args(p)
     p.set_defaults(func=cmd_save)
 
     p = sub.add_parser(
@@ -370,6 +382,7 @@ def register(sub) -> None:
                        epilog="examples:\n  maclaw-fast export backup.json\n")
     store_option(p, create=False)
     p.add_argument("path", help="the JSON file to write (replaced atomically)")
+    add_progress_args(p)
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(
@@ -380,6 +393,7 @@ def register(sub) -> None:
         epilog="examples:\n  maclaw-fast stats\n  maclaw-fast stats --store /tmp/demo --json\n")
     store_option(p, create=False)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_progress_args(p)
     p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser("warmup", help="compile and cache every numba kernel",

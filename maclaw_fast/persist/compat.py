@@ -206,6 +206,8 @@ def import_records(store, records: list[dict], *, progress=None) -> int:
             ops.append(PutOp(entry, _vec_bytes(vec)))
             # in file order: consecutive records of one conversation are linked (SPEC R5)
             ops += store._link_adjacent(row, None)
+            if progress is not None and (i % 50 == 49 or i + 1 == len(fresh)):
+                progress("adding", i + 1, len(fresh))
         for row, r in added:
             strengths = r["related_strengths"] or [1.0] * len(r["related_ids"])
             for other, s in zip(r["related_ids"], strengths):

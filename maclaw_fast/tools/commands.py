@@ -39,6 +39,8 @@ examples:
 
 def register(subparsers) -> None:
     """Add the tool routing subcommands to the ``maclaw-fast`` parser."""
+    from maclaw_fast.progress import add_progress_args
+
     p = subparsers.add_parser(
         "route", help="pick the tools for a message",
         description="Route one message over a tool catalog: the core tools plus the best "
@@ -46,6 +48,7 @@ def register(subparsers) -> None:
     p.add_argument("message", help="the user message to pick tools for")
     _catalog_arg(p)
     p.add_argument("--json", action="store_true", help="print the RouteResult as JSON")
+    add_progress_args(p)
     p.set_defaults(func=_route)
 
     tools = subparsers.add_parser("tools", help="inspect and import tool catalogs",
@@ -81,6 +84,7 @@ def register(subparsers) -> None:
     p.add_argument("query", help="words describing the tool you need")
     _catalog_arg(p)
     p.add_argument("--json", action="store_true", help="print the tool names as a JSON list")
+    add_progress_args(p)
     p.set_defaults(func=_discover)
 
 
@@ -97,7 +101,10 @@ def _router(args):
 def _route(args) -> int:
     import msgspec
 
-    res = _router(args).route(args.message)
+    from maclaw_fast import progress
+
+    with progress.activity(args, "routing (the model and the catalog's vectors load first)"):
+        res = _router(args).route(args.message)
     if args.json:
         print(msgspec.json.encode(res).decode())
         return 0
@@ -164,8 +171,10 @@ def _import(args) -> int:
 
 
 def _discover(args) -> int:
-    router = _router(args)
-    names = router.discover(args.query, session="cli")
+    from maclaw_fast import progress
+
+    with progress.activity(args, "searching the catalog"):
+        names = _router(args).discover(args.query, session="cli")
     if args.json:
         print(json.dumps(names))
     else:

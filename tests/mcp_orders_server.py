@@ -39,6 +39,13 @@ def build(name: str) -> MCPServer:
         lines = [f"{o['id']} {o['customer']} {o['total']:.2f}" for o in rows]
         return f"{len(rows)} orders in {month}, total {total:.2f}\n" + "\n".join(lines)
 
+    @server.tool(name="report.monthly",
+                 description="Monthly order totals (a dotted name, as MCP allows).")
+    def report_monthly() -> str:
+        months = sorted({o["month"] for o in ORDERS})
+        return "; ".join(f"{m}: {sum(o['total'] for o in ORDERS if o['month'] == m):.2f}"
+                         for m in months)
+
     @server.tool(description="Build a slow sales report (takes the given number of seconds).")
     async def slow_report(seconds: float = 5.0) -> str:
         await asyncio.sleep(seconds)

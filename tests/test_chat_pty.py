@@ -128,8 +128,8 @@ def test_chat_in_a_terminal_with_mcp_servers(tmp_path, llm_server):
                      "--store", str(store), "--mcp-config", str(cfg)], env, tmp_path)
     try:
         start = term.expect(r"you> ", timeout=60)
-        assert "MCP server 'orders' (stdio): 4 tools: crash, freeze, query_orders" in start
-        assert "MCP server 'billing' (http): 4 tools" in start
+        assert "MCP server 'orders' (stdio): 5 tools: crash, freeze, query_orders" in start
+        assert "MCP server 'billing' (http): 5 tools" in start
         assert "billing: tool 'query_orders' registered as 'billing_query_orders'" in start
 
         # routed to the MCP tool, called, its result and the answer shown

@@ -17,7 +17,8 @@ import pytest
 from maclaw_fast import MemoryStore
 from maclaw_fast.agent import Agent, AgentConfig
 from maclaw_fast.errors import MaclawError, ValidationError
-from maclaw_fast.tools import ToolRegistry, ToolRouter, UsageTracker, load_catalog
+from maclaw_fast.tools import (RegisteredTool, ToolRegistry, ToolRouter, UsageTracker,
+                               load_catalog)
 from maclaw_fast.tools.mcp_attach import attach_mcp_servers, report_lines
 from maclaw_fast.tools.mcp_config import load_mcp_config, parse_mcp_servers
 from tests.llm_server import Reply, call
@@ -161,15 +162,26 @@ def test_stdio_and_http_servers_are_routed_and_called(tmp_path, llm_server, bill
         "billing": {"type": "http", "url": billing_url, "timeout": 20},
     })
     agent = _agent(tmp_path, llm_server.client())
+    # both names billing's crash could have are taken: it is left out, and the report says so
+    agent.registry.register(RegisteredTool(name="billing_crash", description="mine",
+                                           handler=lambda a: "mine"))
     mcp = attach_mcp_servers(agent.registry, cfg, health_interval_s=None)
     try:
         lines = report_lines(mcp)
-        assert lines[0].startswith("MCP server 'orders' (stdio): 4 tools: crash, freeze, "
-                                   "query_orders, slow_report")
-        assert lines[1].startswith("MCP server 'billing' (http): 4 tools")
+        assert lines[0] == ("MCP server 'orders' (stdio): 5 tools: crash, freeze, "
+                            "query_orders, report_monthly, slow_report")
+        assert lines[1] == ("MCP server 'billing' (http): 4 tools: billing_freeze, "
+                            "billing_query_orders, billing_report_monthly, billing_slow_report")
         # the same tool names on the second server are renamed, and the report says so
         assert "  billing: tool 'query_orders' registered as 'billing_query_orders' " \
                "(the name was taken)" in lines
+        # a name LLM APIs refuse (one would fail every request) is made valid
+        assert "  orders: tool 'report.monthly' registered as 'report_monthly' " \
+               "(not a valid function name)" in lines
+        assert "  billing: tool 'crash' left out (its name and 'billing_crash' are taken)" \
+            in lines
+        assert agent.registry.get("billing_crash").handler({}) == "mine"
+        assert mcp.call_tool("report_monthly") == "2026-10: 120.50; 2026-11: 130.25"
         reg = agent.registry
         assert reg.get("query_orders").server == "orders"
         assert reg.get("billing_query_orders").server == "billing"

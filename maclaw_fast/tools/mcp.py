@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -54,6 +55,19 @@ log = logging.getLogger(__name__)
 # Room a blocking call leaves beyond the servers' own timeouts for closing a dead connection
 # (the SDK's bounded stdio shutdown) before the caller gives up waiting.
 _SLACK_S = 12.0
+_NOT_API = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def api_name(name: str) -> str:
+    """``name`` as LLM APIs accept a function name (``^[A-Za-z0-9_-]{1,64}$``): other
+    characters become ``_``, the rest is cut at 64. One bad name would fail every request.
+
+    Examples
+    --------
+    >>> api_name("files/read.text"), api_name("x" * 70) == "x" * 64
+    ('files_read_text', True)
+    """
+    return _NOT_API.sub("_", name)[:64] or "_"
 
 
 class McpServerStatus(msgspec.Struct, frozen=True, kw_only=True):
@@ -110,6 +124,7 @@ class _Server:
         # server's tool name -> registered name; replaced wholesale (see _sync_tools)
         self.names: dict[str, str] = {}
         self.lock: asyncio.Lock | None = None  # created on the loop that uses it
+        self.skipped: list[str] = []  # listed tools left out: every name for them was taken
 
 
 class McpManager:
@@ -228,6 +243,11 @@ class McpManager:
         because its own name was taken (SPEC §12: ``<server>_<name>``)."""
         return [(s.config.name, o, r) for s in list(self._servers.values())
                 for o, r in s.names.items() if o != r]
+
+    def skipped(self) -> list[tuple[str, str]]:
+        """``(server, tool)`` of every listed tool left out because both its name and
+        ``<server>_<name>`` were taken."""
+        return [(s.config.name, t) for s in list(self._servers.values()) for t in s.skipped]
 
     def server_of(self, name: str) -> tuple[str, str] | None:
         """``(server, the server's own tool name)`` of a registered MCP tool, else None."""
@@ -409,7 +429,7 @@ class McpManager:
                 return True
             return candidate in self.registry and not self._owned(candidate, s)
 
-        for candidate in (tool, f"{s.config.name}_{tool}"):
+        for candidate in (api_name(tool), api_name(f"{s.config.name}_{tool}")):
             if not taken(candidate):
                 return candidate
         return None
@@ -420,6 +440,7 @@ class McpManager:
         ``s.names`` is replaced, never mutated, so other threads always read a whole snapshot.
         """
         names: dict[str, str] = {}
+        skipped: list[str] = []
         fresh: list[RegisteredTool] = []
         for info in tools:
             if info.name in names:
@@ -427,7 +448,9 @@ class McpManager:
             registered = s.names.get(info.name) or self._pick_name(s, info.name)
             if registered is None:
                 log.warning("MCP tool %r of %r skipped: both %r and %r are taken", info.name,
-                            s.config.name, info.name, f"{s.config.name}_{info.name}")
+                            s.config.name, api_name(info.name),
+                            api_name(f"{s.config.name}_{info.name}"))
+                skipped.append(info.name)
                 continue
             names[info.name] = registered
             if self._owned(registered, s):
@@ -443,7 +466,7 @@ class McpManager:
                 handler=_McpToolHandler(self, s.config.name, info.name),
             ))
         gone = [r for o, r in s.names.items() if o not in names]
-        s.names = names
+        s.names, s.skipped = names, skipped
         self.registry.register_many(fresh)
         for registered in gone:
             if self._owned(registered, s):

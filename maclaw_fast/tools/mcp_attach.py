@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from maclaw_fast.tools.mcp import McpManager, McpServerConfig
+from maclaw_fast.tools.mcp import McpManager, McpServerConfig, api_name
 from maclaw_fast.tools.mcp_config import load_mcp_config
 
 __all__ = ["attach_mcp_servers", "report_lines"]
@@ -25,7 +25,7 @@ def attach_mcp_servers(registry, config: str | os.PathLike | list[McpServerConfi
     >>> from maclaw_fast.tools import ToolRegistry
     >>> mcp = attach_mcp_servers(ToolRegistry(), "mcp.json")   # doctest: +SKIP
     >>> print("\\n".join(report_lines(mcp)))                   # doctest: +SKIP
-    MCP server 'orders' (stdio): 4 tools: crash, freeze, query_orders, slow_report
+    MCP server 'orders' (stdio): 2 tools: query_orders, slow_report
     >>> mcp.close()                                            # doctest: +SKIP
     """
     configs = config if isinstance(config, list) else load_mcp_config(config)
@@ -51,6 +51,11 @@ def report_lines(manager: McpManager) -> list[str]:
                          f"{st.last_error or 'not connected'}; its tools are left out until "
                          "it answers")
     for server, tool, registered in manager.renamed():
-        lines.append(f"  {server}: tool {tool!r} registered as {registered!r} "
-                     "(the name was taken)")
+        why = "the name was taken" if api_name(tool) == tool else "not a valid function name"
+        if api_name(tool) != tool and registered != api_name(tool):
+            why += ", and taken"
+        lines.append(f"  {server}: tool {tool!r} registered as {registered!r} ({why})")
+    for server, tool in manager.skipped():
+        lines.append(f"  {server}: tool {tool!r} left out (its name and "
+                     f"{api_name(server + '_' + tool)!r} are taken)")
     return lines

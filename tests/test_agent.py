@@ -395,7 +395,7 @@ def test_chat_command(tmp_path, llm_server):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     # the sample catalog's entries have no handlers here: only the runnable built-ins route
-    assert "recalled no memories" in out and "routed 5 tools:" in out
+    assert "recalled no memories" in out and "routed 4 tools:" in out
     assert "db_query" not in out
     assert "-> memory (save): ok" in out
     assert "assistant> I will remember that you like green tea." in out

@@ -17,7 +17,8 @@ from maclaw_fast.agent import Agent, AgentConfig
 from maclaw_fast.agent.sessions import ShellSessions
 from maclaw_fast.agent.toolbox import html_text
 from maclaw_fast.errors import NotFoundError, ValidationError
-from maclaw_fast.tools import ToolRegistry, ToolRouter, UsageTracker, load_catalog
+from maclaw_fast.tools import (RegisteredTool, ToolRegistry, ToolRouter, UsageTracker,
+                               load_catalog)
 from tests.llm_server import Reply, call
 
 pytestmark = pytest.mark.timeout(60)
@@ -78,7 +79,7 @@ def test_only_runnable_tools_are_routed_and_offered(tmp_path, llm_server):
     reg = agent.registry
     runnable = {t.name for t in reg.list() if t.status != "unavailable"}
     assert runnable == {"memory", "discover_tool", "read_file", "write_file", "list_directory",
-                        "web_fetch", "set_nickname", "call_mcp_tool"}
+                        "web_fetch", "set_nickname"}
     assert all(reg.get(n).handler is not None for n in runnable)
     # the catalog's entries nothing here implements are withheld, bash with them (not enabled)
     for name in ("db_query", "screenshot", "web_search", "bash", "create_session"):
@@ -153,8 +154,18 @@ def test_set_nickname_keeps_one(tmp_path, llm_server):
         nick({"nickname": "  "})
 
 
-def test_call_mcp_tool_without_servers(tmp_path, llm_server):
+def test_call_mcp_tool_only_with_mcp_tools(tmp_path, llm_server):
     agent = make_agent(tmp_path, llm_server.client())
+    reg = agent.registry
+    assert reg.get("call_mcp_tool").status == "unavailable"  # nothing to call: not offered
+    reg.register(RegisteredTool(name="q", category="mcp", server="db", handler=lambda a: "r"))
+    assert reg.get("call_mcp_tool").status == "available"
+    reg.set_status("q", "unavailable")  # its server went down
+    assert reg.get("call_mcp_tool").status == "unavailable"
+    reg.set_status("q", "available")
+    assert reg.get("call_mcp_tool").handler({"server": "db", "tool": "q"})["result"] == "r"
+    reg.unregister("q")
+    assert reg.get("call_mcp_tool").status == "unavailable"
     with pytest.raises(NotFoundError, match="no attached MCP server 'db'; attached: none"):
         agent.registry.get("call_mcp_tool").handler({"server": "db", "tool": "q"})
 

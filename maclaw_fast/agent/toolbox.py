@@ -158,6 +158,7 @@ class Toolbox:
         self.network = has_network()
         self.sessions: ShellSessions | None = None
         self.statuses: dict[str, str] = {}  # registry status of a tool when not "available"
+        self._unwatch = None
 
     def builtins(self) -> dict[str, tuple[str, dict, list[str], BuiltinHandler]]:
         """``name -> (description, schema, tags, handler)``; see :attr:`statuses`."""
@@ -174,6 +175,11 @@ class Toolbox:
         out["call_mcp_tool"] = ("Call a tool of an attached MCP server by server and tool name.",
                                 CALL_MCP_SCHEMA, ["mcp", "tool"],
                                 BuiltinHandler(self.call_mcp_tool, "call_mcp_tool"))
+        # offered only while an MCP server's tools are there to call
+        registry = self.agent.registry
+        if self._unwatch is None:
+            self._unwatch = registry.on_change(self._on_change)
+        self.statuses["call_mcp_tool"] = "available" if self._mcp_tools() else "unavailable"
         sandbox = getattr(self.agent, "sandbox", None)
         if self.agent.config.enable_bash and sandbox is not None:
             if self.sessions is None:
@@ -186,6 +192,20 @@ class Toolbox:
                 out[name] = (desc, schema, ["session", "shell", "command"],
                              BuiltinHandler(lambda a, _c, fn=fn: fn(a), name))
         return out
+
+    def _mcp_tools(self) -> bool:
+        return any(t.category == "mcp" and t.handler is not None and t.status != "unavailable"
+                   for t in self.agent.registry.list())
+
+    def _on_change(self, event: str, name: str, tool) -> None:
+        if tool is None or tool.category != "mcp" or "call_mcp_tool" not in self.agent.registry:
+            return
+        current = self.agent.registry.get("call_mcp_tool")
+        if isinstance(current.handler, BuiltinHandler):  # not a caller's own implementation
+            want = "available" if self._mcp_tools() else "unavailable"
+            self.statuses["call_mcp_tool"] = want
+            if current.status != want:
+                self.agent.registry.set_status("call_mcp_tool", want)
 
     # ------------------------------------------------------------------ handlers
     def web_fetch(self, args: dict, _ctx: ToolContext) -> dict:
@@ -265,5 +285,8 @@ class Toolbox:
 
     def close(self) -> None:
         """Stop the shell sessions (they also stop when the process exits)."""
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
         if self.sessions is not None:
             self.sessions.close()

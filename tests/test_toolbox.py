@@ -109,7 +109,8 @@ def test_web_fetch(tmp_path, llm_server, web):
     assert not missing["ok"] and missing["status"] == 404 and missing["text"] == "nothing here"
     with socket_closed() as port:
         down = fetch({"url": f"http://127.0.0.1:{port}/"})
-    assert not down["ok"] and "ConnectError" in down["error"]
+    assert not down["ok"] and down["error"].startswith("cannot reach 127.0.0.1 (")
+    assert "ConnectError" in down["error"]
     for bad in ("file:///etc/passwd", "not a url", None):
         with pytest.raises(ValidationError, match="url must be"):
             fetch({"url": bad})

@@ -233,6 +233,9 @@ class Toolbox:
             why = f"{type(exc).__name__}: {exc}"
             if not self.network:
                 why = f"no network on this host ({why})"
+            elif isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
+                host = httpx.URL(url.strip()).host
+                why = f"cannot reach {host} (no network, unknown host or nothing listening: {why})"
             return {"ok": False, "url": url, "error": why}
         body = bytes(data).decode(encoding, errors="replace")
         title = ""

@@ -21,7 +21,7 @@ import pytest
 
 from tests.llm_server import Reply, call
 
-pytestmark = [pytest.mark.timeout(120),
+pytestmark = [pytest.mark.timeout(180),
               pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,7 +127,7 @@ def test_chat_in_a_terminal_with_mcp_servers(tmp_path, llm_server):
                      llm_server.url + "/v1", "--model", "test-model", "--embedder", "hash",
                      "--store", str(store), "--mcp-config", str(cfg)], env, tmp_path)
     try:
-        start = term.expect(r"you> ", timeout=60)
+        start = term.expect(r"you> ", timeout=90)
         assert "MCP server 'orders' (stdio): 5 tools: crash, freeze, query_orders" in start
         assert "MCP server 'billing' (http): 5 tools" in start
         assert "billing: tool 'query_orders' registered as 'billing_query_orders'" in start

@@ -223,7 +223,7 @@ def test_dead_and_hung_servers_leave_the_rest_working(tmp_path, llm_server, bill
     t0 = time.monotonic()
     mcp = attach_mcp_servers(agent.registry, cfg, health_interval_s=None)
     try:
-        assert time.monotonic() - t0 < 30
+        assert time.monotonic() - t0 < 60  # the unreachable one does not hold the rest up
         gone = [line for line in report_lines(mcp) if line.startswith("MCP server 'gone'")]
         assert gone and "unavailable - " in gone[0] and "connect" in gone[0]
         reg = agent.registry

@@ -77,7 +77,14 @@ def catalog(rng: random.Random) -> list[RegisteredTool]:
         description=" ".join(rng.sample(words, 10)),
         category="builtin" if i < len(core) or rng.random() < 0.3 else "mcp",
         tags=rng.sample(TAGS, 2), priority=rng.randint(0, 10),
-        body="\n".join(" ".join(rng.sample(words, 8)) for _ in range(3))) for i in range(N_TOOLS)]
+        body="\n".join(" ".join(rng.sample(words, 8)) for _ in range(3)),
+        # the non-core tools run (a tool without a handler is withheld from routing); the
+        # core names keep the agent's own built-ins, or are withheld where it has none
+        handler=None if i < len(core) else _ok) for i in range(N_TOOLS)]
+
+
+def _ok(arguments=None, **kw) -> str:
+    return "ok"
 
 
 def messages(rng: random.Random, n: int) -> list[str]:

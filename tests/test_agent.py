@@ -389,7 +389,8 @@ def test_chat_command(tmp_path, llm_server):
     env = dict(os.environ, MACLAW_HOME=str(tmp_path / "home"), PYTHONPATH=str(ROOT))
     proc = subprocess.run(
         [sys.executable, "-m", "maclaw_fast.cli", "chat", "--llm-url", llm_server.url + "/v1",
-         "--model", "test-model", "--embedder", "hash", "--store", str(tmp_path / "store")],
+         "--model", "test-model", "--embedder", "hash", "--store", str(tmp_path / "store"),
+         "--off", "rerank", "--off", "extractor"],
         input="I like green tea, remember it\n/exit\n", capture_output=True, text=True,
         timeout=60, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

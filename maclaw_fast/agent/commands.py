@@ -65,6 +65,12 @@ def register(subparsers) -> None:
     from maclaw_fast.progress import add_progress_args
 
     add_progress_args(p)
+    from maclaw_fast.config import FeaturesConfig
+
+    p.add_argument("--off", action="append", default=[], metavar="FEATURE",
+                   choices=[n.replace("_", "-") for n in FeaturesConfig.names()],
+                   help="turn a feature off (repeat for several): %(choices)s. Each line "
+                        "after a turn says which of them ran")
     p.set_defaults(func=cmd_chat)
 
 
@@ -164,6 +170,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
     def out(line: str) -> None:
         print(f"{dim}{line}{reset}", flush=True)
 
+    from maclaw_fast.agent.features import AgentFeatures, notes_line
+    from maclaw_fast.config import FeaturesConfig
+
+    feature_cfg = FeaturesConfig().without(args.off)
     with MemoryStore.open(store_dir, embedder=emb) as store, LLMClient(llm_cfg) as llm:
         tools = load_catalog(args.catalog or DEFAULT_CATALOG)
         registry = ToolRegistry(tools)
@@ -181,8 +191,11 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 close()
         cfg = AgentConfig(project=args.project, enable_bash=args.enable_bash,
                           stream=not args.no_stream)
+        features = AgentFeatures(store, llm, router, config=feature_cfg,
+                                 route_log=os.path.join(store_dir, "tool_route.log"))
+        features.start()
         agent = Agent(store, registry, router, llm, workspace=workspace, usage=usage,
-                      config=cfg)
+                      config=cfg, features=features)
         mcp = None
         if mcp_servers:  # after the agent: its built-ins keep their names, clashes get renamed
             from maclaw_fast.tools.mcp_attach import attach_mcp_servers, report_lines
@@ -261,9 +274,12 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 if turn.stop_reason != "done":
                     out(f"  [{turn.stop_reason}]")
                 out(f"  ({turn.iterations} model call(s), overhead {turn.overhead_ms:.1f} ms)")
+                if notes_line(turn.features):
+                    out(f"  [{notes_line(turn.features)}]")
         finally:
             result = _end_conversation(agent, args)
             show_extraction(result, store, out)
+            features.close()
             for obj in (mcp, agent.toolbox, workspace, router):
                 if obj is not None:
                     obj.close()

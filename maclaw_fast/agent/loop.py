@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from maclaw_fast.agent import handlers as h
+from maclaw_fast.agent.features import FeatureNotes
 from maclaw_fast.agent.prompt import (DEFAULT_SYSTEM_PROMPT, build_system_prompt, split_hits,
                                       summarize, self_identity_summary, user_fact_summary)
 from maclaw_fast.agent.sandbox import Sandbox, run_bash
@@ -93,6 +94,7 @@ class AgentTurn(msgspec.Struct, kw_only=True):
     tool_calls: list[ToolCallRecord] = msgspec.field(default_factory=list)
     activated: list[str] = msgspec.field(default_factory=list)
     timings: dict[str, float] = msgspec.field(default_factory=dict)
+    features: FeatureNotes = msgspec.field(default_factory=FeatureNotes)
 
     @property
     def overhead_ms(self) -> float:
@@ -151,6 +153,9 @@ class Agent:
     manager : BackgroundLoopManager, optional
         With a managed background ``context``: ``manager.step`` runs before every model call,
         so slot limits, the approaching-limit pause and ``stop`` apply to this loop.
+    features : AgentFeatures, optional
+        The switched-on optional features (rerank, recall filter, selector, conflicts,
+        maintenance); its extractor is used unless ``extractor`` is given.
 
     Examples
     --------
@@ -163,7 +168,7 @@ class Agent:
 
     def __init__(self, store, registry, router, llm, *, workspace=None, usage=None,
                  extractor: Any = "auto", config: AgentConfig = AgentConfig(),
-                 context: LoopContext | None = None, manager=None) -> None:
+                 context: LoopContext | None = None, manager=None, features=None) -> None:
         if not isinstance(config, AgentConfig):
             raise ValidationError("config must be an AgentConfig")
         if getattr(router, "registry", registry) is not registry:
@@ -175,7 +180,9 @@ class Agent:
         self.store, self.registry, self.router, self.llm = store, registry, router, llm
         self.workspace, self.config, self.manager = workspace, config, manager
         self.usage = usage if usage is not None else getattr(router, "usage", None)
-        self._extractor = extractor
+        self.features = features
+        self._extractor = (features.extractor if features is not None and extractor == "auto"
+                           else extractor)
         self.context = context or LoopContext(f"chat-{next(_chat_ids)}", "chat")
         self._lock = threading.Lock()  # one turn at a time: the conversation is shared state
         root = config.sandbox_dir or (str(workspace.root) if workspace is not None else None)
@@ -285,12 +292,17 @@ class Agent:
         qv = self._query_vector(message)
         route = self.router.route(message, session=session, query_vector=qv)
         turn.routed = route.names
+        fx = self.features
+        if fx is not None:
+            fx.after_route(route, turn.features)
         t1 = clock()
         tm["route"] = (t1 - t0) * 1e3
         identity = facts = ""
         if cfg.recall:
             hits = self.store.recall(message, project=cfg.project, query_vector=qv)
             si, uf, turn.recalled = split_hits(hits)
+            if fx is not None:
+                turn.recalled = fx.filter_recall(message, turn.recalled, turn.features)
             identity, facts = summarize(si, cfg.identity_chars), summarize(uf, cfg.user_fact_chars)
         else:
             identity = self_identity_summary(self.store, cfg.identity_chars)
@@ -307,6 +319,8 @@ class Agent:
         system = build_system_prompt(cfg.system_prompt, identity=identity, user_facts=facts,
                                      memories=turn.recalled, workspace=turn.workspace_hits,
                                      memory_chars=cfg.memory_chars)
+        if fx is not None:
+            system += fx.prompt_extra(message, turn.routed, turn.features)
         defs = self._definitions(turn.routed)
         self.context.add_message({"role": "user", "content": message})
         tm["prompt"] = (clock() - t3) * 1e3
@@ -347,6 +361,8 @@ class Agent:
             if cancelled:
                 turn.stop_reason = "cancelled"
                 break
+        if fx is not None:
+            fx.end_turn(turn.features)
         tm["total"] = (clock() - t0) * 1e3
         return turn
 
@@ -382,6 +398,9 @@ class Agent:
                 return True
             t = time.perf_counter()
             ok, text = self._execute(call, ctx)
+            if self.features is not None:
+                text = self.features.after_tool(call.name, call.arguments, ok, text,
+                                                turn.features)
             self._answer(turn, call, ok, text, (time.perf_counter() - t) * 1e3)
             if on_event is not None:
                 on_event("tool", turn.tool_calls[-1])

@@ -58,21 +58,31 @@ def recall_with_llm_filter(store, query: str, llm=None, *, max: int = 5,
     hits = store.recall(query, project=project, reinforce=False)
     chosen = hits[:max]
     if llm is not None and len(hits) > max:
-        by_id = {h.entry.id: h for h in hits}
-        cands = [{"id": h.entry.id, "category": h.entry.category,
-                  "description": h.entry.compact_form or h.entry.content[: config.filter_desc_chars],
-                  "tags": list(h.entry.tags)} for h in hits]
-        try:
-            ids = parse_ids(chat_json(llm, prompts.filter_messages(query, cands, max)))
-        except LLMError as exc:
-            log.warning("recall_with_llm_filter: LLM failed (%s); using recall order", exc)
-            ids = []
-        picked = [by_id[i] for i in dict.fromkeys(ids) if i in by_id][:max]
-        if picked:
-            chosen = picked
+        chosen = llm_pick(hits, query, llm, max, config) or chosen
     if chosen:
         store.touch([h.entry.id for h in chosen])
         fresh = {e.id: e for e in (store.get(h.entry.id) for h in chosen)}
         chosen = [RecallHit(entry=fresh[h.entry.id], score=h.score, breakdown=h.breakdown,
                             reason=h.reason) for h in chosen]
     return chosen
+
+
+def llm_pick(hits: list[RecallHit], query: str, llm, max: int,
+             config: MaintenanceConfig = MaintenanceConfig()) -> list[RecallHit] | None:
+    """The hits the LLM says matter for ``query`` (at most ``max``, in its order); None when
+    the LLM failed or named none of them (the caller keeps its own choice then).
+
+    The LLM sees ``{id, category, description (compact form or first 150 characters), tags}``
+    per hit; unknown ids are ignored.
+    """
+    by_id = {h.entry.id: h for h in hits}
+    cands = [{"id": h.entry.id, "category": h.entry.category,
+              "description": h.entry.compact_form or h.entry.content[: config.filter_desc_chars],
+              "tags": list(h.entry.tags)} for h in hits]
+    try:
+        ids = parse_ids(chat_json(llm, prompts.filter_messages(query, cands, max)))
+    except LLMError as exc:
+        log.warning("LLM recall filter failed (%s); keeping the recall order", exc)
+        return None
+    picked = [by_id[i] for i in dict.fromkeys(ids) if i in by_id][:max]
+    return picked or None

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 
 from maclaw_fast import MemoryStore
 from maclaw_fast.agent import Agent, AgentConfig
 from maclaw_fast.agent.features import AgentFeatures, notes_line
-from maclaw_fast.config import FeaturesConfig, MaintenanceConfig
+from maclaw_fast.config import FeaturesConfig, MaintenanceConfig, RouterConfig
 from maclaw_fast.maintenance.records import activity, last_maintenance
 from maclaw_fast.tools import RegisteredTool, ToolRegistry, ToolRouter, UsageTracker, load_catalog
 from tests.feature_brain import Brain, filter_candidates, pick_containing, rerank_candidates
@@ -28,9 +29,20 @@ def session_tool() -> RegisteredTool:
                           input_schema={"type": "object", "properties": {}})
 
 
+def runnable_catalog() -> list[RegisteredTool]:
+    """The sample catalog with a handler on each of its non-core tools (as if their servers
+    were attached), so that they are routed; the core ones are the agent's own."""
+    core = set(RouterConfig().core_tools)
+
+    def echo(args):
+        return {"ok": True, "args": args}
+    return [t if t.name in core or t.handler else msgspec.structs.replace(t, handler=echo)
+            for t in load_catalog(CATALOG)]
+
+
 def build(tmp_path, llm, *, off=(), store=None, maintenance=MaintenanceConfig(), **kw):
     store = store if store is not None else MemoryStore.open(tmp_path / "st", embedder="hash")
-    registry = ToolRegistry(load_catalog(CATALOG))
+    registry = ToolRegistry(runnable_catalog())
     registry.register_many([session_tool()])
     usage = UsageTracker()
     router = ToolRouter(registry, embedder="hash", usage=usage)
@@ -256,16 +268,27 @@ def test_without_an_llm_only_the_plain_features_run(tmp_path):
 
 # ---------------------------------------------------------------------- the chat command
 def run_chat(tmp_path, llm_server, lines, *extra):
+    """``chat`` in a subprocess over the core tools of the sample catalog, with the rest of the
+    catalog served by a real MCP server over stdio (tests/mcp_catalog_server.py)."""
     import os
     import subprocess
     import sys
 
     from tests.test_agent import ROOT
 
+    data = json.loads(CATALOG.read_text(encoding="utf-8"))
+    tools = data if isinstance(data, list) else data["tools"]
+    core = set(RouterConfig().core_tools)
+    (tmp_path / "core.json").write_text(json.dumps([t for t in tools if t["name"] in core]))
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"catalog": {
+        "command": sys.executable, "args": [str(ROOT / "tests" / "mcp_catalog_server.py")],
+        "env": {"PYTHONPATH": str(ROOT)}}}}))
     env = dict(os.environ, MACLAW_HOME=str(tmp_path / "home"), PYTHONPATH=str(ROOT))
     proc = subprocess.run(
         [sys.executable, "-m", "maclaw_fast.cli", "chat", "--llm-url", llm_server.url + "/v1",
-         "--model", "m", "--embedder", "none", "--store", str(tmp_path / "store"), *extra],
+         "--model", "m", "--embedder", "hash", "--store", str(tmp_path / "store"),
+         "--catalog", str(tmp_path / "core.json"), "--mcp-config", str(tmp_path / "mcp.json"),
+         *extra],
         input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=120, env=env,
         cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -273,14 +296,18 @@ def run_chat(tmp_path, llm_server, lines, *extra):
 
 
 def seeded_store(tmp_path):
-    with MemoryStore.open(tmp_path / "store", embedder=None) as s:
-        old = s.save("User prefers tabs for indentation in Python", category="preference").id
+    with MemoryStore.open(tmp_path / "store", embedder="hash") as s:
+        old = s.save(TABS, category="preference").id
         for i in range(8):
             s.save(f"python style note {i}: indentation and line length rules for module {i}",
                    category="project_knowledge")
         for i in range(6):
             s.save(f"unrelated fact number {i} about the garden", category="user_fact")
     return old
+
+
+TABS = "User prefers tabs for indentation in Python code, in every repository and file"
+SPACES = "User prefers spaces for indentation in Python code, in every repository and file"
 
 
 def chat_brain():
@@ -292,12 +319,11 @@ def chat_brain():
                                "reason": "changed preference"},
         extract=[{"content": fact, "category": "project_knowledge"}])
     brain.chat(Reply(tool_calls=[call("memory", id="s1", action="save", category="preference",
-                                      content="User prefers spaces for indentation in Python")]),
+                                      content=SPACES)]),
                Reply(text="Noted: spaces from now on."))
     return brain, fact
 
 
-# many tools match it by keyword (BM25 only: --embedder none), so the reranker gets to choose
 FIRST = ("From now on use spaces for indentation in Python when you write files, search the "
          "web or query the database")
 
@@ -306,21 +332,24 @@ def test_chat_shows_what_each_feature_did(tmp_path, llm_server):
     old = seeded_store(tmp_path)
     brain, fact = chat_brain()
     llm_server.default = brain
+    ws = tmp_path / "ws"
+    ws.mkdir()
     out = run_chat(tmp_path, llm_server, [
         FIRST, "/new",
         "our CI runner for atlas is ci-atlas-04", "and the garden?", "/new",
-        "which CI runner does atlas use?", "/exit"])
+        "which CI runner does atlas use?", "/exit"], "--enable-bash", "--workspace", str(ws))
     feature_lines = [ln.strip() for ln in out.splitlines() if ln.strip().startswith("[")]
     first = feature_lines[0]
     assert first.startswith("[rerank: ") and "filter dropped" in first
     assert "conflict found: superseded 1" in first
-    assert "selector: claude" in first  # a Python task, and create_session was routed
+    # a Python task, and create_session (a shell session, with --enable-bash) was routed
+    assert "selector: claude" in first
     reranked = [ln for ln in feature_lines if ln.startswith("[rerank: ")]
     assert any("maintenance ran (backup 15" in ln for ln in feature_lines)
     assert "knowledge extraction skipped: the conversation already saved to memory" in out
     assert "knowledge extraction saved 1 memory" in out
     assert "knowledge extraction skipped: cooldown:" in out  # at /exit, within the hour
-    with MemoryStore.open(tmp_path / "store", embedder=None) as s:
+    with MemoryStore.open(tmp_path / "store", embedder="hash") as s:
         assert s.get(old).status == "superseded"
         assert [e.content for e in s.list(keyword="ci-atlas-04")] == [fact]
         act = activity(s)
@@ -341,7 +370,7 @@ def test_chat_with_every_feature_off(tmp_path, llm_server):
     assert not [ln for ln in out.splitlines() if ln.strip().startswith("[")]
     assert "(new conversation)" in out and "extraction" not in out
     assert set(brain.seen) == {"chat"}
-    with MemoryStore.open(tmp_path / "store", embedder=None) as s:
+    with MemoryStore.open(tmp_path / "store", embedder="hash") as s:
         assert s.get(old).status == "active" and not s.list(keyword="ci-atlas-04")
         act = activity(s)
         assert act.last_maintenance is None and not act.route_log.exists

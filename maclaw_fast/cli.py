@@ -117,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     warnings.formatwarning = lambda message, category, *a, **k: f"warning: {message}\n"
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(argv[0] if argv else None).parse_args(argv)
+    from maclaw_fast.progress import apply_flags
+
+    apply_flags(args)  # so the library's own bars (re-embedding) follow --progress/--quiet
     try:
         return int(args.func(args) or 0)
     except MaclawError as exc:
@@ -124,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader left (| head): nothing more to say, no traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     except OSError as exc:
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
         _fail(f"{exc.strerror or exc}{where}")

@@ -19,6 +19,7 @@ import time
 
 ENV = "MACLAW_PROGRESS"
 SHOW_AFTER_S = 0.5  # a step quicker than this shows no activity line on a terminal
+_RUNNING: list = []  # activity lines on screen now (a bar that starts ends them)
 
 
 def add_progress_args(parser) -> None:
@@ -29,6 +30,15 @@ def add_progress_args(parser) -> None:
                             f"(also ${ENV}=1)")
     group.add_argument("--quiet", action="store_true",
                        help=f"no progress bars or status lines on stderr (also ${ENV}=0)")
+
+
+def apply_flags(args) -> None:
+    """Make ``--progress`` / ``--quiet`` of this run hold for bars the library shows on its own
+    (it reads ``$MACLAW_PROGRESS``)."""
+    if getattr(args, "quiet", False):
+        os.environ[ENV] = "0"
+    elif getattr(args, "progress", None):
+        os.environ[ENV] = "1"
 
 
 def enabled(args=None) -> bool:
@@ -65,6 +75,9 @@ def bar(args, total: int | None, desc: str, unit: str = "it"):
 
     tqdm.monitor_interval = 0  # no monitor thread: bars here are updated often enough
     on = enabled(args)
+    if on and _RUNNING:  # a bar inside a timed step: the bar says more, the line goes
+        for act in list(_RUNNING):
+            act.stop(quiet=True)
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not on,
                 dynamic_ncols=True, mininterval=0.1 if forced(args) else 0.25)
 
@@ -148,18 +161,21 @@ class Activity:
             self._line()
         self._thread = threading.Thread(target=self._tick, daemon=True, name="maclaw-progress")
         self._thread.start()
+        _RUNNING.append(self)
         return self
 
-    def stop(self, ok: bool = True) -> None:
-        """End the line (idempotent)."""
+    def stop(self, ok: bool = True, *, quiet: bool = False) -> None:
+        """End the line (idempotent); ``quiet``: erase it, whatever ``transient`` says."""
         if self._thread is None:
             return
         self._stop.set()
         self._thread.join()
         self._thread = None
+        if self in _RUNNING:
+            _RUNNING.remove(self)
         if not self._shown.is_set():
             return
-        if self.transient:
+        if self.transient or quiet:
             if _tty():
                 with self._lock:
                     sys.stderr.write("\r\033[K")

@@ -147,3 +147,22 @@ def test_show_extraction_lists_saved_memories():
     lines.clear()
     show_extraction(None, store, lines.append)
     assert lines == []
+
+
+def test_a_store_opened_with_another_model_is_re_embedded_with_progress(tmp_path):
+    """A BM25-only store of 100 memories (more than the vector column's first 64 rows) opened
+    with an embedder: every memory gets a vector, with a bar, and stats names the new model."""
+    src = tmp_path / "m.json"
+    src.write_text(json.dumps([{"content": f"fact number {i} about the build", "category":
+                                "project_knowledge"} for i in range(100)]), encoding="utf-8")
+    store = str(tmp_path / "store")
+    run("import", str(src), "--store", store, "--embedder", "none")
+    assert json.loads(run("stats", "--store", store, "--json").stdout)["embedder"] is None
+    res = run("recall", "build", "--store", store, "--embedder", "hash", "--progress",
+              "--max", "3", "--json")
+    assert len(json.loads(res.stdout)) == 3
+    assert "re-embedding with hash-v1" in res.stderr and "100/100" in res.stderr
+    report = json.loads(run("stats", "--store", store, "--json").stdout)
+    assert report["model"] == "hash-v1" and report["entries"] == 100
+    with MemoryStore.open(store, embedder="hash") as s:
+        assert sum(s.vector(e.id) is not None for e in s.entries()) == 100

@@ -171,13 +171,21 @@ class Durability:
         if not store.dim:
             return
         t = store._table
-        rows = [int(r) for r in t.live_rows() if not store._vectors.has_vec[r]]
-        for start in range(0, len(rows), 64):
-            chunk = rows[start:start + 64]
-            vecs = embed_checked(store.embedder,
-                                 [analysed_text(t.content[r], t.tags[r]) for r in chunk])
-            for r, v in zip(chunk, vecs):
-                store._vectors.set(r, v)
+        live = t.live_rows()
+        # a snapshot loaded without its vectors (another model) left the column unsized
+        store._vectors.reserve(int(live.max()) + 1 if len(live) else 0)
+        rows = [int(r) for r in live if not store._vectors.has_vec[r]]
+        from maclaw_fast.progress import bar
+
+        with bar(None, len(rows), f"re-embedding with {_fp(store).split(':')[0]}",
+                 "memories") as shown:
+            for start in range(0, len(rows), 64):
+                chunk = rows[start:start + 64]
+                vecs = embed_checked(store.embedder,
+                                     [analysed_text(t.content[r], t.tags[r]) for r in chunk])
+                for r, v in zip(chunk, vecs):
+                    store._vectors.set(r, v)
+                shown.update(len(chunk))
         if rows or (snap_fp and snap_fp != _fp(store)):
             self._dirty = True
 

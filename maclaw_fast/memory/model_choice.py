@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import warnings
 from pathlib import Path
 
@@ -99,11 +98,11 @@ def switch_embedder(store, new) -> None:
         t = store._table
         texts = [analysed_text(t.content[r], t.tags[r]) for r in rows]
         bar = None
-        if rows and sys.stderr.isatty():
-            from tqdm import tqdm
+        from maclaw_fast import progress
 
-            bar = tqdm(total=len(rows), unit="memories", leave=False,
-                       desc=f"re-embedding with {new.fingerprint.split(':')[1]}")
+        if rows and progress.enabled():  # a terminal, or --progress / $MACLAW_PROGRESS=1
+            bar = progress.bar(None, len(rows),
+                               f"re-embedding with {new.fingerprint.split(':')[1]}", "memories")
         vecs = []
         try:
             for start in range(0, len(texts), REEMBED_BATCH):

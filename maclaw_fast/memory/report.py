@@ -89,7 +89,7 @@ def store_report(store) -> dict:
         maintenance["at"] = _iso(last.started_at)
     report = {
         "path": base["path"],
-        "model": fp.split(":")[1] if fp and ":" in fp else fp,
+        "model": _model_name(fp),
         "embedder": fp, "dim": base["dim"],
         "entries": base["entries"], "archived": base["archived"],
         "status": {k: base[k] for k in ("active", "dormant", "superseded")},
@@ -136,6 +136,14 @@ def format_report(report: dict) -> list[str]:
     if report["extractor_last_started"]:
         lines.append(f"extractor  last ran {report['extractor_last_started']}")
     return lines
+
+
+def _model_name(fingerprint: str | None) -> str | None:
+    """``e5:multilingual-e5-small-q4:…`` → the model's name; ``hash-v1:384:…`` → ``hash-v1``."""
+    if not fingerprint or ":" not in fingerprint:
+        return fingerprint
+    kind, rest = fingerprint.split(":", 1)
+    return rest.split(":", 1)[0] if kind in ("e5", "onnx") else kind
 
 
 def _iso(ts: float) -> str:

@@ -22,7 +22,8 @@ from maclaw_fast.server.http import BearerAuth, check_bind, is_loopback
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = str(ROOT / "data" / "tools.json")
 TOOLS = {"memory_save", "memory_recall", "memory_search", "memory_get", "memory_forget",
-         "memory_pin", "route_tools", "discover_tool"}
+         "memory_pin", "route_tools", "discover_tool",
+         "select_coding_agent"}  # no LLM here: no memory_extract
 TOKEN = "test-token-0123456789"
 pytestmark = pytest.mark.timeout(90)
 

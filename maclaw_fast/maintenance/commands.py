@@ -8,7 +8,8 @@ import json
 from maclaw_fast.memory.commands import _open, _positive, _store_arg
 
 
-def _llm_args(p: argparse.ArgumentParser) -> None:
+def add_llm_args(p: argparse.ArgumentParser) -> None:
+    """The LLM options shared by maintain, extract and serve."""
     p.add_argument("--llm-url", metavar="URL",
                    help="LLM base URL, e.g. http://127.0.0.1:8080/v1 (default: "
                         "$MACLAW_LLM_BASE_URL; without one the LLM steps are skipped)")
@@ -21,7 +22,7 @@ def _llm_args(p: argparse.ArgumentParser) -> None:
                    help="seconds per LLM request (default: the client's)")
 
 
-def _llm(args):
+def llm_from_args(args):
     """An LLMClient from the flags, else from the environment, else None (no LLM)."""
     from maclaw_fast.errors import ValidationError
     from maclaw_fast.llm import LLMClient, LLMConfig
@@ -53,7 +54,7 @@ def cmd_maintain(args) -> int:
 
     from maclaw_fast import progress
 
-    llm = _llm(args)
+    llm = llm_from_args(args)
     try:
         with _open(args) as store:
             m = Maintenance(store, llm)
@@ -109,7 +110,7 @@ def cmd_extract(args) -> int:
     except (OSError, ValueError) as exc:
         raise ValidationError(f"cannot read {args.conversation}: {exc}") from None
     messages = data.get("messages") if isinstance(data, dict) else data
-    llm = _llm(args)
+    llm = llm_from_args(args)
     try:
         with _open(args) as store:
             with progress.activity(args, "extracting knowledge (LLM)"):
@@ -150,7 +151,7 @@ def register(sub) -> None:
                     "as JSON. Runs when 6 h have passed since the last run (recorded in the "
                     "store), or at once with --now.", epilog=MAINTAIN_EXAMPLES)
     _store_arg(p)
-    _llm_args(p)
+    add_llm_args(p)
     p.add_argument("--now", action="store_true",
                    help="run now even when the last run was less than 6 h ago")
     add_progress_args(p)
@@ -189,7 +190,7 @@ def register(sub) -> None:
                                    "and save it as memories; prints what was saved.",
                        epilog=EXTRACT_EXAMPLES)
     _store_arg(p)
-    _llm_args(p)
+    add_llm_args(p)
     p.add_argument("--conversation", required=True, metavar="FILE",
                    help="JSON file: a list of {role, content} messages (or {messages: [...]})")
     p.add_argument("--project", metavar="NAME",

@@ -63,6 +63,16 @@ def register(subparsers) -> None:
                         "claude_desktop_config.json, .cursor/mcp.json or .mcp.json): their "
                         "tools join route_tools, and the call_tool and mcp_servers tools "
                         "reach them")
+    from maclaw_fast.config import FeaturesConfig
+    from maclaw_fast.maintenance.commands import add_llm_args
+
+    add_llm_args(p)
+    p.add_argument("--off", action="append", default=[], metavar="FEATURE",
+                   choices=[n.replace("_", "-") for n in FeaturesConfig.names()],
+                   help="turn a feature off (repeat for several): %(choices)s. With an LLM: "
+                        "route_tools reranks, memory_save detects conflicts, memory_recall "
+                        "filters, memory_extract extracts; select_coding_agent, the route log "
+                        "and 6-hourly maintenance need none")
     p.set_defaults(func=cmd_serve)
 
 
@@ -91,10 +101,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from maclaw_fast.tools.mcp_config import load_mcp_config
 
         mcp_servers = load_mcp_config(args.mcp_config)
+    from maclaw_fast.config import FeaturesConfig
+    from maclaw_fast.maintenance.commands import llm_from_args
+
+    features_cfg = FeaturesConfig().without(args.off)
+    llm = llm_from_args(args)
     cfg = ServerConfig(store=args.store, workspace=args.workspace, catalog=args.catalog,
                        embedder=embedder_from_args(args) or "none", project=args.project,
                        stores=args.stores, pool_size=args.pool_size)
-    with Backend.open(cfg) as backend, contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack:
+        if llm is not None:
+            stack.callback(llm.close)
+        backend = stack.enter_context(Backend.open(cfg))
         gateway = None
         if mcp_servers:
             from maclaw_fast.server.mcp_gateway import attach_to_backend
@@ -106,11 +124,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
             for line in report_lines(gateway):
                 print(line, file=sys.stderr, flush=True)  # stdout carries the protocol
+        from maclaw_fast.server.features import ServeFeatures, add_feature_tools
+
+        # after the gateway: its servers' tools are routed (and reranked) too
+        backend.features = ServeFeatures(backend, llm, features_cfg).start()
+        stack.callback(backend.features.close)
         mcp = build_server(backend)
         if gateway is not None:
             from maclaw_fast.server.mcp_gateway import add_gateway_tools
 
             add_gateway_tools(mcp, gateway)
+        add_feature_tools(mcp, backend, backend.features)
         if args.transport == "stdio":
             # The SDK reads stdin in a worker thread that no exception can interrupt, so on
             # SIGTERM close the store here (its lock lets in-flight calls finish) and leave.

@@ -76,6 +76,7 @@ class Backend:
                  owns: bool = False, pool=None) -> None:
         self.store, self.router, self.workspace = store, router, workspace
         self.project, self._owns, self.pool = project, owns, pool
+        self.features = None  # a ServeFeatures (server/features.py) when serve switches any on
 
     @contextlib.contextmanager
     def store_for(self, ctx):
@@ -196,7 +197,11 @@ def build_server(backend: Backend):
                                                         "recalled together")] = None,
         ctx: Context = None,
     ) -> dict[str, Any]:
-        return on_store(ctx, h.save_memory, content, category, tags, pinned, thread=thread)
+        def save(store) -> dict[str, Any]:
+            out = h.save_memory(store, content, category, tags, pinned, thread=thread)
+            fx = backend.features
+            return fx.after_save(store, out) if fx is not None else out
+        return on_store(ctx, save)
 
     @mcp.tool(description="Recall the memories most relevant to a query, best first, with "
                           "score breakdowns. Up to 3 self-identity entries and the user facts "
@@ -210,8 +215,14 @@ def build_server(backend: Backend):
         reinforce: Annotated[bool, Field(description="strengthen what is returned")] = True,
         ctx: Context = None,
     ) -> dict[str, Any]:
-        return on_store(ctx, h.recall_memory, query, project=project or backend.project,
-                        category=category, max_results=max_results, reinforce=reinforce)
+        kw = dict(project=project or backend.project, category=category,
+                  max_results=max_results, reinforce=reinforce)
+
+        def recall(store) -> dict[str, Any]:
+            fx = backend.features
+            out = fx.recall(store, query, **kw) if fx is not None else None
+            return out if out is not None else h.recall_memory(store, query, **kw)
+        return on_store(ctx, recall)
 
     @mcp.tool(description="Keyword search over the workspace memory files (MEMORY.md, "
                           "memory/*.md; when the server has a workspace) and stored memories.",
@@ -284,7 +295,7 @@ def build_server(backend: Backend):
             tools.append({"name": t.name, "reason": t.reason, "score": round(t.score, 4),
                           "description": desc})
         return {"ok": True, "tools": tools, "groups": list(res.groups), "total": res.total,
-                "hint": res.hint}
+                "hint": res.hint, "reranked": list(res.reranked)}
 
     @mcp.tool(description="Find tools for a need and activate them for a session (they are "
                           "then always routed for that session).")

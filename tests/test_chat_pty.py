@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from maclaw_fast import MemoryStore
+from maclaw_fast.config import RouterConfig
 from tests.llm_server import Reply, call
 
 pytestmark = [pytest.mark.timeout(180),
@@ -107,14 +109,25 @@ def test_chat_in_a_terminal_with_mcp_servers(tmp_path, llm_server):
     port = _free_port()
     billing = subprocess.Popen([sys.executable, ORDERS, "--transport", "http", "--port",
                                 str(port), "--name", "billing"])
+    # stdio: the sample catalog's non-core tools, served for real (routing must choose among
+    # them); HTTP: the order database. The chat's own catalog keeps only the core tools.
     cfg = tmp_path / "mcp.json"
     cfg.write_text(json.dumps({"mcpServers": {
-        "orders": {"command": sys.executable, "args": [ORDERS]},
+        "catalog": {"command": sys.executable, "args": [str(ROOT / "tests" /
+                                                            "mcp_catalog_server.py")],
+                    "env": {"PYTHONPATH": str(ROOT)}},
         "billing": {"type": "http", "url": f"http://127.0.0.1:{port}/mcp"}}}), encoding="utf-8")
+    data = json.loads((ROOT / "data" / "tools.json").read_text(encoding="utf-8"))
+    tools = data if isinstance(data, list) else data["tools"]
+    core = tmp_path / "core.json"
+    core.write_text(json.dumps([t for t in tools if t["name"] in RouterConfig().core_tools]),
+                    encoding="utf-8")
     llm_server.default = _model
     env = dict(os.environ, PYTHONPATH=str(ROOT), MACLAW_HOME=str(tmp_path / "home"),
                TERM="xterm", COLUMNS="120")
     store = tmp_path / "store"
+    with MemoryStore.open(store, embedder="hash") as s:  # not empty: maintenance is due
+        s.save("The user's name is Lin", category="user_fact")
     deadline = time.monotonic() + 20
     while True:  # the HTTP server must be listening before chat connects
         try:
@@ -125,18 +138,20 @@ def test_chat_in_a_terminal_with_mcp_servers(tmp_path, llm_server):
             time.sleep(0.05)
     term = Terminal([sys.executable, "-m", "maclaw_fast.cli", "chat", "--llm-url",
                      llm_server.url + "/v1", "--model", "test-model", "--embedder", "hash",
-                     "--store", str(store), "--mcp-config", str(cfg)], env, tmp_path)
+                     "--store", str(store), "--catalog", str(core), "--mcp-config", str(cfg)],
+                    env, tmp_path)
     try:
         start = term.expect(r"you> ", timeout=90)
-        assert "MCP server 'orders' (stdio): 5 tools: crash, freeze, query_orders" in start
-        assert "MCP server 'billing' (http): 5 tools" in start
-        assert "billing: tool 'query_orders' registered as 'billing_query_orders'" in start
+        assert re.search(r"MCP server 'catalog' \(stdio\): 5\d tools: ", start)
+        assert "MCP server 'billing' (http): 5 tools: crash, freeze, query_orders" in start
+        assert "billing: tool 'report.monthly' registered as 'report_monthly'" in start
 
         # routed to the MCP tool, called, its result and the answer shown
         term.send("How many orders did we have last month? 查询订单")
         turn = term.expect(r"you> ")
-        routed = re.search(r"routed \d+ tools: (.*)", turn)
-        assert routed and "query_orders" in routed.group(1).split(", ")
+        routed = re.search(r"routed (\d+) tools: (.*)", turn)
+        assert routed and "query_orders" in routed.group(2).split(", ")
+        assert int(routed.group(1)) <= 28  # chosen from more than 60 runnable tools
         assert "-> query_orders: ok 2 orders in 2026-11, total 130.25 A-1002 Kai 88.00" in turn
         assert "assistant> Last month: 2 orders in 2026-11, total 130.25." in turn
 
@@ -158,6 +173,12 @@ def test_chat_in_a_terminal_with_mcp_servers(tmp_path, llm_server):
         term.close()
         billing.kill()
         billing.wait(timeout=10)
+    # the route log and the maintenance run of the session show up in stats
+    stats = subprocess.run([sys.executable, "-m", "maclaw_fast.cli", "stats", "--store",
+                            str(store)], capture_output=True, text=True, timeout=60, env=env)
+    assert stats.returncode == 0, stats.stderr
+    assert re.search(r"route log +3 decisions", stats.stdout), stats.stdout
+    assert re.search(r"maintained +20\d\d-", stats.stdout), stats.stdout
     extract = [r for r in llm_server.requests if "extract durable knowledge"
                in json.dumps(r.json)]
     assert len(extract) == 1 and "Kai owns the November order audit" in json.dumps(

@@ -1,21 +1,19 @@
-"""MemoryStore: the public memory API over columns, indexes and the journal (SPEC §1–§6, §8–§9)."""
+"""MemoryStore: the public memory API over columns, indexes and the journal (SPEC §1–§6, §8–§9).
+
+This module opens, persists and closes a store; reading and recall live in ``store_reads``,
+saving and editing in ``store_writes``."""
 
 from __future__ import annotations
 
 import os
-import random
 import threading
 import time
 from pathlib import Path
 
-import msgspec
-import numpy as np
-
-from maclaw_fast.config import CATEGORY_TABLE, MemoryConfig
-from maclaw_fast.embedding import QueryCache, check_vectors, embed_checked, resolve_embedder
-from maclaw_fast.embedding.auto import CJK_SHARE
+from maclaw_fast.config import MemoryConfig
+from maclaw_fast.embedding import QueryCache, resolve_embedder
 from maclaw_fast.embedding.base import is_auto
-from maclaw_fast.errors import DuplicateError, NotFoundError, StoreClosedError, ValidationError
+from maclaw_fast.errors import StoreClosedError, ValidationError
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.graph import MemoryGraph
 from maclaw_fast.index.vectors import VectorColumn
@@ -24,21 +22,14 @@ from maclaw_fast.memory.archive import Archive
 from maclaw_fast.memory.columns import EntryTable
 from maclaw_fast.memory.durability import Durability
 from maclaw_fast.memory.model_choice import LanguageTally, recorded_fingerprint
-from maclaw_fast.memory.recall import recall as _recall
-from maclaw_fast.memory.recall import recall_batch as _recall_batch
-from maclaw_fast.persist.journal import DeleteOp, MetaOp, PutOp, TouchOp
+from maclaw_fast.memory.store_reads import StoreReads
+from maclaw_fast.memory.store_writes import StoreWrites, new_id, replace_entry, vec_bytes
 from maclaw_fast.records import Entry, RecallHit
-from maclaw_fast.text.tokenizer import analysed_text, tokenize
+
+__all__ = ["MemoryStore", "new_id", "replace_entry", "vec_bytes"]
 
 
-def new_id(clock_ns: int) -> str:
-    """``"<unix_nanos>-<4 hex>"`` (SPEC §1). The suffix only separates ids of one nanosecond:
-    ``random`` (reseeded in a forked child) spares a ``getrandom`` call per save, which cost
-    ~15 µs inside the save loop."""
-    return f"{clock_ns}-{random.getrandbits(16):04x}"
-
-
-class MemoryStore:
+class MemoryStore(StoreReads, StoreWrites):
     """Long-term memory of an agent: save, recall, and keep it safe on disk.
 
     Open with :meth:`open` (a directory, journaled and locked) or :meth:`in_memory`.
@@ -155,283 +146,6 @@ class MemoryStore:
     def __contains__(self, entry_id: str) -> bool:
         return entry_id in self._table.row_of
 
-    # ------------------------------------------------------------------ reading
-    def _row(self, entry_id) -> int:
-        if not isinstance(entry_id, str):
-            raise ValidationError(f"id must be a string, got {type(entry_id).__name__}")
-        row = self._table.row_of.get(entry_id)
-        if row is None:
-            raise NotFoundError(f"no memory with id {entry_id!r}")
-        return row
-
-    def _related(self, row: int) -> tuple[tuple[str, ...], tuple[float, ...]]:
-        edges = sorted((self._table.ids[t], w) for t, w in self._graph.neighbours(row))
-        return tuple(e[0] for e in edges), tuple(e[1] for e in edges)
-
-    def _entry(self, row: int) -> Entry:
-        cached = self._table.cached_entry(row)
-        if cached is not None:
-            return cached
-        return self._table.entry(row, self._related(row))
-
-    def get(self, entry_id: str) -> Entry:
-        """The entry with ``entry_id`` (``NotFoundError`` if none)."""
-        with self._lock:
-            return self._entry(self._row(entry_id))
-
-    def vector(self, entry_id: str) -> np.ndarray | None:
-        """The entry's embedding (float32, normalised) or None."""
-        with self._lock:
-            row = self._row(entry_id)
-            return self._vectors.get(row) if self.dim else None
-
-    def list(self, category: str | None = None, keyword: str | None = None,
-             limit: int | None = None) -> list[Entry]:
-        """Entries in store order, optionally of one category / containing ``keyword``
-        (case-insensitive substring of content or tags)."""
-        cat = validate.category(category) if category is not None else None
-        if keyword is not None and not isinstance(keyword, str):
-            raise ValidationError("keyword must be a string")
-        limit = validate.limit(limit)
-        kw = keyword.lower() if keyword else None
-        out: list[Entry] = []
-        with self._lock:
-            for row in self._table.live_rows():
-                e = self._entry(int(row))
-                if cat is not None and e.category != cat:
-                    continue
-                if kw and kw not in e.content.lower() and not any(kw in t.lower() for t in e.tags):
-                    continue
-                out.append(e)
-                if limit is not None and len(out) >= limit:
-                    break
-        return out
-
-    def entries(self) -> list[Entry]:
-        """Every entry in store order."""
-        return self.list()
-
-    def _embed(self, text: str, vector) -> np.ndarray | None:
-        if vector is not None:
-            if not self.dim:
-                raise ValidationError("this store has no embedder (BM25-only): vectors are unused")
-            return check_vectors(vector, self.dim)[0].copy()  # ours, whatever the caller does
-        if self.embedder is None:
-            return None
-        return embed_checked(self.embedder, [text])[0]
-
-    def _index(self, row: int) -> list[str]:
-        t = self._table
-        tokens = tokenize(analysed_text(t.content[row], t.tags[row]))
-        self._bm25.add(row, tokens)
-        return tokens
-
-    def save(self, content: str, *, category: str, tags=(), pinned: bool = False,
-             vector=None, thread: str | None = None) -> Entry:
-        """Remember ``content``; identical content updates the existing entry instead (SPEC §5).
-
-        ``vector`` (optional) is used instead of calling the embedder. ``thread`` (optional, e.g.
-        the agent's session id) links the entry after the previous one saved in that thread;
-        without it, after the previous save without a thread when that came within
-        ``GraphConfig.adjacency_gap_s`` (SPEC R5). Recall passes relevance along these links.
-        """
-        content = validate.content(content)
-        category = validate.category(category)
-        tags = validate.tags(tags)
-        pinned = validate.flag(pinned, "pinned")
-        thread = validate.thread(thread)
-        with self._lock:
-            self._check_open()
-            row = self._table.row_of_content.get(content)
-            if row is not None:
-                return self._save_existing(row, tags)
-        if vector is None and self.auto_embedder:
-            self.check_embedder_choice((content,))
-        vec = self._embed(analysed_text(content, tags), vector)  # outside the lock: ~4 ms
-        with self._lock:
-            self._check_open()
-            row = self._table.row_of_content.get(content)
-            if row is not None:
-                return self._save_existing(row, tags)
-            now = float(self.clock())
-            entry = Entry(id=new_id(time.time_ns()), content=content, category=category,
-                          tags=tags, created_at=now, updated_at=now, access_count=1,
-                          strength=1.0, status="active", scope=CATEGORY_TABLE[category][1],
-                          pinned=pinned)
-            row = self._insert(entry, vec)
-            links = self._auto_link(row) + self._link_adjacent(row, thread)
-            self._log(PutOp(self._entry(row), _vec_bytes(vec)), *links)
-            result = self._entry(row)
-            self._enforce_capacity()
-            return result
-
-    def save_many(self, items, *, category: str | None = None, tags=()) -> list[Entry]:
-        """Save many memories with one embedder call for all new texts (see ``memory.batch``).
-
-        ``items``: texts (then ``category`` applies to all) or dicts with ``content`` and
-        optional ``category``, ``tags``, ``pinned``, ``thread``.
-
-        >>> with MemoryStore.in_memory(embedder="hash") as s:
-        ...     [e.category for e in s.save_many(["likes tea"], category="preference")]
-        ['preference']
-        """
-        from maclaw_fast.memory.batch import save_many
-
-        return save_many(self, items, category=category, tags=tags)
-
-    def check_embedder_choice(self, pending=()) -> bool:
-        """With ``embedder="auto"``: move to the multilingual model (re-embedding every memory)
-        once the stored text, with ``pending`` texts, is substantially Chinese or mixed."""
-        if not self.auto_embedder or (not pending and self.language.share < CJK_SHARE):
-            return False  # the per-call cost of recall: two attribute reads
-        from maclaw_fast.memory.model_choice import check
-
-        return check(self, pending)
-
-    def _save_existing(self, row: int, tags: tuple[str, ...]) -> Entry:
-        t = self._table
-        old = self._entry(row)
-        merged = tuple(sorted(set(old.tags) | set(tags)))
-        status, strength = old.status, old.strength
-        if status == "dormant":
-            status, strength = "active", 1.0
-        entry = _replace(old, tags=merged, updated_at=float(self.clock()),
-                         access_count=old.access_count + 1, status=status, strength=strength)
-        t.write(row, entry)
-        if merged != old.tags:
-            self._index(row)
-        self._log(PutOp(entry, None, False))
-        return self._entry(row)
-
-    def _insert(self, entry: Entry, vec: np.ndarray | None, row: int | None = None) -> int:
-        row = self._table.insert(entry, row)
-        self.language.add(entry.content)
-        self._graph.reserve(row + 1)
-        self._last_tokens = self._index(row)
-        if self.dim:
-            self._vectors.set(row, vec)
-        return row
-
-    def _auto_link(self, row: int) -> list:
-        """Link a new row (SPEC §4) when enabled; returns the journal ops recording it."""
-        if not self.config.auto_link:
-            return []
-        from maclaw_fast.memory.linking import auto_link
-
-        return auto_link(self, row)
-
-    def _link_adjacent(self, row: int, thread: str | None) -> list:
-        """Link a new row into its conversation (SPEC R5); returns the journal op recording it."""
-        from maclaw_fast.memory.linking import link_adjacent
-
-        return link_adjacent(self, row, thread)
-
-    def adjacent(self, entry_id: str) -> tuple[str | None, str | None]:
-        """(previous id, next id) of an entry in its conversation (None where none).
-
-        >>> with MemoryStore.in_memory(embedder=None) as store:
-        ...     a = store.save("we met at the station", category="conversation_summary",
-        ...                    thread="s1")
-        ...     b = store.save("then we took the train", category="conversation_summary",
-        ...                    thread="s1")
-        ...     store.adjacent(b.id) == (a.id, None)
-        True
-        """
-        with self._lock:
-            before, after = self._graph.adjacent(self._row(entry_id))
-            ids = self._table.ids
-            return (ids[before] if before >= 0 else None, ids[after] if after >= 0 else None)
-
-    def update(self, entry_id: str, *, content: str | None = None, tags=None,
-               category: str | None = None) -> Entry:
-        """Change content, tags and/or category; re-indexes and clears ``compact_form``."""
-        new_content = validate.content(content) if content is not None else None
-        new_tags = validate.tags(tags) if tags is not None else None
-        new_cat = validate.category(category) if category is not None else None
-        with self._lock:
-            self._check_open()
-            row = self._row(entry_id)
-            old = self._entry(row)
-            if new_content is not None:
-                other = self._table.row_of_content.get(new_content)
-                if other is not None and other != row:
-                    raise DuplicateError(f"content duplicates memory {self._table.ids[other]!r}")
-        text_changed = new_content is not None and new_content != old.content
-        tags_final = new_tags if new_tags is not None else old.tags
-        vec = (self._embed(analysed_text(new_content, tags_final), None)
-               if text_changed and self.dim else None)
-        with self._lock:
-            self._check_open()
-            row = self._row(entry_id)
-            old = self._entry(row)
-            cat = new_cat or old.category
-            entry = _replace(old, content=new_content if new_content is not None else old.content,
-                             tags=tags_final, category=cat, scope=CATEGORY_TABLE[cat][1],
-                             compact_form="", updated_at=float(self.clock()))
-            self._table.write(row, entry)
-            self._index(row)
-            if vec is not None:
-                self._vectors.set(row, vec)
-            self._log(PutOp(entry, _vec_bytes(vec), vec is not None))
-            return self._entry(row)
-
-    def set_fields(self, entry_id: str, **fields) -> Entry:
-        """Low-level field change used by maintenance (status, strength, compact_form, ...);
-        content/tags/category go through :meth:`update`."""
-        fields = validate.fields(fields)
-        with self._lock:
-            self._check_open()
-            row = self._row(entry_id)
-            entry = _replace(self._entry(row), **fields)
-            self._table.write(row, entry)
-            self._log(PutOp(entry, None, False))
-            return self._entry(row)
-
-    def delete(self, entry_id: str) -> Entry:
-        """Forget an entry; returns what it was."""
-        with self._lock:
-            self._check_open()
-            row = self._row(entry_id)
-            entry = self._entry(row)
-            self._remove_row(row)
-            self._log(DeleteOp(entry_id))
-            return entry
-
-    def _remove_row(self, row: int) -> None:
-        changed = self._graph.remove_node(row)
-        self._table.touched(changed)
-        self._bm25.remove(row)
-        if self.dim:
-            self._vectors.set(row, None)
-        self._table.release(row)
-
-    def pin(self, entry_id: str) -> Entry:
-        """Protect an entry from eviction and compression."""
-        return self.set_fields(entry_id, pinned=True)
-
-    def unpin(self, entry_id: str) -> Entry:
-        return self.set_fields(entry_id, pinned=False)
-
-    def touch(self, ids) -> None:
-        """``access_count += 1`` for each id; ``updated_at`` unchanged."""
-        ids = validate.ids(ids)
-        with self._lock:
-            self._check_open()
-            rows = [self._row(i) for i in ids]
-            self._apply_touch(rows, 1, 0.0, None)
-            self._log(TouchOp(ids, 1, 0.0, None))
-
-    def _apply_touch(self, rows, access_add: int, strength_add: float, updated_at) -> None:
-        self._table.touch(list(rows), access_add, strength_add, updated_at)
-
-    def set_meta(self, key: str, value: str) -> None:
-        """Persist a small named value with the store (e.g. the last reflection time)."""
-        key, value = validate.meta_key(key), validate.text(str(value), "value")
-        with self._lock:
-            self._check_open()
-            self.meta[key] = value
-            self._log(MetaOp(key, value))
-
     # ------------------------------------------------------------------ capacity
     def _enforce_capacity(self) -> list[Entry]:
         from maclaw_fast.memory.linking import enforce_capacity
@@ -443,53 +157,6 @@ class MemoryStore:
         from maclaw_fast.memory.linking import archive_rows
 
         return archive_rows(self, rows)
-
-    # ------------------------------------------------------------------ recall
-    def recall(self, query: str, *, project: str | None = None, reinforce: bool = True,
-               query_vector=None) -> list[RecallHit]:
-        """Memories for ``query`` (SPEC §6 with R3–R5, the reference's RecallForProject), best
-        first, within 20 entries / 2000 tokens.
-
-        At most 3 self-identity entries lead (most important, then most recent), then at most 3
-        user facts that rank among the query's first results (by relevance), then every other
-        entry by its score (relevance first; recency and importance order similar ones).
-        ``reinforce`` strengthens what was returned.
-        """
-        if query_vector is None:
-            self.check_embedder_choice()
-        return _recall(self, query, project=project, reinforce=reinforce,
-                       query_vector=query_vector)
-
-    def recall_dynamic(self, query: str, *, category: str | None = None,
-                       project: str | None = None, reinforce: bool = True) -> list[RecallHit]:
-        """The agent tool's recall: ≤ 15 entries / 1500 tokens, optional category; user facts
-        are ranked like any other entry (none leads)."""
-        self.check_embedder_choice()
-        return _recall(self, query, project=project, reinforce=reinforce, dynamic=True,
-                       category=category)
-
-    def recall_batch(self, queries, *, projects=None, reinforce: bool = True,
-                     query_vectors=None) -> list[list[RecallHit]]:
-        """One :meth:`recall` per query on one snapshot, with batched kernels (the new texts
-        among ``queries`` are embedded in one call)."""
-        self.check_embedder_choice()
-        return _recall_batch(self, queries, projects=projects, reinforce=reinforce,
-                             query_vectors=query_vectors, as_arrow=False)
-
-    def recall_batch_arrow(self, queries, *, projects=None, reinforce: bool = True,
-                           query_vectors=None):
-        """:meth:`recall_batch` as a ``pyarrow.Table`` (query_index, rank, id, score, recency,
-        importance, bm25, cos, affinity, graph, reason) — the form for thousands of queries."""
-        self.check_embedder_choice()
-        return _recall_batch(self, queries, projects=projects, reinforce=reinforce,
-                             query_vectors=query_vectors, as_arrow=True)
-
-    def similar(self, query_vector, *, k: int | None = None) -> list[tuple[Entry, float]]:
-        """``(entry, cosine)`` of the ``k`` entries nearest ``query_vector`` (plain vector search,
-        no recency, importance or BM25; ``memory.similar``)."""
-        from maclaw_fast.memory.similar import similar
-
-        return similar(self, query_vector, k)
 
     # ------------------------------------------------------------------ formats
     def to_arrow(self):
@@ -553,21 +220,7 @@ class MemoryStore:
                 "pinned": int(t.pinned[rows].sum()), "path": str(self.path) if self.path else None,
             }
 
-    # ------------------------------------------------------------------ prompt summaries
-    def self_identity_summary(self, limit: int | None = None) -> str:
-        """Active self-identity entries joined with ``" | "``, cut at 600 characters + "…"."""
-        from maclaw_fast.memory.recall import summary
-
-        return summary(self, "self_identity",
-                       limit or self.config.recall.self_identity_summary_chars)
-
-    def user_fact_summary(self, limit: int | None = None) -> str:
-        """Active user facts joined with ``" | "``, cut at 400 characters + "…"."""
-        from maclaw_fast.memory.recall import summary
-
-        return summary(self, "user_fact", limit or self.config.recall.user_fact_summary_chars)
-
-    # lifecycle (issue 3): thin delegates; the logic lives in memory/lifecycle.py and
+    # lifecycle: thin delegates; the logic lives in memory/lifecycle.py and
     # maintenance/filter.py
     def decay(self, *, now: float | None = None):
         """Forgetting curve: faded entries become dormant (SPEC §7; ``lifecycle.decay``)."""
@@ -593,11 +246,3 @@ class MemoryStore:
         from maclaw_fast.maintenance.filter import recall_with_llm_filter
 
         return recall_with_llm_filter(self, query, llm, max=max, project=project)
-
-
-def _vec_bytes(vec: np.ndarray | None) -> bytes | None:
-    return None if vec is None else np.asarray(vec, np.float32).tobytes()
-
-
-def _replace(entry: Entry, **changes) -> Entry:
-    return msgspec.structs.replace(entry, **changes)

@@ -175,7 +175,7 @@ def import_records(store, records: list[dict], *, progress=None) -> int:
     times (a record without times but with ``age_hours`` is dated that many hours ago).
     Foreign vectors are never mixed with ours: entries are embedded anew. ``progress``: an
     optional callback ``(stage, done, total)`` called as the texts are embedded."""
-    from maclaw_fast.memory.store import _vec_bytes, new_id
+    from maclaw_fast.memory.store import new_id, vec_bytes
 
     records = check_records(records)
     with store._lock:
@@ -203,7 +203,7 @@ def import_records(store, records: list[dict], *, progress=None) -> int:
             vec = vecs[i] if vecs is not None else None
             row = store._insert(entry, vec)
             added.append((row, r))
-            ops.append(PutOp(entry, _vec_bytes(vec)))
+            ops.append(PutOp(entry, vec_bytes(vec)))
             # in file order: consecutive records of one conversation are linked (SPEC R5)
             ops += store._link_adjacent(row, None)
             if progress is not None and (i % 50 == 49 or i + 1 == len(fresh)):

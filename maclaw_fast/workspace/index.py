@@ -7,18 +7,18 @@ through its numba mirror; its RAM tantivy copy is off unless ``config.keep_tanti
 record is its own Arrow chunk table, and nothing here queries tantivy, which would cost ~45% of
 build and reopen time). Vectors live in the shared exact :class:`VectorColumn`.
 
-Persistence (``state.py``) under ``<workspace>/.maclaw/`` (or ``index_dir``): an Arrow snapshot
-of the chunk table with the analysed tokens (a reopen skips the segmenter) plus a journal of later
-syncs, and one ``embeddings-<model>.arrow`` :class:`DiskEmbeddingCache` per embedder fingerprint,
-keyed by sha256(chunk text) = the chunk hash, so unchanged text is never embedded twice, across
-edits, renames and restarts. The cache is saved with each snapshot and on :meth:`close`; after a
-crash, vectors it had not saved are embedded again once.
+Persistence (``persistence.py`` over ``state.py``) under ``<workspace>/.maclaw/`` (or
+``index_dir``): an Arrow snapshot of the chunk table with the analysed tokens (a reopen skips the
+segmenter) plus a journal of later syncs, and one ``embeddings-<model>.arrow``
+:class:`DiskEmbeddingCache` per embedder fingerprint, keyed by sha256(chunk text) = the chunk hash,
+so unchanged text is never embedded twice, across edits, renames and restarts. The cache is saved
+with each snapshot and on :meth:`close`; after a crash, vectors it had not saved are embedded again
+once.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import threading
 import time
@@ -26,7 +26,6 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 from maclaw_fast.config import Bm25Config, SearchConfig
 from maclaw_fast.embedding import DiskEmbeddingCache, QueryCache, resolve_embedder
@@ -36,18 +35,19 @@ from maclaw_fast.index import Bm25Index, VectorColumn
 from maclaw_fast.index.arrays import grow
 from maclaw_fast.text.bulk import FORK_MIN_CHARS, paused_gc
 from maclaw_fast.text.tokenizer import Vocabulary
-from maclaw_fast.workspace.analyse import TOKEN_SEP, analyse_files, global_ids
+from maclaw_fast.workspace.analyse import analyse_files, global_ids
 from maclaw_fast.workspace.chunking import chunk_id
 from maclaw_fast.workspace.files import check_extra_paths, discover, file_timestamp_days
+from maclaw_fast.workspace.persistence import IndexPersistence
 from maclaw_fast.workspace.reports import SyncReport, WorkspaceStatus
-from maclaw_fast.workspace.state import ChunkRow, FileRecord, IndexState, JournalEntry
+from maclaw_fast.workspace.state import FileRecord, IndexState, JournalEntry
 
 FUSIONS = ("openclaw", "normalised")  # SearchConfig.fusion (see workspace.search)
 
 EMBED_BATCH = 256
 
 
-class WorkspaceIndex:
+class WorkspaceIndex(IndexPersistence):
     """Search over a workspace's Markdown memory files, kept in sync with them.
 
     Use :meth:`open`; the index syncs on open, on search when files changed, on an interval and
@@ -394,77 +394,6 @@ class WorkspaceIndex:
             new_rows += self._add_rows(paths, part.start_line, part.end_line, part.text,
                                        part.hash, ts, global_ids(part, self.vocab),
                                        part.lengths, part.chunk_id)
-
-    # ------------------------------------------------------------------ persistence
-    def _chunking(self) -> tuple[int, int, int]:
-        c = self.config
-        return (c.chunk_tokens, c.chunk_overlap, c.chars_per_token)
-
-    def _token_text(self, r: int) -> str:
-        """Row ``r``'s tokens in their journal form (joined by newlines)."""
-        words = self.vocab.tokens
-        return TOKEN_SEP.join([words[t] for t in self.token_ids[r].tolist()])
-
-    def _chunk_row(self, r: int) -> ChunkRow:
-        return ChunkRow(self.paths[r], int(self.start_line[r]), int(self.end_line[r]),
-                        self.hashes[r], self.texts[r], self._token_text(r))
-
-    def _persist(self, entry: JournalEntry, new_rows: list[int]) -> None:
-        """Journal small changes; snapshot (and save the embedding cache) when there is no
-        snapshot yet, the change is large, or the journal has grown."""
-        if not (entry.files or entry.removed or entry.rechunked) and self.state.has_snapshot:
-            return
-        big = len(new_rows) > max(1000, self.chunk_count // 4)
-        if big or not self.state.has_snapshot:  # a journal must follow a snapshot we can read
-            self.save()
-            return
-        entry.chunks = [self._chunk_row(r) for r in new_rows]
-        self.state.append(entry)
-        if self.state.needs_snapshot():
-            self.save()
-
-    def save(self) -> None:
-        """Write a snapshot of the chunk table, empty the journal and save the embedding cache."""
-        with self._lock:
-            n = self.n_rows
-            rows = np.flatnonzero(self.live[:n])
-            if rows.shape[0] == n:  # no free rows: the columns as they are
-                pick = (lambda col: col[:n])
-            else:
-                keep = rows.tolist()
-                pick = (lambda col: [col[r] for r in keep])
-            token_ids = pick(self.token_ids)
-            sizes = np.fromiter(map(len, token_ids), np.int32, len(token_ids))
-            offsets = np.zeros(len(token_ids) + 1, np.int32)
-            np.cumsum(sizes, out=offsets[1:])
-            flat = np.concatenate(token_ids) if token_ids else np.zeros(0, np.int32)
-            columns = {"path": pick(self.paths), "start_line": self.start_line[rows],
-                       "end_line": self.end_line[rows], "hash": pick(self.hashes),
-                       "text": pick(self.texts),
-                       "token_ids": pa.ListArray.from_arrays(offsets, flat)}
-            self.state.write_snapshot(columns, list(self._files.values()),
-                                      self.vocab.tokens)
-            if self.cache is not None and self.cache.dirty:
-                self.cache.save()
-
-    def _load(self) -> None:
-        loaded = self.state.load()
-        if loaded is None:
-            return  # no or unreadable state: the first sync rebuilds it
-        files, chunks = loaded
-        self._files = files
-        saved = self.vocab.add_all(chunks.vocab)  # the saved ids → this index's ids
-        per_chunk = [saved[ids] if ids is not None
-                     else self.vocab.add_all(toks.split(TOKEN_SEP) if toks else [])
-                     for ids, toks in zip(chunks.token_ids, chunks.tokens)]
-        lengths = [len(ids) for ids in per_chunk]
-        flat = np.concatenate(per_chunk) if per_chunk else np.zeros(0, np.int64)
-        self._add_rows(chunks.path, chunks.start_line, chunks.end_line, chunks.text,
-                       chunks.hash, math.nan, flat, lengths)
-        for rel, idx in self._file_rows.items():
-            self.ts_days[idx] = file_timestamp_days(rel, files[rel].mtime_ns)
-        self._embed_rows(list(range(self.n_rows)))
-        self.last_sync = self.state.synced_at  # the state is as fresh as its last write
 
     # ------------------------------------------------------------------ queries
     @property

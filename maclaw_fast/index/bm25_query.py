@@ -1,0 +1,190 @@
+"""Querying a :class:`~maclaw_fast.index.bm25.Bm25Index`: the numba mirror's kernel arguments
+for one query, a batch, or recall's fused kernel, and tantivy's own scores for the parity checks."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from maclaw_kernels.bm25 import (
+    bm25_query,
+    bm25_query_parallel,
+    bm25_scores_batch,
+    build_csr,
+    query_terms_batch,
+)
+from maclaw_kernels.revival import query_idf_total
+
+from maclaw_fast.index.tantivy_mirror import TantivyMirror
+
+_NO_TERMS = np.zeros(0, np.int64)  # the term ids given with a query the kernel splits itself
+
+
+class Bm25Queries:
+    """The query side of :class:`~maclaw_fast.index.bm25.Bm25Index` (a mixin over its forward
+    store, CSR postings and lock)."""
+
+    # ------------------------------------------------------------------ scoring
+    def _delta_csr(self):
+        if self._delta is None:
+            terms, docs, tfs = self._coo(self._main_upto, self._n_docs)
+            self._delta = build_csr(len(self.vocab), terms, docs, tfs)
+        return self._delta
+
+    def _query_terms_batch(self, token_lists: list[list[str]]):
+        """Unique known terms of many queries at once, as CSR (q_indptr, term ids, idf), each
+        query's terms in the order :meth:`scores` sums them."""
+        get = self.vocab.ids_dict.get
+        lengths = np.fromiter(map(len, token_lists), np.int64, len(token_lists))
+        offsets = np.zeros(len(token_lists) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        flat = np.fromiter((get(tok, -1) for toks in token_lists for tok in toks), np.int64,
+                           int(offsets[-1]))
+        q_indptr = np.empty(len(token_lists) + 1, np.int64)
+        ids, idf = np.empty(flat.shape[0], np.int64), np.empty(flat.shape[0])
+        m = query_terms_batch(flat, offsets, self._df, len(self._key_doc),
+                              self._term_weight_scratch(), q_indptr, ids, idf)
+        return q_indptr, ids[:m], idf[:m]
+
+    @property
+    def avgdl(self) -> float:
+        n = len(self._key_doc)
+        return self._total_len / n if n else 1.0
+
+    def scores(self, tokens: list[str], n_keys: int, out: np.ndarray | None = None) -> np.ndarray:
+        """BM25 of every key for one query, as a dense float64 array of ``n_keys`` (0 = no hit)."""
+        if out is None:
+            out = np.zeros(n_keys, dtype=np.float64)
+        with self._lock:
+            args = self.query_args(tokens)
+            if self.is_large:
+                bm25_query_parallel(*args, out, numba.get_num_threads())
+            else:
+                bm25_query(*args, out)
+        return out
+
+    def idf_total(self, tokens: list[str] | None = None, query: str = "") -> float:
+        """Σ idf over the distinct query terms the index holds, plus ``idf(df = 0)`` for each
+        word it does not (no document can match it): about the BM25 of a document holding each
+        term once at the average length, the scale of an absolute cue strength
+        (:func:`maclaw_kernels.revival.query_idf_total`). Give ``tokens``, or an ASCII
+        ``query`` (split in the kernel, as recall's fused path splits it)."""
+        text, term_ids, arrays = self.fused_query_args(query, tokens)
+        total = float(query_idf_total(text, term_ids, *arrays[:5]))
+        if total < 0.0:  # a word the kernel's table lacks: the Python tokenizer's terms
+            from maclaw_fast.text.tokenizer import tokenize
+
+            text, term_ids, arrays = self.fused_query_args(query, tokenize(query))
+            total = float(query_idf_total(text, term_ids, *arrays[:5]))
+        return total
+
+    def query_args(self, tokens: list[str]) -> tuple:
+        """Every argument of ``bm25_query`` for one query but ``out`` (the dense scores it adds
+        into), for a caller that runs the kernel inside its own; ``is_large`` says when
+        :meth:`scores`, which runs it across threads, is the better call. The arrays are this
+        index's own: hold off changes to it until the kernel has run."""
+        return (self._term_ids(tokens), *self.query_arrays())
+
+    def _term_ids(self, tokens: list[str]) -> np.ndarray:
+        """The vocabulary ids of ``tokens`` (-1 for a token it lacks)."""
+        get = self.vocab.ids_dict.get
+        return np.array([get(tok, -1) for tok in tokens], dtype=np.int64)
+
+    def fused_query_args(self, query: str, tokens: list[str] | None = None) -> tuple:
+        """``(query_text, term_ids, arrays)`` for ``maclaw_kernels.recall.recall_query``: an
+        ASCII ``query`` with ``tokens`` None goes as its bytes, which the kernel splits and looks
+        up in the vocabulary's word table (``maclaw_kernels.terms``) itself, or reports unknown;
+        given ``tokens`` (``tokenize(query)``), their ids go instead, and the vocabulary learns
+        the query's words for the next time (:meth:`Vocabulary.learn`). ``arrays``: the word
+        table's and :meth:`query_arrays`, the same tuple object while neither changes."""
+        args = self.query_arrays()
+        words = self.vocab.term_arrays()
+        text = self._text_args  # the word table's arrays and ``args``, kept while both stand
+        if text is None or text[0] is not args or text[1] is not words:
+            text = self._text_args = (args, words, (*words, *args))
+        if tokens is None:
+            return query.encode("ascii"), _NO_TERMS, text[2]
+        if query:
+            self.vocab.learn(query)  # its known words go through the kernel next time
+        return b"", self._term_ids(tokens), text[2]
+
+    def query_arrays(self) -> tuple:
+        """:meth:`query_args` after the term ids."""
+        args = self._args  # kept while the index is unchanged and has no tail to scan
+        if args is None or args[-1].shape[0] < len(self.vocab.tokens):
+            with self._lock:
+                args = self._query_arrays()
+        return args
+
+    def _query_arrays(self) -> tuple:
+        """:meth:`query_args` after the term ids (under the lock)."""
+        tail = self._fwd_used - self._main_nnz
+        if tail:
+            # rent or buy: once queries have scanned as many tail postings as a rebuild
+            # touches, rebuild, so scanning never costs more than twice the best policy
+            self._tail_work += tail
+            if self._tail_work >= self._fwd_used:
+                self._rebuild_main()
+            elif self._tail_args is not None:  # unchanged since made: every change resets it
+                return self._tail_args
+        ip, pd, pt = self._main
+        args = (self._df, len(self._key_doc), ip, pd, pt, self._main_upto, self._n_docs,
+                self._doc_start, self._doc_nterms, self._fwd_terms, self._fwd_tfs,
+                self._doc_norm, self._doc_live, self._doc_key, self.k1, self.b,
+                max(self.avgdl, 1e-9), self._term_weight_scratch())
+        if self._fwd_used == self._main_nnz:
+            self._args = args
+        else:  # the tail is counted at every query, but the same tuple is handed out until a
+            # change: a caller keeps what it derives from it (recall's address table) by identity
+            self._tail_args = args
+        return args
+
+    def _term_weight_scratch(self) -> np.ndarray:
+        """A zeroed float64 array over the vocabulary, reused between queries (kept zero)."""
+        scratch = getattr(self, "_scratch", None)
+        if scratch is None or scratch.shape[0] < len(self.vocab):
+            scratch = self._scratch = np.zeros(max(len(self.vocab) * 2, 1024))
+        return scratch
+
+    def scores_batch(self, token_lists: list[list[str]], n_keys: int,
+                     out: np.ndarray | None = None) -> np.ndarray:
+        """:meth:`scores` for many queries at once: ``(n_queries, n_keys)`` float64 (into
+        ``out`` when given: a reused buffer spares the page faults of a fresh one)."""
+        if out is None:
+            out = np.zeros((len(token_lists), n_keys), dtype=np.float64)
+        else:
+            out.fill(0.0)
+        with self._lock:
+            q_indptr, ids, idf = self._query_terms_batch(token_lists)
+            if ids.size == 0:
+                return out
+            args = (self._doc_norm, self._doc_live, self._doc_key, self.k1, self.b,
+                    max(self.avgdl, 1e-9), out)
+            ip, pd, pt = self._main
+            bm25_scores_batch(q_indptr, ids, idf, ip, pd, pt, *args)
+            if self._main_upto < self._n_docs:
+                ip, pd, pt = self._delta_csr()
+                bm25_scores_batch(q_indptr, ids, idf, ip, pd, pt, *args)
+        return out
+
+    def tantivy_scores(self, tokens: list[str]) -> dict[int, float]:
+        """Scores straight from the tantivy index of record (key → score, hits only).
+
+        tantivy counts deleted documents in N, df and the average length until its segments
+        merge, which tantivy-py cannot force; so after deletes the tantivy index is rebuilt
+        from the live documents before it answers (only this path pays for it).
+        """
+        if not self._keep_tantivy:
+            raise RuntimeError("this Bm25Index was built without tantivy")
+        with self._lock:
+            if self._tantivy is None or self._tantivy.deletes:
+                self._tantivy = TantivyMirror()
+                for key, d in self._key_doc.items():
+                    self._tantivy.add(key, self._doc_tokens(d), replace=False)
+            return self._tantivy.scores(tokens)
+
+    def _doc_tokens(self, d: int) -> list[str]:
+        """A document's tokens back from the forward store (term order; length preserved)."""
+        lo = self._doc_start[d]
+        terms = self._fwd_terms[lo: lo + self._doc_nterms[d]].tolist()
+        tfs = self._fwd_tfs[lo: lo + self._doc_nterms[d]].tolist()
+        return [self.vocab.tokens[t] for t, n in zip(terms, tfs) for _ in range(int(n))]

@@ -117,8 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     warnings.formatwarning = lambda message, category, *a, **k: f"warning: {message}\n"
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(argv[0] if argv else None).parse_args(argv)
-    from maclaw_fast.progress import apply_flags
+    from maclaw_fast.progress import ENV, apply_flags
 
+    before = os.environ.get(ENV)
     apply_flags(args)  # so the library's own bars (re-embedding) follow --progress/--quiet
     try:
         return int(args.func(args) or 0)
@@ -140,6 +141,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         _fail(f"unexpected {type(exc).__name__}: {exc} (MACLAW_DEBUG=1 shows the traceback)")
         return 1
+    finally:  # main() called in-process leaves the environment as it found it
+        if before is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = before
 
 
 def run() -> None:

@@ -284,3 +284,23 @@ def test_serve_is_a_gateway_to_attached_servers(tmp_path, billing_url):
             ("orders", "available"), ("billing", "available")]
         with pytest.raises(MaclawError, match="no MCP tool registered as 'nope'"):
             mgr.call_tool("call_tool", {"name": "nope"})
+
+
+def test_a_catalog_entry_without_a_handler_gives_way(tmp_path, llm_server):
+    cfg = _write(tmp_path / "mcp.json", {"orders": _orders_stdio(timeout=20)})
+    agent = _agent(tmp_path, llm_server.client())
+    reg = agent.registry
+    placeholder = RegisteredTool(name="query_orders", category="mcp", description="orders (doc)")
+    reg.register(placeholder)
+    reg.set_status("query_orders", "unavailable")  # withheld: nothing here runs it
+    mcp = attach_mcp_servers(reg, cfg, health_interval_s=None)
+    try:
+        assert ("  orders: tool 'query_orders' takes the place of the catalog entry without "
+                "a handler") in report_lines(mcp)
+        tool = reg.get("query_orders")  # the real tool, under its own name
+        assert tool.server == "orders" and tool.status == "available"
+        assert tool.handler({"month": "2026-10"}).startswith("1 orders in 2026-10")
+    finally:
+        mcp.close()
+    back = reg.get("query_orders")  # the tool went, the catalog entry is back as it was
+    assert back is placeholder and back.handler is None and back.status == "unavailable"

@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
-
-import msgspec
 
 from maclaw_fast.errors import NotFoundError, ValidationError
 from maclaw_fast.tools.mcp_servers import (
@@ -28,8 +25,10 @@ from maclaw_fast.tools.mcp_servers import (
     McpConnection,
     McpServerConfig,
     McpServerError,
+    McpServerStatus,
     McpToolError,
     McpToolInfo,
+    api_name,
 )
 from maclaw_fast.tools.mcp_config import load_mcp_config, parse_mcp_servers
 from maclaw_fast.tools.registry import (
@@ -55,32 +54,6 @@ log = logging.getLogger(__name__)
 # Room a blocking call leaves beyond the servers' own timeouts for closing a dead connection
 # (the SDK's bounded stdio shutdown) before the caller gives up waiting.
 _SLACK_S = 12.0
-_NOT_API = re.compile(r"[^A-Za-z0-9_-]")
-
-
-def api_name(name: str) -> str:
-    """``name`` as LLM APIs accept a function name (``^[A-Za-z0-9_-]{1,64}$``): other
-    characters become ``_``, the rest is cut at 64. One bad name would fail every request.
-
-    Examples
-    --------
-    >>> api_name("files/read.text"), api_name("x" * 70) == "x" * 64
-    ('files_read_text', True)
-    """
-    return _NOT_API.sub("_", name)[:64] or "_"
-
-
-class McpServerStatus(msgspec.Struct, frozen=True, kw_only=True):
-    """Health of one configured server as last observed.
-
-    ``tools`` are the registered (possibly renamed) names; ``last_error`` the latest failure.
-    """
-
-    name: str
-    transport: str
-    healthy: bool
-    tools: list[str]
-    last_error: str | None = None
 
 
 class _McpToolHandler:
@@ -182,6 +155,8 @@ class McpManager:
         self._servers = {c.name: _Server(c) for c in configs if c.enabled}
         self._bg = BackgroundLoop()
         self._health_task: asyncio.Task[None] | None = None
+        # registered name -> (server, the catalog entry without a handler it replaced)
+        self._placeholders: dict[str, tuple[str, RegisteredTool]] = {}
         self._closed = False
         longest = max((c.connect_timeout_s for c in configs), default=1.0)
         self._op_timeout = 3 * longest + _SLACK_S  # connect + list + close, servers in parallel
@@ -243,6 +218,11 @@ class McpManager:
         because its own name was taken (SPEC §12: ``<server>_<name>``)."""
         return [(s.config.name, o, r) for s in list(self._servers.values())
                 for o, r in s.names.items() if o != r]
+
+    def replaced(self) -> list[tuple[str, str]]:
+        """``(server, name)`` of catalog entries without a handler that a server's tool of the
+        same name replaced (they come back when the tool goes)."""
+        return [(srv, name) for name, (srv, _) in list(self._placeholders.items())]
 
     def skipped(self) -> list[tuple[str, str]]:
         """``(server, tool)`` of every listed tool left out because both its name and
@@ -427,7 +407,12 @@ class McpManager:
         def taken(candidate: str) -> bool:
             if any(candidate in o.names.values() for o in self._servers.values() if o is not s):
                 return True
-            return candidate in self.registry and not self._owned(candidate, s)
+            try:
+                other = self.registry.get(candidate)
+            except NotFoundError:
+                return False
+            # a catalog entry nothing implements (no handler, not a built-in) gives way
+            return not (self._owned(candidate, s) or _placeholder(other))
 
         for candidate in (api_name(tool), api_name(f"{s.config.name}_{tool}")):
             if not taken(candidate):
@@ -467,10 +452,21 @@ class McpManager:
             ))
         gone = [r for o, r in s.names.items() if o not in names]
         s.names, s.skipped = names, skipped
+        for t in fresh:
+            old = self.registry.get(t.name) if t.name in self.registry else None
+            if old is not None and _placeholder(old):
+                self._placeholders[t.name] = (s.config.name, old)
         self.registry.register_many(fresh)
         for registered in gone:
-            if self._owned(registered, s):
-                self.registry.unregister(registered)
+            self._release(registered, s)
+
+    def _release(self, name: str, s: _Server) -> None:
+        """Unregister ``s``'s tool ``name``, putting back the catalog entry it replaced."""
+        if self._owned(name, s):
+            self.registry.unregister(name)
+            held = self._placeholders.pop(name, None)
+            if held is not None and name not in self.registry:
+                self.registry.register(held[1])
 
     def _mark(self, s: _Server, healthy: bool) -> None:
         s.healthy = healthy
@@ -491,5 +487,8 @@ class McpManager:
         for s in servers:
             names, s.names, s.healthy = s.names, {}, False
             for registered in names.values():
-                if self._owned(registered, s):
-                    self.registry.unregister(registered)
+                self._release(registered, s)
+
+
+def _placeholder(tool: RegisteredTool) -> bool:
+    return tool.handler is None and tool.category != "builtin"

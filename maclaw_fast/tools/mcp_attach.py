@@ -55,6 +55,9 @@ def report_lines(manager: McpManager) -> list[str]:
         if api_name(tool) != tool and registered != api_name(tool):
             why += ", and taken"
         lines.append(f"  {server}: tool {tool!r} registered as {registered!r} ({why})")
+    for server, name in manager.replaced():
+        lines.append(f"  {server}: tool {name!r} takes the place of the catalog entry "
+                     "without a handler")
     for server, tool in manager.skipped():
         lines.append(f"  {server}: tool {tool!r} left out (its name and "
                      f"{api_name(server + '_' + tool)!r} are taken)")

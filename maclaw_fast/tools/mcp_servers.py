@@ -34,6 +34,21 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 _CLOSE_TIMEOUT_S = 8.0
 
 
+_NOT_API = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def api_name(name: str) -> str:
+    """``name`` as LLM APIs accept a function name (``^[A-Za-z0-9_-]{1,64}$``): other
+    characters become ``_``, the rest is cut at 64. One bad name would fail every request.
+
+    Examples
+    --------
+    >>> api_name("files/read.text"), api_name("x" * 70) == "x" * 64
+    ('files_read_text', True)
+    """
+    return _NOT_API.sub("_", name)[:64] or "_"
+
+
 class McpServerError(MaclawError):
     """An MCP server could not be reached, timed out, or dropped the connection."""
 
@@ -99,6 +114,19 @@ class McpServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     def connect_timeout_s(self) -> float:
         """How long starting and the handshake may take."""
         return max(self.timeout_s, self.startup_timeout_s)
+
+
+class McpServerStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """Health of one configured server as last observed.
+
+    ``tools`` are the registered (possibly renamed) names; ``last_error`` the latest failure.
+    """
+
+    name: str
+    transport: str
+    healthy: bool
+    tools: list[str]
+    last_error: str | None = None
 
 
 class McpToolInfo(msgspec.Struct, frozen=True):

@@ -225,7 +225,13 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of the 1,000-text batches")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/embedding.md"))
+    ap.add_argument("--parts", default="calls,threads,cold,zh",
+                    help="comma-separated subset of calls,threads,cold,zh; a subset prints its "
+                         "tables and writes --out only when given explicitly")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
+    if parts - {"calls", "threads", "cold", "zh"}:
+        raise SystemExit(f"unknown parts {sorted(parts - {'calls', 'threads', 'cold', 'zh'})}")
     n_single, n_batch, rounds, cold_runs = (30, 100, 1, 1) if args.quick else (200, 1000, args.rounds, 3)
     lines = ["# Embedding: whole calls against the model alone", "",
              f"`python benchmarks/bench_embedding.py` on {os.cpu_count()} cores; "
@@ -236,7 +242,7 @@ def main() -> None:
               f"recall_batch of {n_batch} | embedding alone | ratio (target ≥ 0.9) | "
               f"save_many of {n_batch} | embedding alone | ratio (target ≥ 0.8) |",
               "|---|---|---|---|---|---|---|---|---|---|"]
-    for name in models:
+    for name in models if "calls" in parts else ():
         words = EN if name == "minilm" else ZH
         s = bench_recall_single(name, words, n_single)
         b = bench_batches(name, words, n_batch, rounds)
@@ -249,10 +255,12 @@ def main() -> None:
         print(lines[-1], flush=True)
     lines += ["", "e5 engine threads (OpenMP, passive wait), each in its own process:", "",
               "| threads | one query p50 | batch of mixed English/Chinese |", "|---|---|---|"]
-    for threads, single, per_s in bench_e5_threads(64 if args.quick else 256):
+    for threads, single, per_s in (bench_e5_threads(64 if args.quick else 256)
+                                   if "threads" in parts else ()):
         lines.append(f"| {threads} | {single:.2f} ms | {per_s:.0f} texts/s |")
         print(lines[-1], flush=True)
-    cold = bench_cold(cold_runs)
+    cold = bench_cold(cold_runs) if "cold" in parts else {"route": ("-", "-"),
+                                                            "recall": ("-", "-")}
     lines += ["", "Cold processes (wall, median of runs; second run = same message, same cache "
               "folder):", "", "| command | first run | second run |", "|---|---|---|",
               f"| `maclaw-fast route \"…\"` over data/tools.json | {cold['route'][0]} | "
@@ -266,12 +274,13 @@ def main() -> None:
               "paraphrases): expected memory in the top 5", "",
               "| embedder | model | vector only | store `recall` | store `recall_dynamic` |",
               "|---|---|---|---|---|"]
-    for name, model, vec, (rec, dyn) in zh_quality():
+    for name, model, vec, (rec, dyn) in zh_quality() if "zh" in parts else ():
         lines.append(f"| {name} | {model} | {'-' if vec is None else f'{vec:.3f}'} | "
                      f"{rec:.3f} | {dyn:.3f} |")
         print(lines[-1], flush=True)
-    Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(f"wrote {args.out}")
+    if parts == {"calls", "threads", "cold", "zh"} or "--out" in sys.argv:
+        Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -276,14 +276,18 @@ class RouterConfig(Config, frozen=True, kw_only=True):
     max_dynamic: int = 18
     # fused = bm25_weight·minmax(bm25) + cos_weight·norm(cos) over the candidates, then min-max
     # (SPEC R3); cos_norm "minmax" (default) or "raw" ([compat]: max(cos, 0)).
-    # 0.3/0.7 won the sweep on the tune halves of MetaTool and HammerBench-zh
+    # 0.4/0.6 won the sweep on the tune halves of MetaTool, Seal-Tools and HammerBench-zh
     # (benchmarks/results/quality_tools.md)
-    bm25_weight: float = 0.3
-    cos_weight: float = 0.7
+    bm25_weight: float = 0.4
+    cos_weight: float = 0.6
     cos_norm: str = "minmax"
     # add the words of a camelCase tool name to its BM25 text ("analyzeEvidence" → analyze,
     # evidence); measured in benchmarks/results/quality_tools.md (ablation)
     split_names: bool = True
+    # add the input schema's parameter names and descriptions to a tool's BM25 text (at most
+    # parameter_chars characters); measured in benchmarks/results/quality_tools.md (ablation)
+    index_parameters: bool = True
+    parameter_chars: Positive = 2000
     retrieval_weight: float = 0.6
     experience_weight: float = 0.3
     priority_weight: float = 0.1

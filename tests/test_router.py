@@ -15,6 +15,7 @@ from maclaw_fast.embedding import HashEmbedder
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.tools import (EnrichmentStore, LLMReranker, Platform, RegisteredTool,
                                ToolRegistry, ToolRouter, UsageTracker, load_catalog)
+from maclaw_fast.tools.enrichment import parameter_text
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CORE = RouterConfig().core_tools
@@ -577,6 +578,25 @@ def test_camel_case_names_are_split_for_bm25():
     assert split.retrieve("analyze the evidence", 1)[0].name == "analyzeEvidence"
     plain = make(tools, embedder=None, config=RouterConfig(split_names=False))
     assert not [t for t in plain.retrieve("analyze the evidence", 3) if t.name == "analyzeEvidence"]
+
+
+def test_parameter_names_and_descriptions_are_indexed_for_bm25():
+    schema = {"type": "object", "properties": {
+        "plate_number": {"type": "string", "description": "车牌号"},
+        "stops": {"type": "array", "items": {"type": "object", "properties": {
+            "city": {"type": "string", "description": "violation city"}}}}}}
+    tools = [RegisteredTool(name=f"filler{i}", description=f"unrelated helper {i}",
+                            category="mcp") for i in range(40)]
+    tools.append(RegisteredTool(name="queryViolation", description="交通违章记录",
+                                category="mcp", input_schema=schema))
+    on = make(tools, embedder=None)
+    for message in ("粤B6789X 这个车牌号", "which plate number", "the violation city"):
+        assert on.retrieve(message, 1, mode="bm25")[0].name == "queryViolation", message
+    off = make(tools, embedder=None, config=RouterConfig(index_parameters=False))
+    assert not off.retrieve("which plate number", 3, mode="bm25")
+    # capped: a huge schema adds at most parameter_chars characters
+    big = {"properties": {f"p{i}": {"description": "word " * 50} for i in range(1000)}}
+    assert len(parameter_text(big, 500)) <= 500 and parameter_text(big, 500).startswith("p0 word")
 
 
 def test_default_router_picks_the_model_that_reads_the_catalog():

@@ -26,6 +26,44 @@ PROMPT = (
     "Tool: {name}\nDescription: {description}")
 
 
+def parameter_text(schema, max_chars: int = 2000) -> str:
+    """The words a tool's input schema adds to its BM25 text: every parameter's name (``_``
+    as a space) and description, nested objects and array items two levels down, at most
+    ``max_chars``. A request names what it supplies ("the plate number", "车牌号") as often as
+    what it wants done.
+
+    Examples
+    --------
+    >>> parameter_text({"properties": {"plate_number": {"type": "string",
+    ...                                                 "description": "车牌号"}}})
+    'plate number 车牌号'
+    >>> parameter_text({"type": "object"}), parameter_text(None)
+    ('', '')
+    """
+    out: list[str] = []
+    size = 0
+
+    def walk(node, depth: int) -> None:
+        nonlocal size
+        props = node.get("properties") if isinstance(node, dict) else None
+        if not isinstance(props, dict):
+            items = node.get("items") if isinstance(node, dict) else None
+            if isinstance(items, dict) and depth <= 2:
+                walk(items, depth + 1)
+            return
+        for name, spec in props.items():
+            for piece in (str(name).replace("_", " "),
+                          spec.get("description") if isinstance(spec, dict) else None):
+                if isinstance(piece, str) and piece.strip() and size < max_chars:
+                    out.append(piece.strip())
+                    size += len(piece) + 1
+            if depth < 2 and isinstance(spec, dict):
+                walk(spec, depth + 1)
+
+    walk(schema, 0)
+    return " ".join(out)[:max_chars]
+
+
 def _read(path: Path) -> list[dict]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8") or "[]")

@@ -24,6 +24,7 @@ from maclaw_fast.index.arrays import grow
 from maclaw_fast.text import tokenize
 from maclaw_fast.threads import numba_threads
 from maclaw_fast.tools.assemble import gather, selected, tool_scores
+from maclaw_fast.tools.enrichment import parameter_text
 from maclaw_fast.tools.fusion import foreign_query_scale
 from maclaw_fast.tools.groups import GroupActivator, match_skills
 from maclaw_fast.tools.lookup import RetrievalMixin
@@ -133,6 +134,8 @@ class ToolRouter(RetrievalMixin):
     def _bm25_text(self, t: RegisteredTool) -> str:
         words = name_words(t.name) if self.config.split_names else ""
         base = f"{t.name} {words} {t.description}" if words else f"{t.name} {t.description}"
+        if self.config.index_parameters and t.input_schema:
+            base += " " + parameter_text(t.input_schema, self.config.parameter_chars)
         if self.enrichment is not None:
             return self.enrichment.search_text(t.name, base, t.tags)
         return base + (" " + " ".join(t.tags) if t.tags else "")

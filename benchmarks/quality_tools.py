@@ -200,9 +200,29 @@ def choose_weight(results, pick: dict[str, str], sweep) -> tuple[float, dict]:
     return best, scores
 
 
+def summary(results, pick, cfg: RouterConfig) -> list[str]:
+    """The out-of-the-box table: each set through the model ``auto`` picks, primary metric."""
+    lines = [f"| set / split (out-of-the-box model) | BM25 only | vector only | hybrid "
+             f"{cfg.bm25_weight}/{cfg.cos_weight} tune / held-out | ≈ whole |", "|---|---|---|---|---|"]
+    for r in results:
+        if pick.get(r["key"]) != r["model"]:
+            continue
+        metric = SETS[r["key"]][4]
+        for split, s in r["splits"].items():
+            tune, held = s["halves"]
+            lines.append(f"| {r['set']} {split} ({r['label']}), {metric} | "
+                         f"{mean(s['runs'], 'bm25', metric):.3f} | "
+                         f"{mean(s['runs'], 'vector', metric):.3f} | "
+                         f"{mean(s['runs'], 'hybrid', metric, tune):.3f} / "
+                         f"{mean(s['runs'], 'hybrid', metric, held):.3f} | "
+                         f"{mean(s['runs'], 'hybrid', metric):.3f} |")
+    return lines
+
+
 def report(results, pick, best, scores, cfg: RouterConfig, sweep) -> str:
     dflt = cfg.bm25_weight
-    lines = [
+    lines = summary(results, pick, cfg) + [
+        "", "## Every model and metric", "",
         f"Default fusion (`RouterConfig`): {cfg.bm25_weight}·minmax(bm25) + "
         f"{cfg.cos_weight}·minmax(cos) over the candidates, then min-max (SPEC R3). Retrieval "
         "stage only. `hybrid held-out` is the half of each split the weights were not tuned "

@@ -129,7 +129,7 @@ def run_set(key: str, root: Path, model: str, args) -> dict:
     router.retrieve("warm up", 5)  # embeds the catalog
     router.close()
     t_index = time.perf_counter() - t0
-    # ablations: the first build's fusion (raw cosine, 0.4/0.6); camelCase names not split
+    # ablations: raw-cosine fusion at 0.4/0.6; camelCase names not split; parameters not indexed
     ablations = {
         name: ToolRouter(router.registry, embedder=tool_emb, platform=Platform(), cache_dir=cdir,
                          config=RouterConfig(core_tools=(), embedding_cache_size=1_000_000, **kw))

@@ -71,7 +71,16 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
 
+    def print_help(self, file=None):
+        from maclaw_fast.progress import stop_all
+
+        stop_all()  # the "starting" line goes before the help is printed
+        super().print_help(file)
+
     def error(self, message: str):
+        from maclaw_fast.progress import stop_all
+
+        stop_all()
         text = " ".join(message.split())
         self.exit(2, f"error: {text} (see: {self.prog} --help)\n")
 
@@ -116,7 +125,16 @@ def main(argv: list[str] | None = None) -> int:
     # a warning (e.g. a model package missing, and the fallback taken) reads as one line
     warnings.formatwarning = lambda message, category, *a, **k: f"warning: {message}\n"
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(argv[0] if argv else None).parse_args(argv)
+    from maclaw_fast import progress
+
+    # building the parser imports the packages of every command (seconds on a busy machine)
+    flags = argparse.Namespace(progress=True if "--progress" in argv else None,
+                               quiet="--quiet" in argv)
+    starting = progress.Activity(flags, "starting maclaw-fast", transient=True).start()
+    try:
+        args = build_parser(argv[0] if argv else None).parse_args(argv)
+    finally:
+        starting.stop()
     from maclaw_fast.progress import ENV, apply_flags
 
     before = os.environ.get(ENV)

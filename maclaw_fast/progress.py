@@ -76,10 +76,39 @@ def bar(args, total: int | None, desc: str, unit: str = "it"):
     tqdm.monitor_interval = 0  # no monitor thread: bars here are updated often enough
     on = enabled(args)
     if on and _RUNNING:  # a bar inside a timed step: the bar says more, the line goes
-        for act in list(_RUNNING):
-            act.stop(quiet=True)
-    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not on,
-                dynamic_ncols=True, mininterval=0.1 if forced(args) else 0.25)
+        stop_all()
+    b = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not on,
+             dynamic_ncols=True, mininterval=0.1 if forced(args) else 0.25)
+    if on:
+        _keep_ticking(b)
+    return b
+
+
+def stop_all() -> None:
+    """Erase every activity line on screen (before help or an error message is printed)."""
+    for act in list(_RUNNING):
+        act.stop(quiet=True)
+
+
+def _keep_ticking(b) -> None:
+    """Redraw ``b`` (its elapsed time) while no update comes: a batch of a slow model can take
+    seconds, and a frozen bar looks like a hang."""
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.wait(0.5 if _tty() else 1.0):
+            b.refresh()
+
+    thread = threading.Thread(target=tick, daemon=True, name="maclaw-progress-bar")
+    thread.start()
+    close = b.close
+
+    def closing() -> None:
+        stop.set()
+        thread.join()
+        close()
+
+    b.close = closing
 
 
 def counter(args, desc: str, unit: str = "it", units: dict[str, str] | None = None):

@@ -38,6 +38,7 @@ def test_import_of_1000_memories_shows_progress(tmp_path):
     assert "import: embedding" in res.stderr and "import: adding" in res.stderr
     assert res.stderr.count("1000/1000") >= 2  # both stages reach the end
     assert "opening the store" in res.stderr and "writing the store" in res.stderr
+    assert res.stderr.startswith("starting maclaw-fast … ")  # before the imports, first
     assert "import:" not in res.stdout  # progress never mixes with the result
     # stderr is not a terminal here: without --progress nothing but the result
     other = str(tmp_path / "other")

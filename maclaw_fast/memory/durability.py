@@ -175,6 +175,10 @@ class Durability:
         # a snapshot loaded without its vectors (another model) left the column unsized
         store._vectors.reserve(int(live.max()) + 1 if len(live) else 0)
         rows = [int(r) for r in live if not store._vectors.has_vec[r]]
+        if not rows:
+            if snap_fp and snap_fp != _fp(store):
+                self._dirty = True
+            return
         from maclaw_fast.progress import bar
 
         with bar(None, len(rows), f"re-embedding with {_fp(store).split(':')[0]}",

@@ -9,6 +9,7 @@ Examples
 'bg-coding-1'
 """
 
+from maclaw_fast.agent.features import AgentFeatures, FeatureNotes, notes_line
 from maclaw_fast.agent.handlers import BuiltinHandler, ToolContext
 from maclaw_fast.agent.loop import Agent, AgentConfig, AgentTurn, ToolCallRecord
 from maclaw_fast.agent.prompt import (build_system_prompt, self_identity_summary, summarize,
@@ -18,8 +19,8 @@ from maclaw_fast.agent.slots import (BackgroundLoopManager, LoopContext, LoopEve
                                      Ticket)
 
 __all__ = [
-    "Agent", "AgentConfig", "AgentTurn", "BackgroundLoopManager", "BuiltinHandler",
-    "LoopContext", "LoopEvent", "Sandbox", "SlotConfig", "Ticket", "ToolCallRecord",
-    "ToolContext", "build_system_prompt", "run_bash", "self_identity_summary", "summarize",
-    "user_fact_summary",
+    "Agent", "AgentConfig", "AgentFeatures", "AgentTurn", "BackgroundLoopManager",
+    "BuiltinHandler", "FeatureNotes", "LoopContext", "LoopEvent", "Sandbox", "SlotConfig",
+    "Ticket", "ToolCallRecord", "ToolContext", "build_system_prompt", "notes_line", "run_bash",
+    "self_identity_summary", "summarize", "user_fact_summary",
 ]

@@ -29,7 +29,7 @@ class FeatureNotes(msgspec.Struct, kw_only=True):
 
     ``filter_dropped`` is -1 when the recall filter did not run; ``superseded`` holds the ids
     conflict detection retired; ``maintenance`` one summary per run finished since the last
-    turn; ``extractor`` what the knowledge extractor did at the end of a conversation.
+    turn.
     """
 
     reranked: list[str] = []
@@ -40,7 +40,6 @@ class FeatureNotes(msgspec.Struct, kw_only=True):
     conflicts_checked: int = 0
     superseded: list[str] = []
     maintenance: list[str] = []
-    extractor: str = ""
 
 
 def notes_line(notes: FeatureNotes) -> str:
@@ -65,29 +64,7 @@ def notes_line(notes: FeatureNotes) -> str:
     elif notes.conflicts_checked:
         parts.append(f"no conflict ({notes.conflicts_checked} checked)")
     parts += [f"maintenance ran ({m})" for m in notes.maintenance]
-    if notes.extractor:
-        parts.append(f"extractor {notes.extractor}")
     return " | ".join(parts)
-
-
-def extractor_note(report) -> str:
-    """``saved N`` / ``skipped (why)`` / ``failed (why)`` for an extraction report.
-
-    Examples
-    --------
-    >>> from maclaw_fast.maintenance.extractor import ExtractReport
-    >>> extractor_note(ExtractReport(skipped="cooldown: 1800 s left"))
-    'skipped (cooldown: 1800 s left)'
-    """
-    if report is None:
-        return ""
-    if getattr(report, "skipped", ""):
-        return f"skipped ({report.skipped})"
-    if getattr(report, "error", ""):
-        return f"failed ({report.error[:80]})"
-    saved = getattr(report, "saved", 0)
-    dup = getattr(report, "duplicates", 0)
-    return f"saved {saved}" + (f" ({dup} duplicate(s) skipped)" if dup else "")
 
 
 class AgentFeatures:

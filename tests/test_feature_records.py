@@ -137,3 +137,22 @@ def test_features_config_switches():
         FeaturesConfig().without(["telepathy"])
     with pytest.raises(ValidationError):
         FeaturesConfig(recall_filter_max=0)
+
+
+def test_schedule_reports_a_run_in_progress(llm_server):
+    from tests.llm_server import Reply, Slow
+
+    s = MemoryStore.in_memory(embedder=None)
+    s.save("a preference long enough to get a compact form", category="preference")
+    llm_server.default = Slow(1.0, Reply(text="[]"))  # every LLM step takes a second
+    sched = MaintenanceSchedule(Maintenance(s, llm_server.client()), recheck_s=0.05)
+    assert not sched.busy
+    sched.start()
+    for _ in range(200):
+        if sched.busy:
+            break
+        sched._stop.wait(0.01)
+    assert sched.busy
+    assert sched.wait_idle(60) and not sched.busy
+    assert len(sched.take_finished()) == 1
+    sched.stop()

@@ -279,6 +279,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         finally:
             result = _end_conversation(agent, args)
             show_extraction(result, store, out)
+            if features.schedule is not None and features.schedule.busy:
+                out("  (waiting for the maintenance run in progress to finish)")
             features.close()
             for obj in (mcp, agent.toolbox, workspace, router):
                 if obj is not None:

@@ -46,6 +46,12 @@ class MaintenanceSchedule:
         self._stop = threading.Event()
         self._idle = threading.Event()
         self._thread: threading.Thread | None = None
+        self._running = False
+
+    @property
+    def busy(self) -> bool:
+        """True while a run is in progress (:meth:`stop` then waits for it)."""
+        return self._running
 
     def due_in(self) -> float:
         """Seconds until the next run (0 = due now)."""
@@ -92,11 +98,15 @@ class MaintenanceSchedule:
                     return
                 continue
             self._idle.clear()
+            self._running = True
             try:
                 self._finished.append(self.maintenance.run_once(scheduled=True))
             except StoreClosedError:
                 return
             except Exception:  # a background thread has nobody to raise to
                 log.exception("scheduled maintenance run failed")
+                self._running = False
                 if self._stop.wait(self.recheck_s):  # not again at once
                     return
+            finally:
+                self._running = False

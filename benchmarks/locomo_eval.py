@@ -296,6 +296,11 @@ def sweep_variants() -> dict[str, list[Variant]]:
     adj = [variant(f"adjacency factor {f:g}, hops {h}", adjacency_factor=f, adjacency_hops=h)
            for f in (0.5, 0.7, 0.8, 0.9) for h in (1, 2, 3)]
     adj.append(variant("adjacency off", adjacency_hops=0))
+    mixes = [variant(f"adjacency mix {m:g}, factor {f:g}", adjacency_mix=m, adjacency_factor=f)
+             for m in (0.0, 0.2, 0.3, 0.4, 0.5) for f in (0.8, 1.0)]
+    mixes += [variant("adjacency mix 0.3, no similarity walk", adjacency_mix=0.3, graph_hops=0),
+              variant("adjacency mix 0 (the larger value), no similarity walk",
+                      adjacency_mix=0.0, graph_hops=0)]
     seeds = [variant(f"graph_seeds {s}", graph_seeds=s) for s in (3, 5, 10)]
     combos = [variant("bm25 0.5 / cos 0.5, adjacency 0.9 × 2", bm25_weight=0.5, cos_weight=0.5,
                       adjacency_factor=0.9),
@@ -308,7 +313,9 @@ def sweep_variants() -> dict[str, list[Variant]]:
                       cos_weight=0.5, graph_seeds=3)]
     return {"BM25 parameters (BM25 alone, no graph)": k1b, "relevance weight": wrel,
             "BM25 / cosine weights": mix, "normalisations": norms,
-            "conversation links (factor, hops)": adj, "graph seeds": seeds,
+            "conversation links (factor, hops)": adj,
+            "how a linked turn combines its own relevance with the walk's (mix, factor)": mixes,
+            "graph seeds": seeds,
             "combinations of the best single changes": combos}
 
 
@@ -318,6 +325,8 @@ def ablation_variants() -> list[Variant]:
            variant("fusion off (raw BM25 + raw cosine)", bm25_norm="raw", cos_norm="raw"),
            variant("weights off (SPEC 1/1/1)", weight_relevance=1.0),
            variant("adjacency off", adjacency_hops=0, graph={"adjacency": False}),
+           variant("adjacency mix off (a linked turn takes the larger value)",
+                   adjacency_mix=0.0),
            variant("BM25 k1 1.2 b 0.75 (long-document defaults)", bm25=(1.2, 0.75)),
            variant("relevance only (recency, importance weight 0)", weight_recency=0.0,
                    weight_importance=0.0),

@@ -135,9 +135,25 @@ def score_rows(base, bm25, cos, affinity, eligible, scored, norm_mode, cos_mode,
     return s_lo, s_hi, count
 
 
+@njit(cache=True, inline="always")
+def linked_relevance(own, sim, link, mix):
+    """The relevance of a row the graph walk reached: ``own`` (its fused relevance), ``sim``
+    and ``link`` (the best a seed's relevance gave it along the similarity edges and the
+    conversation links, :func:`maclaw_kernels.graph.propagate_linked`). A similarity neighbour
+    keeps the larger of its own and the walk's value; along the links, ``mix`` 0 does the same,
+    ``mix`` > 0 adds ``mix·link`` to its own (a reply keeps its own match and gains a share of
+    the question it answers)."""
+    v = max(own, sim)
+    if mix <= 0.0:
+        return max(v, link)
+    if link > 0.0:
+        return max(v, own + mix * link)
+    return v
+
+
 @njit(cache=True)
 def rank_scored(base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
-                prev, nxt, adj_hops, adj_factor, k, score_out, graph_out):
+                prev, nxt, adj_hops, adj_factor, adj_mix, k, score_out, graph_out):
     """Score, propagate relevance from the top ``n_seeds`` through the graph, re-score, and return
     the top ``k`` scored rows (score desc, access desc, seq asc)."""
     for i in range(base.shape[0]):
@@ -145,13 +161,14 @@ def rank_scored(base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hop
         graph_out[i] = 0.0
     top = top_k_desc(score_out, access, seq, scored, max(k, n_seeds))
     return rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w,
-                             hops, hop_factor, prev, nxt, adj_hops, adj_factor, k, score_out,
-                             graph_out)
+                             hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix, k,
+                             score_out, graph_out)
 
 
 @njit(cache=True)
 def rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hops,
-                      hop_factor, prev, nxt, adj_hops, adj_factor, k, score_out, graph_out):
+                      hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix, k, score_out,
+                      graph_out):
     """Given ``top`` = the first ``max(k, n_seeds)`` rows by ``score_out`` (``graph_out`` zero):
     propagate from the first ``n_seeds`` along the similarity edges and the conversation links
     (:func:`maclaw_kernels.graph.propagate_linked`), update the rows reached, return the new
@@ -163,15 +180,16 @@ def rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, 
     seeds = top[:min(n_seeds, top.shape[0])]
     if (hops <= 0 and adj_hops <= 0) or seeds.shape[0] == 0:
         return top[:k]
-    gained, reached = propagate_linked(seeds, rel[seeds], nbr, edge_w, hops, hop_factor, prev,
-                                       nxt, adj_hops, adj_factor, scored)
+    sim, link, reached = propagate_linked(seeds, rel[seeds], nbr, edge_w, hops, hop_factor,
+                                          prev, nxt, adj_hops, adj_factor, scored)
     rows = np.empty(top.shape[0] + reached.shape[0], np.int64)
     rows[:top.shape[0]] = top
     m = top.shape[0]
     for r in reached:
-        if gained[r] > rel[r]:
-            graph_out[r] = gained[r] - rel[r]
-            score_out[r] = base[r] + w_rel * gained[r]
+        g = linked_relevance(rel[r], sim[r], link[r], adj_mix)
+        if g > rel[r]:
+            graph_out[r] = g - rel[r]
+            score_out[r] = base[r] + w_rel * g
             rows[m] = r
             m += 1
     if m == top.shape[0]:  # no row gained: the order stands
@@ -194,7 +212,7 @@ def hit_reason(kind, graph):
 @njit(cache=True)
 def recall_one(base, bm25, cos, affinity, eligible, scored, updated_at, access, seq, tokens,
                fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel, n_seeds, nbr,
-               edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, max_identity,
+               edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix, max_identity,
                max_user_facts, lead_window, max_entries, budget, work, out_rows, out_score,
                out_bm25, out_rel, out_graph, out_reason):
     """One query end to end; writes the selected rows, their score parts and :func:`hit_reason`
@@ -218,7 +236,8 @@ def recall_one(base, bm25, cos, affinity, eligible, scored, updated_at, access, 
     k = min(max(max_entries + 8, lead_window), n_scored)
     top = top_k_known(score, access, seq, scored, max(k, n_seeds), s_lo, s_hi, n_scored)
     ranked = rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w,
-                               hops, hop_factor, prev, nxt, adj_hops, adj_factor, k, score, graph)
+                               hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix, k,
+                               score, graph)
     fixed = pick_identity(fixed_rows, eligible, access, updated_at, seq, max_identity)
     while True:
         ranked_rel = np.empty(ranked.shape[0])
@@ -231,7 +250,7 @@ def recall_one(base, bm25, cos, affinity, eligible, scored, updated_at, access, 
         # entries over the budget (or leading elsewhere) left it short: rank deeper
         k = min(2 * k, n_scored)
         ranked = rank_scored(base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hops,
-                             hop_factor, prev, nxt, adj_hops, adj_factor, k, score, graph)
+                             hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix, k, score, graph)
     for j in range(m):
         r = out_rows[j]
         out_score[j] = base[r] + w_rel * (rel[r] + graph[r])
@@ -257,7 +276,7 @@ def copy_row_parts(m, out_rows, recency, importance, cos, affinity, out_parts):
 # the recall kernels' arguments that describe the plan (the store's ``kernel_args``), in order
 KERNEL_ARGS = ("access", "seq", "tokens", "fixed_rows", "user_fact", "norm_mode", "cos_mode",
                "bm25_w", "cos_w", "w_rel", "n_seeds", "nbr", "edge_w", "hops", "hop_factor",
-               "prev", "nxt", "adj_hops", "adj_factor", "max_identity", "max_user_facts",
+               "prev", "nxt", "adj_hops", "adj_factor", "adj_mix", "max_identity", "max_user_facts",
                "lead_window",
                "max_entries", "budget")
 
@@ -266,7 +285,7 @@ KERNEL_ARGS = ("access", "seq", "tokens", "fixed_rows", "user_fact", "norm_mode"
 def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
                   memo_factor, log_table, bm25, cos, affinity, eligible, scored, access, seq,
                   tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel,
-                  n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor,
+                  n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix,
                   max_identity, max_user_facts, lead_window, max_entries, budget, work, out_rows,
                   out_parts):
     """:func:`base_scores` then :func:`recall_one`, in one call for the single-query path.
@@ -281,8 +300,8 @@ def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_ke
                 memo_factor, log_table, recency, importance, base)
     m = recall_one(base, bm25, cos, affinity, eligible, scored, updated_at, access, seq, tokens,
                    fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel, n_seeds,
-                   nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, max_identity,
-                   max_user_facts, lead_window, max_entries, budget, work, out_rows,
+                   nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix,
+                   max_identity, max_user_facts, lead_window, max_entries, budget, work, out_rows,
                    out_parts[0], out_parts[1], out_parts[2], out_parts[3], out_parts[8])
     copy_row_parts(m, out_rows, recency, importance, cos, affinity, out_parts)
     return m
@@ -296,7 +315,8 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
                  w_imp, memo_key, memo_at, memo_factor, log_table, affinity, eligible, scored,
                  access, seq, tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w,
                  w_rel, n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor,
-                 max_identity, max_user_facts, lead_window, max_entries, budget, bm25, cos, work,
+                 adj_mix, max_identity, max_user_facts, lead_window, max_entries, budget, bm25, cos,
+                 work,
                  out_rows, out_parts):
     """One query end to end: BM25 into ``bm25``, cosines into ``cos``, then what
     :func:`recall_single` does, in one call (each call level of this many arrays costs ~1 µs).
@@ -331,7 +351,7 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
                          memo_at, memo_factor, log_table, bm25[:n], cos[:n], affinity, eligible,
                          scored, access, seq, tokens, fixed_rows, user_fact, norm_mode, cos_mode,
                          bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt,
-                         adj_hops, adj_factor, max_identity, max_user_facts, lead_window,
+                         adj_hops, adj_factor, adj_mix, max_identity, max_user_facts, lead_window,
                          max_entries, budget, work, out_rows, out_parts)
 
 
@@ -344,7 +364,7 @@ VIEWED_ARGS = (
     ("f8", 1), ("f8", 1), ("f8", 1), ("b1", 1), ("b1", 1),
     # the plan's kernel arguments (KERNEL_ARGS)
     ("i8", 1), ("i8", 1), ("i8", 1), ("i8", 1), ("b1", 1), "", "", "", "", "", "", ("i8", 2),
-    ("f8", 2), "", "", ("i8", 1), ("i8", 1), "", "", "", "", "", "", "",
+    ("f8", 2), "", "", ("i8", 1), ("i8", 1), "", "", "", "", "", "", "", "",
     # scratch and outputs
     ("f8", 1), ("f4", 1), ("f8", 2), ("i8", 1), ("f8", 2))
 
@@ -370,8 +390,8 @@ def recall_viewed(query_text, term_ids, query, check_unit, now, views, knobs):
         column(v, 26, np.int64), column(v, 27, np.int64), column(v, 28, np.int64),
         column(v, 29, np.int64), column(v, 30, np.bool_), i64(k[9]), i64(k[10]), k[11], k[12],
         k[13], i64(k[14]), block(v, 31, np.int64), block(v, 32, np.float64), i64(k[15]), k[16],
-        column(v, 33, np.int64), column(v, 34, np.int64), i64(k[17]), k[18], i64(k[19]),
-        i64(k[20]), i64(k[21]), i64(k[22]), i64(k[23]), column(v, 35, np.float64),
+        column(v, 33, np.int64), column(v, 34, np.int64), i64(k[17]), k[18], k[19],
+        i64(k[20]), i64(k[21]), i64(k[22]), i64(k[23]), i64(k[24]), column(v, 35, np.float64),
         column(v, 36, np.float32), block(v, 37, np.float64), column(v, 38, np.int64),
         block(v, 39, np.float64))
 
@@ -379,7 +399,7 @@ def recall_viewed(query_text, term_ids, query, check_unit, now, views, knobs):
 @njit(cache=True, parallel=True)
 def recall_batch(base, bm25, cos, affinity, eligible, scored, scope_of, updated_at, access, seq,
                  tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel,
-                 n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor,
+                 n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix,
                  max_identity, max_user_facts, lead_window, max_entries, budget, out_rows,
                  out_score, out_bm25, out_rel, out_graph, out_reason, out_count):
     """:func:`recall_one` per query row of ``bm25``/``cos``; query ``q`` takes its masks from
@@ -390,7 +410,7 @@ def recall_batch(base, bm25, cos, affinity, eligible, scored, scope_of, updated_
         out_count[q] = recall_one(base, bm25[q], cos[q], affinity[s], eligible[s], scored[s],
                                   updated_at, access, seq, tokens, fixed_rows, user_fact,
                                   norm_mode, cos_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w,
-                                  hops, hop_factor, prev, nxt, adj_hops, adj_factor,
+                                  hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix,
                                   max_identity, max_user_facts, lead_window, max_entries,
                                   budget,
                                   np.empty((4, base.shape[0])), out_rows[q], out_score[q],

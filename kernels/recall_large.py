@@ -19,8 +19,8 @@ from numba import njit, prange
 
 from maclaw_kernels.graph import propagate_linked
 from maclaw_kernels.quantized import bound_rows, kth_largest, query_norm
-from maclaw_kernels.recall import (bm25_hit_range, hit_reason, recall_single, refresh_recency,
-                                   row_recency, row_relevance)
+from maclaw_kernels.recall import (bm25_hit_range, hit_reason, linked_relevance, recall_single,
+                                   refresh_recency, row_recency, row_relevance)
 from maclaw_kernels.recall_assemble import pick_identity, select_hits
 from maclaw_kernels.topk import top_k_desc
 from maclaw_kernels.vectors import dot_scores, dot_scores_parallel, row_dot
@@ -155,8 +155,8 @@ def row_parts(r, updated_at, weight, access, now, decay_now, memo_factor, log_ta
 
 @njit(cache=True)
 def along_links(seeds, prev, nxt, adj_hops):
-    """Every row at most ``adj_hops`` conversation links before or after a seed (seeds
-    excluded; a row may repeat)."""
+    """Every row at most ``adj_hops`` conversation links before or after a seed (a row may
+    repeat; seeds included: a seed linked to another gains from it)."""
     found = np.empty(2 * seeds.shape[0] * max(adj_hops, 0), np.int64)
     m = 0
     for s in seeds:
@@ -168,38 +168,36 @@ def along_links(seeds, prev, nxt, adj_hops):
                     break
                 found[m] = node
                 m += 1
-    keep = np.ones(m, np.bool_)
-    for j in range(m):
-        for s in seeds:
-            keep[j] = keep[j] and found[j] != s
-    return found[:m][keep]
+    return found[:m]
 
 
 @njit(cache=True)
 def rank_sparse(top, k, n_seeds, hops, hop_factor, nbr, edge_w, prev, nxt, adj_hops, adj_factor,
-                scored, access, seq, w_rel, score, parts_args, vec_args):
+                adj_mix, scored, access, seq, w_rel, score, parts_args, vec_args):
     """:func:`maclaw_kernels.recall.rerank_with_graph` over ``top`` and the rows the walk can
     reach (``score`` is updated for the rows that gain; their cosines are filled in from
     ``vec_args`` = matrix, has_vec, query, cos): returns the top ``k`` rows and the dense
-    relevance each row gained (empty when no walk ran)."""
+    values the walk gave each row along the similarity edges and the conversation links (both
+    empty when no walk ran)."""
     seeds = top[:min(n_seeds, top.shape[0])]
     if (hops <= 0 and adj_hops <= 0) or seeds.shape[0] == 0:
-        return top[:k], np.zeros(0)
+        return top[:k], np.zeros(0), np.zeros(0)
     seed_rel = np.empty(seeds.shape[0])
     for j in range(seeds.shape[0]):
         seed_rel[j] = row_parts(seeds[j], *parts_args)[4]
-    gained = propagate_linked(seeds, seed_rel, nbr, edge_w, hops, hop_factor, prev, nxt,
-                              adj_hops, adj_factor, scored)[0]
+    sim, link = propagate_linked(seeds, seed_rel, nbr, edge_w, hops, hop_factor, prev, nxt,
+                                 adj_hops, adj_factor, scored)[:2]
     reach = np.unique(np.concatenate((within_hops(seeds, nbr, max(hops, 0)),
                                       along_links(seeds, prev, nxt, adj_hops))))
     reach = reach[scored[reach]]
     fill_cosines(reach, *vec_args)
     for r in reach:
-        if gained[r] > 0.0:
+        if sim[r] > 0.0 or link[r] > 0.0:
             _rec, _imp, base, _bn, rel = row_parts(r, *parts_args)
-            if gained[r] > rel:
-                score[r] = base + w_rel * gained[r]
-    return top_of(np.concatenate((top, reach)), score, access, seq, k), gained
+            g = linked_relevance(rel, sim[r], link[r], adj_mix)
+            if g > rel:
+                score[r] = base + w_rel * g
+    return top_of(np.concatenate((top, reach)), score, access, seq, k), sim, link
 
 
 @njit(cache=True)
@@ -207,7 +205,7 @@ def recall_large(matrix, codes, scale, err, slack, has_vec, query, updated_at, w
                  decay_per_hour, w_rec, w_imp, memo_key, memo_at, memo_factor, log_table, bm25,
                  affinity, eligible, scored, access, seq, tokens, fixed_rows, user_fact,
                  norm_mode, cos_mode, bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops,
-                 hop_factor, prev, nxt, adj_hops, adj_factor, max_identity, max_user_facts,
+                 hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix, max_identity, max_user_facts,
                  lead_window, max_entries, budget, block, cos, score, low, high, out_rows,
                  out_parts):
     """:func:`maclaw_kernels.recall.recall_single` from the query vector (same ``out_parts``
@@ -217,7 +215,7 @@ def recall_large(matrix, codes, scale, err, slack, has_vec, query, updated_at, w
     memo and ``log_table`` are those of :func:`maclaw_kernels.recall.base_scores`."""
     n = updated_at.shape[0]
     plan = (fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel, n_seeds, nbr,
-            edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, max_identity,
+            edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix, max_identity,
             max_user_facts, lead_window, max_entries, budget)
     if cos_mode != 0:  # min-max cosines need every cosine: exact, then ranked densely
         dot_scores(matrix, n, has_vec, query, cos)  # the single-query path's bits
@@ -240,15 +238,16 @@ def recall_large(matrix, codes, scale, err, slack, has_vec, query, updated_at, w
     top = top_of(cand_rows.ravel(), score, access, seq, max(k, n_seeds))
     parts_args = (updated_at, weight, access, now, decay_now, memo_factor, log_table, w_rec,
                   w_imp, bm25, cos, affinity, eligible, norm_mode, lo, hi, bm25_w, cos_w)
-    ranked, gained = rank_sparse(top, k, n_seeds, hops, hop_factor, nbr, edge_w, prev, nxt,
-                                 adj_hops, adj_factor, scored, access, seq, w_rel, score,
+    ranked, sim, link = rank_sparse(top, k, n_seeds, hops, hop_factor, nbr, edge_w, prev, nxt,
+                                 adj_hops, adj_factor, adj_mix, scored, access, seq, w_rel, score,
                                  parts_args, (matrix, has_vec, query, cos))
     fill_cosines(ranked, matrix, has_vec, query, cos)
     ranked_rel = np.empty(ranked.shape[0])
     for j in range(ranked.shape[0]):
         r = ranked[j]
         rel = row_parts(r, *parts_args)[4]
-        ranked_rel[j] = max(rel, gained[r]) if gained.shape[0] else rel
+        ranked_rel[j] = (linked_relevance(rel, sim[r], link[r], adj_mix) if sim.shape[0]
+                         else rel)
     fixed = pick_identity(fixed_rows, eligible, access, updated_at, seq, max_identity)
     m = select_hits(fixed, ranked, ranked_rel, user_fact, max_user_facts, lead_window, tokens,
                     max_entries, budget, out_rows, out_parts[8])
@@ -263,8 +262,8 @@ def recall_large(matrix, codes, scale, err, slack, has_vec, query, updated_at, w
         r = out_rows[j]
         rec, imp, base, bn, rel = row_parts(r, *parts_args)
         graph = 0.0
-        if gained.shape[0] and scored[r] and gained[r] > rel:
-            graph = gained[r] - rel
+        if sim.shape[0] and scored[r]:
+            graph = max(linked_relevance(rel, sim[r], link[r], adj_mix) - rel, 0.0)
         out_parts[0, j] = base + w_rel * (rel + graph)
         out_parts[1, j] = bn
         out_parts[2, j] = rel

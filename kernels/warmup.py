@@ -49,7 +49,7 @@ def _memory_kernels():
     links = np.full(n, -1, np.int64)
     # the plan's arguments, in the order of recall.KERNEL_ARGS
     common = (i64, i64, i64, np.zeros(0, np.int64), ~bools, 1, 1, 0.4, 0.6, 1.0, 5, nbr,
-              np.zeros((n, 5)), 1, 0.5, links, links, 2, 0.8, 3, 3, 5, 3, 100)
+              np.zeros((n, 5)), 1, 0.5, links, links, 2, 0.8, 0.3, 3, 3, 5, 3, 100)
     rec, imp, base = np.zeros(n), np.zeros(n), np.zeros(n)
     # recency knobs: decay, weights, the recency memo (key, updated_at seen, factors), log table
     knobs = (0.005, 1.0, 1.0, np.full(2, np.nan), np.full(n, np.nan), np.zeros(n), np.zeros(64))

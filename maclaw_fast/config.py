@@ -144,6 +144,9 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     # the conversation links (SPEC R5): relevance passed along prev/next per hop
     adjacency_factor: float = 0.8
     adjacency_hops: int = 2
+    # how a reached row combines its own relevance with the walk's: 0 keeps the larger, m > 0
+    # adds m × the walk's value to its own (a reply keeps its match and gains its question's)
+    adjacency_mix: float = 0.4
     # the always-on block (SPEC R4): self-identity entries that lead every recall; user facts
     # that lead when among the query's results (recall_dynamic ranks them instead)
     max_identity: int = 3

@@ -49,15 +49,14 @@ def random_links(rng, n):
 
 def ref_links(seeds, values, prev, nxt, hops, factor, eligible):
     """SPEC R5: from each seed, ≤ hops steps each way, ``value·factor^h``; stop at a missing
-    link, a seed or a row not eligible; the best value per row."""
-    seed_set = {int(s) for s in seeds}
+    link or a row not eligible (a walk passes through other seeds); the best value per row."""
     best = [0.0] * len(prev)
     for s, v in zip(seeds, values):
         for links in (prev, nxt):
             node, val = int(s), float(v)
             for _ in range(hops):
                 node = int(links[node])
-                if node < 0 or node in seed_set or not eligible[node]:
+                if node < 0 or not eligible[node]:
                     break
                 val *= factor
                 best[node] = max(best[node], val)
@@ -91,7 +90,7 @@ def ref_fuse(bm25, cos, affinity, eligible, mode, cos_mode, bw, cw):
 
 
 def ref_rank(base, rel, scored, access, seq, w_rel, n_seeds, nbr, w, hops, factor, prev, nxt,
-             adj_hops, adj_factor):
+             adj_hops, adj_factor, adj_mix):
     """(ranked rows, score per row, graph gain per row): rank, walk from the seeds, re-rank."""
     n = len(base)
     score = {i: base[i] + w_rel * rel[i] for i in range(n) if scored[i]}
@@ -103,7 +102,9 @@ def ref_rank(base, rel, scored, access, seq, w_rel, n_seeds, nbr, w, hops, facto
         gained = ref_propagate(seeds, values, nbr, w, max(hops, 0), factor, scored)
         walked = ref_links(seeds, values, prev, nxt, adj_hops, adj_factor, scored)
         for i in score:
-            g = max(gained[i], walked[i])
+            g = max(rel[i], gained[i])
+            if walked[i] > 0:  # mix 0: the larger value; else own + mix × the walk's
+                g = max(g, walked[i] if adj_mix <= 0 else rel[i] + adj_mix * walked[i])
             if g > rel[i]:
                 graph[i] = g - rel[i]
                 score[i] = base[i] + w_rel * g
@@ -157,15 +158,17 @@ def test_propagate_linked_matches_reference(seed):
         if seed % 5 == 0:
             args = (*ro(seeds, vals, nbr, w), hops, 0.5, *ro(prev, nxt), adj_hops, factor,
                     ro(eligible))
-        best, reached = propagate_linked(*args)
+        best, linked, reached = propagate_linked(*args)
         sim = ref_propagate(seeds, vals, nbr, w, hops, 0.5, eligible)
         walk = ref_links(seeds, vals, prev, nxt, adj_hops, factor, eligible)
-        ref = [max(a, b) for a, b in zip(sim, walk)]
-        np.testing.assert_allclose(best, ref, rtol=1e-12, atol=0, err_msg=f"hops {hops}")
-        assert sorted(reached.tolist()) == np.flatnonzero(np.asarray(ref) > 0).tolist()
-        if adj_hops == 0:  # no walk: exactly the similarity propagation
-            assert best.tolist() == propagate_reached(seeds, vals, nbr, w, hops, 0.5,
-                                                      eligible)[0].tolist()
+        np.testing.assert_allclose(best, sim, rtol=1e-12, atol=0, err_msg=f"hops {hops}")
+        np.testing.assert_allclose(linked, walk, rtol=1e-12, atol=0, err_msg=f"hops {hops}")
+        either = np.flatnonzero((np.asarray(sim) > 0) | (np.asarray(walk) > 0)).tolist()
+        assert sorted(reached.tolist()) == either
+        assert len(set(reached.tolist())) == reached.size  # each row reported once
+        # the similarity half is exactly the similarity propagation
+        assert best.tolist() == propagate_reached(seeds, vals, nbr, w, hops, 0.5,
+                                                  eligible)[0].tolist()
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -363,18 +366,19 @@ def test_rank_scored_matches_reference(seed):
     n = c["n"]
     _, rel = ref_fuse(c["bm25"], c["cos"], c["affinity"], c["eligible"], 1, 1, 0.4, 0.6)
     rel = np.array(rel)
-    for n_seeds, hops, adj_hops, k in ((5, 1, 2, 20), (1, 2, 0, 3), (3, 0, 1, n + 2),
-                                       (3, 0, 0, 10)):
+    for n_seeds, hops, adj_hops, k, mix in ((5, 1, 2, 20, 0.0), (5, 1, 2, 20, 0.4),
+                                            (1, 2, 0, 3, 0.4), (3, 0, 1, n + 2, 0.4),
+                                            (3, 0, 2, 10, 0.0), (3, 0, 0, 10, 0.0)):
         score_out, graph_out = np.full(n, np.nan), np.full(n, np.nan)
         args = (c["base"], rel, c["scored"], c["access"], c["seq"])
         if seed % 5 == 0:
             args = ro(*args)
         got = rank_scored(*args, 1.0, n_seeds, c["nbr"], c["w"], hops, 0.5, c["prev"], c["nxt"],
-                          adj_hops, 0.8, k, score_out, graph_out)
+                          adj_hops, 0.8, mix, k, score_out, graph_out)
         order, score, graph = ref_rank(c["base"], rel, c["scored"], c["access"], c["seq"], 1.0,
                                        n_seeds, c["nbr"], c["w"], hops, 0.5, c["prev"], c["nxt"],
-                                       adj_hops, 0.8)
-        ctx = f"seeds {n_seeds} hops {hops} adjacency {adj_hops}"
+                                       adj_hops, 0.8, mix)
+        ctx = f"seeds {n_seeds} hops {hops} adjacency {adj_hops} mix {mix}"
         assert_order(got, order[:k], score.__getitem__, ctx)
         for i in range(n):
             if c["scored"][i]:
@@ -401,7 +405,13 @@ def plan_args(c, plan, readonly=False):
         arrays = ro(*arrays)
         nbr, w, prev, nxt = ro(nbr, w, prev, nxt)
     return (*arrays, mode, cos_mode, 0.4, 0.6, 1.0, n_seeds, nbr, w, hops, 0.5, prev, nxt,
-            adj_hops, 0.8, max_id, max_uf, window, max_entries, budget)
+            adj_hops, 0.8, plan_mix(plan), max_id, max_uf, window, max_entries, budget)
+
+
+def plan_mix(plan):
+    """The plan's ``adj_mix``: both ways of combining a conversation link's value run with
+    adjacency on (plans 1, 2 and 4 add a share, plan 5 keeps the larger)."""
+    return 0.4 if plan[7] == 5 else 0.0
 
 
 def width_of(c, plan):
@@ -415,7 +425,7 @@ def ref_recall_one(c, q, plan, base=None):
                        0.6)
     order, _score, graph = ref_rank(base, rel, q["scored"], c["access"], c["seq"], 1.0, n_seeds,
                                     c["nbr"], c["w"], hops, 0.5, c["prev"], c["nxt"], adj_hops,
-                                    0.8)
+                                    0.8, plan_mix(plan))
     fixed = ref_pick(c["fixed"], q["eligible"], c["access"], c["updated"], c["seq"], max_id)
     ranked_rel = [rel[r] + graph[r] for r in order]
     rows, kinds = ref_select(fixed, order, ranked_rel, c["user_fact"], max_uf, window,

@@ -47,14 +47,14 @@ def large_case(seed):
 
 
 def run_both(c, mode, n_seeds, hops, max_entries, budget, block, readonly=False, w_rec=1.0,
-             cos_mode=0, adj_hops=2, max_identity=3, max_user_facts=3, window=5):
+             cos_mode=0, adj_hops=2, max_identity=3, max_user_facts=3, window=5, adj_mix=0.4):
     width = max_entries + min(max_identity, c["fixed"].size)
     cols = [c[k] for k in ("bm25", "affinity", "eligible", "scored", "access", "seq", "tokens",
                            "fixed", "user_fact")]
     if readonly:
         cols = ro(*cols)
     knobs = (mode, cos_mode, 0.4, 0.6, 1.0, n_seeds, c["nbr"], c["w"], hops, 0.5, c["prev"],
-             c["nxt"], adj_hops, 0.8, max_identity, max_user_facts, window, max_entries, budget)
+             c["nxt"], adj_hops, 0.8, adj_mix, max_identity, max_user_facts, window, max_entries, budget)
     cos = np.empty(c["n"], np.float32)
     # the bounded path's cosines are row_dot's bits (dot_scores' four-row loop may sum in
     # another order); with min-max cosines the kernel ranks dot_scores' cosines densely
@@ -88,7 +88,8 @@ def test_recall_large_equals_recall_single(seed):
     for mode, n_seeds, hops, max_entries, budget, cos_mode, adj_hops in settings:
         ref, got = run_both(c, mode, n_seeds, hops, max_entries, budget, block,
                             readonly=(seed % 7 == 0), cos_mode=cos_mode, adj_hops=adj_hops,
-                            max_identity=int(seed % 4), max_user_facts=int(seed % 3) + 1)
+                            max_identity=int(seed % 4), max_user_facts=int(seed % 3) + 1,
+                            adj_mix=0.4 if seed % 2 else 0.0)
         ctx = (f"seed {seed} block {block} mode {mode} seeds {n_seeds} hops {hops} "
                f"cos {cos_mode} adjacency {adj_hops}")
         assert got[0] == ref[0], ctx

@@ -231,14 +231,58 @@ def test_recall_walks_conversation_links():
     by_id = {h.entry.id: h for h in hits}
     assert hits[0].entry.id == q.id
     assert by_id[a.id].reason == "graph" and by_id[b.id].reason == "graph"
-    # no embedder: relevance = (bm25_weight + cos_weight) · normalised BM25 = 1.0 here
+    # no embedder: relevance = (bm25_weight + cos_weight) · normalised BM25 = 1.0 here; a and b
+    # match nothing, so they gain mix × factor^hops of q's relevance
+    rc = RecallConfig()
     rel_q = hits[0].breakdown.bm25
-    assert by_id[a.id].breakdown.graph == pytest.approx(0.8 * rel_q)
-    assert by_id[b.id].breakdown.graph == pytest.approx(0.64 * rel_q)
-    assert [h.entry.id for h in hits[:3]] == [q.id, a.id, b.id]
+    f, mix = rc.adjacency_factor, rc.adjacency_mix
+    assert mix > 0
+    assert by_id[a.id].breakdown.graph == pytest.approx(mix * f * rel_q)
+    # b shares "Caroline" with q, so its similarity edge may give it more than the two hops
+    assert by_id[b.id].breakdown.graph >= mix * f * f * rel_q - 1e-12
+    assert set(h.entry.id for h in hits[:3]) == {q.id, a.id, b.id}
+    # mix 0: a linked turn takes the larger of its own relevance and the walk's value
+    larger, q, a, b = build(MemoryConfig(recall=RecallConfig(adjacency_mix=0.0)))
+    got = {h.entry.id: h for h in larger.recall("support group", reinforce=False)}
+    assert got[a.id].breakdown.graph == pytest.approx(f * rel_q)
+    assert got[b.id].breakdown.graph == pytest.approx(f * f * rel_q)
     off, q, a, b = build(MemoryConfig(recall=RecallConfig(adjacency_hops=0)))
     hits = {h.entry.id: h for h in off.recall("support group", reinforce=False)}
     assert a.id not in hits or hits[a.id].breakdown.graph == 0.0  # 20 newer fillers rank first
+
+
+def test_a_reply_keeps_its_own_match_and_gains_its_question():
+    """The answer to a question (the turn after it) matches the query on its own only weakly:
+    with the additive link (mix > 0) it keeps that match and adds a share of the question's, so
+    it outranks an unlinked turn that matches as weakly; with mix 0 the walk gives it the larger
+    of the two values, no more."""
+    def build(mix):
+        cfg = MemoryConfig(recall=RecallConfig(adjacency_mix=mix))
+        store = MemoryStore.in_memory(embedder=None, config=cfg, clock=lambda: NOW)
+        for i in range(30):
+            store.save(f"filler {i} {_filler(random.Random(i), 6)}",
+                       category="conversation_summary", thread=f"other{i}")
+        other = store.save("I took nothing much away", category="conversation_summary",
+                           thread="lone")
+        question = store.save("What did you take away from the book Becoming Nicole?",
+                              category="conversation_summary", thread="talk")
+        answer = store.save("I took self-acceptance away", category="conversation_summary",
+                            thread="talk")
+        return store, other, question, answer
+
+    store, other, question, answer = build(0.4)
+    hits = store.recall("what did Caroline take away from Becoming Nicole", reinforce=False)
+    by_id = {h.entry.id: h for h in hits}
+    own = by_id[answer.id].breakdown.bm25 * 1.0  # no embedder: BM25 carries both weights
+    assert own > 0.0 and by_id[other.id].breakdown.bm25 == pytest.approx(own)
+    walk = 0.8 * by_id[question.id].breakdown.bm25
+    assert by_id[answer.id].breakdown.graph == pytest.approx(0.4 * walk)
+    ids = [h.entry.id for h in hits]
+    assert ids.index(answer.id) < ids.index(other.id)
+    store, other, question, answer = build(0.0)
+    by_id = {h.entry.id: h for h in store.recall(
+        "what did Caroline take away from Becoming Nicole", reinforce=False)}
+    assert by_id[answer.id].breakdown.graph == pytest.approx(max(walk - own, 0.0))
 
 
 def test_import_keeps_order_and_links_close_records():
@@ -278,7 +322,7 @@ def test_default_config_is_the_evaluated_one():
     assert (cfg.bm25.k1, cfg.bm25.b) == (0.9, 0.4)
     rc = cfg.recall
     assert (rc.bm25_norm, rc.cos_norm) == ("max", "minmax")
-    assert (rc.adjacency_factor, rc.adjacency_hops, rc.max_identity, rc.max_user_facts) == (
-        0.8, 2, 3, 3)
+    assert (rc.adjacency_factor, rc.adjacency_hops, rc.adjacency_mix, rc.max_identity,
+            rc.max_user_facts) == (0.8, 2, 0.4, 3, 3)
     assert cfg.graph.adjacency_gap_s == 1800.0
     assert msgspec.structs.replace(rc, bm25_norm="raw").bm25_norm == "raw"  # compat option

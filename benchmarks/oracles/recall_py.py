@@ -35,8 +35,10 @@ Decisions where the SPEC leaves room (the engine is expected to agree):
   ``max(c, 0)`` either way.
 * Every candidate is ranked on its score (SPEC R4). The graph walk (SPEC §4 expansion along the
   similarity edges, and R5: along the conversation links, ``adjacency_factor`` per step, for up
-  to ``adjacency_hops`` steps each way, stopping at a seed or a non-candidate) starts from the
-  best ``graph_seeds``; a row's relevance becomes the best value that reached it when higher.
+  to ``adjacency_hops`` steps each way, stopping at a non-candidate) starts from the
+  best ``graph_seeds``; a row's relevance becomes the best value that reached it when higher,
+  except along the conversation links with ``adjacency_mix`` > 0, which add ``mix × value`` to
+  the row's own relevance.
 * The leading block (SPEC R4): the ``max_identity`` self-identity candidates of highest
   importance, then most recent, then first saved, always (they count towards the entry limit);
   then the user facts among the first ``user_fact_window`` ranked entries whose relevance (after
@@ -187,16 +189,15 @@ class PyRecall:
     def walk_links(self, seeds: list[tuple[str, float]], hops: int, factor: float,
                    allowed: set[str]) -> dict[str, float]:
         """SPEC R5: from each seed, ``hops`` steps along ``prev`` and along ``next``, the
-        ``h``-th step giving ``value · factor^h``; a walk stops at a missing link, a seed or an
-        entry not ``allowed``; the maximum is kept."""
-        seed_ids = {sid for sid, _ in seeds}
+        ``h``-th step giving ``value · factor^h``; a walk stops at a missing link or an entry
+        not ``allowed`` (it passes through other seeds); the maximum is kept."""
         best: dict[str, float] = {}
         for sid, value in seeds:
             for direction in ("prev", "next"):
                 node, v = sid, value
                 for _ in range(hops):
                     node = self.by_id[node].get(direction)
-                    if node is None or node in seed_ids or node not in allowed:
+                    if node is None or node not in allowed:
                         break
                     v *= factor
                     if v > best.get(node, 0.0):
@@ -302,11 +303,16 @@ class PyRecall:
             seeds = [(e["id"], info[e["id"]]["rel"]) for e in scored[: rc.graph_seeds]]
             allowed = {e["id"] for e in scored}
             gained = self.expand(seeds, rc.graph_hops, rc.graph_hop_factor, allowed)
-            for eid, value in self.walk_links(seeds, rc.adjacency_hops, rc.adjacency_factor,
-                                              allowed).items():
-                gained[eid] = max(gained.get(eid, 0.0), value)
-            for eid, value in gained.items():
+            linked = self.walk_links(seeds, rc.adjacency_hops, rc.adjacency_factor, allowed)
+            for eid in set(gained) | set(linked):
                 d = info[eid]
+                # similarity neighbours: the larger value; conversation links: the larger
+                # value (mix 0) or their own relevance plus mix × the walk's value
+                value = max(d["rel"], gained.get(eid, 0.0))
+                if eid in linked:
+                    walk = linked[eid]
+                    value = max(value, walk if rc.adjacency_mix <= 0 else
+                                d["rel"] + rc.adjacency_mix * walk)
                 if value > d["rel"]:
                     d["graph"] = value - d["rel"]
                     d["total"] = d["base"] + rc.weight_relevance * value

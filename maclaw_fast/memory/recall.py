@@ -79,7 +79,8 @@ class _Static:
                             self.norm, COS_MODES[rc.cos_norm], bm25_w, cos_w,
                             rc.weight_relevance, rc.graph_seeds, g.nbr[:n], g.weight[:n],
                             rc.graph_hops, rc.graph_hop_factor, g.prev[:n], g.next[:n],
-                            rc.adjacency_hops, rc.adjacency_factor, max_identity,
+                            rc.adjacency_hops, rc.adjacency_factor, rc.adjacency_mix,
+                            max_identity,
                             max_user_facts, max(int(rc.user_fact_window), 0), self.max_entries,
                             self.budget)
         self.n = n

@@ -95,8 +95,7 @@ def propagate_linked(seeds, seed_values, nbr, edge_w, hops, hop_factor, prev, nx
     """:func:`propagate_reached` over the similarity edges, then along the conversation links
     (SPEC R5): from each seed, ``prev`` and ``nxt`` (row → row, -1 = none) are followed for up to
     ``adj_hops`` steps, the ``h``-th step giving ``value · adj_factor^h``; a walk stops at a
-    missing link or a row not ``eligible`` and passes through other seeds (a seed that answers
-    another gains from it). Every row keeps the best value each kind of walk gave it; returns
+    missing link, a seed or a row not ``eligible`` (a seed ranks on its own match). Every row keeps the best value each kind of walk gave it; returns
     (similarity values, link values, rows raised above 0 by either, in the order first
     reached): recall combines the two differently (:func:`maclaw_kernels.recall.linked_relevance`).
     """
@@ -106,6 +105,9 @@ def propagate_linked(seeds, seed_values, nbr, edge_w, hops, hop_factor, prev, nx
     linked = np.zeros(n)
     if adj_hops <= 0 or seeds.shape[0] == 0:
         return best, linked, reached
+    is_seed = np.zeros(n, dtype=np.bool_)
+    for s in seeds:
+        is_seed[s] = True
     more = np.empty(reached.shape[0] + 2 * seeds.shape[0] * adj_hops, np.int64)
     more[:reached.shape[0]] = reached
     m = reached.shape[0]
@@ -116,7 +118,7 @@ def propagate_linked(seeds, seed_values, nbr, edge_w, hops, hop_factor, prev, nx
             v = np.float64(seed_values[j])
             for _ in range(adj_hops):
                 node = links[node]
-                if node < 0 or not eligible[node]:
+                if node < 0 or is_seed[node] or not eligible[node]:
                     break
                 v = v * adj_factor
                 if v > linked[node]:

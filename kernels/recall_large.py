@@ -155,8 +155,8 @@ def row_parts(r, updated_at, weight, access, now, decay_now, memo_factor, log_ta
 
 @njit(cache=True)
 def along_links(seeds, prev, nxt, adj_hops):
-    """Every row at most ``adj_hops`` conversation links before or after a seed (a row may
-    repeat; seeds included: a seed linked to another gains from it)."""
+    """Every row at most ``adj_hops`` conversation links before or after a seed (seeds
+    excluded; a row may repeat)."""
     found = np.empty(2 * seeds.shape[0] * max(adj_hops, 0), np.int64)
     m = 0
     for s in seeds:
@@ -168,7 +168,11 @@ def along_links(seeds, prev, nxt, adj_hops):
                     break
                 found[m] = node
                 m += 1
-    return found[:m]
+    keep = np.ones(m, np.bool_)
+    for j in range(m):
+        for s in seeds:
+            keep[j] = keep[j] and found[j] != s
+    return found[:m][keep]
 
 
 @njit(cache=True)

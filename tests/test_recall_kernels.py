@@ -49,14 +49,15 @@ def random_links(rng, n):
 
 def ref_links(seeds, values, prev, nxt, hops, factor, eligible):
     """SPEC R5: from each seed, ≤ hops steps each way, ``value·factor^h``; stop at a missing
-    link or a row not eligible (a walk passes through other seeds); the best value per row."""
+    link, a seed or a row not eligible; the best value per row."""
+    seed_set = {int(s) for s in seeds}
     best = [0.0] * len(prev)
     for s, v in zip(seeds, values):
         for links in (prev, nxt):
             node, val = int(s), float(v)
             for _ in range(hops):
                 node = int(links[node])
-                if node < 0 or not eligible[node]:
+                if node < 0 or node in seed_set or not eligible[node]:
                     break
                 val *= factor
                 best[node] = max(best[node], val)

@@ -254,35 +254,35 @@ def test_recall_walks_conversation_links():
 def test_a_reply_keeps_its_own_match_and_gains_its_question():
     """The answer to a question (the turn after it) matches the query on its own only weakly:
     with the additive link (mix > 0) it keeps that match and adds a share of the question's, so
-    it outranks an unlinked turn that matches as weakly; with mix 0 the walk gives it the larger
-    of the two values, no more."""
+    it outranks unlinked turns that match as weakly; with mix 0 the walk gives it the larger of
+    the two values, no more."""
+    query = "what did Caroline take away from Becoming Nicole"
+
     def build(mix):
         cfg = MemoryConfig(recall=RecallConfig(adjacency_mix=mix))
         store = MemoryStore.in_memory(embedder=None, config=cfg, clock=lambda: NOW)
-        for i in range(30):
-            store.save(f"filler {i} {_filler(random.Random(i), 6)}",
-                       category="conversation_summary", thread=f"other{i}")
-        other = store.save("I took nothing much away", category="conversation_summary",
-                           thread="lone")
+        # six turns as weak as the answer, older, so they win the ties for the five seeds
+        others = [store.save(f"I took {word} away", category="conversation_summary",
+                             thread=f"lone{i}")
+                  for i, word in enumerate(("nothing", "little", "plenty", "much", "some",
+                                            "everything"))]
         question = store.save("What did you take away from the book Becoming Nicole?",
                               category="conversation_summary", thread="talk")
         answer = store.save("I took self-acceptance away", category="conversation_summary",
                             thread="talk")
-        return store, other, question, answer
+        hits = {h.entry.id: h for h in store.recall(query, reinforce=False)}
+        return hits, others, question, answer
 
-    store, other, question, answer = build(0.4)
-    hits = store.recall("what did Caroline take away from Becoming Nicole", reinforce=False)
-    by_id = {h.entry.id: h for h in hits}
-    own = by_id[answer.id].breakdown.bm25 * 1.0  # no embedder: BM25 carries both weights
-    assert own > 0.0 and by_id[other.id].breakdown.bm25 == pytest.approx(own)
-    walk = 0.8 * by_id[question.id].breakdown.bm25
-    assert by_id[answer.id].breakdown.graph == pytest.approx(0.4 * walk)
-    ids = [h.entry.id for h in hits]
-    assert ids.index(answer.id) < ids.index(other.id)
-    store, other, question, answer = build(0.0)
-    by_id = {h.entry.id: h for h in store.recall(
-        "what did Caroline take away from Becoming Nicole", reinforce=False)}
-    assert by_id[answer.id].breakdown.graph == pytest.approx(max(walk - own, 0.0))
+    hits, others, question, answer = build(0.4)
+    own = hits[answer.id].breakdown.bm25  # no embedder: BM25 carries both weights
+    assert own > 0.0
+    # as weak as the answer (BM25 on "away" alone, within the length normalisation)
+    assert all(hits[o.id].breakdown.bm25 == pytest.approx(own, rel=0.2) for o in others)
+    walk = 0.8 * hits[question.id].breakdown.bm25
+    assert hits[answer.id].breakdown.graph == pytest.approx(0.4 * walk)
+    assert all(hits[answer.id].score > hits[o.id].score for o in others)
+    hits, others, question, answer = build(0.0)
+    assert hits[answer.id].breakdown.graph == pytest.approx(max(walk - own, 0.0))
 
 
 def test_import_keeps_order_and_links_close_records():

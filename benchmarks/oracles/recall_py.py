@@ -35,7 +35,7 @@ Decisions where the SPEC leaves room (the engine is expected to agree):
   ``max(c, 0)`` either way.
 * Every candidate is ranked on its score (SPEC R4). The graph walk (SPEC §4 expansion along the
   similarity edges, and R5: along the conversation links, ``adjacency_factor`` per step, for up
-  to ``adjacency_hops`` steps each way, stopping at a non-candidate) starts from the
+  to ``adjacency_hops`` steps each way, stopping at a seed or a non-candidate) starts from the
   best ``graph_seeds``; a row's relevance becomes the best value that reached it when higher,
   except along the conversation links with ``adjacency_mix`` > 0, which add ``mix × value`` to
   the row's own relevance.
@@ -189,15 +189,16 @@ class PyRecall:
     def walk_links(self, seeds: list[tuple[str, float]], hops: int, factor: float,
                    allowed: set[str]) -> dict[str, float]:
         """SPEC R5: from each seed, ``hops`` steps along ``prev`` and along ``next``, the
-        ``h``-th step giving ``value · factor^h``; a walk stops at a missing link or an entry
-        not ``allowed`` (it passes through other seeds); the maximum is kept."""
+        ``h``-th step giving ``value · factor^h``; a walk stops at a missing link, a seed or an
+        entry not ``allowed``; the maximum is kept."""
+        seed_ids = {sid for sid, _ in seeds}
         best: dict[str, float] = {}
         for sid, value in seeds:
             for direction in ("prev", "next"):
                 node, v = sid, value
                 for _ in range(hops):
                     node = self.by_id[node].get(direction)
-                    if node is None or node not in allowed:
+                    if node is None or node in seed_ids or node not in allowed:
                         break
                     v *= factor
                     if v > best.get(node, 0.0):

@@ -67,7 +67,7 @@ def register(subparsers) -> None:
     add_progress_args(p)
     from maclaw_fast.config import FeaturesConfig
 
-    p.add_argument("--off", action="append", default=[], metavar="FEATURE",
+    p.add_argument("--off", action="append", default=None, metavar="FEATURE",
                    choices=[n.replace("_", "-") for n in FeaturesConfig.names()],
                    help="turn a feature off (repeat for several): %(choices)s. Each line "
                         "after a turn says which of them ran")
@@ -173,7 +173,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from maclaw_fast.agent.features import AgentFeatures, notes_line
     from maclaw_fast.config import FeaturesConfig
 
-    feature_cfg = FeaturesConfig().without(args.off)
+    feature_cfg = FeaturesConfig().without(args.off or ())
     with MemoryStore.open(store_dir, embedder=emb) as store, LLMClient(llm_cfg) as llm:
         tools = load_catalog(args.catalog or DEFAULT_CATALOG)
         registry = ToolRegistry(tools)

@@ -67,7 +67,7 @@ def register(subparsers) -> None:
     from maclaw_fast.maintenance.commands import add_llm_args
 
     add_llm_args(p)
-    p.add_argument("--off", action="append", default=[], metavar="FEATURE",
+    p.add_argument("--off", action="append", default=None, metavar="FEATURE",
                    choices=[n.replace("_", "-") for n in FeaturesConfig.names()],
                    help="turn a feature off (repeat for several): %(choices)s. With an LLM: "
                         "route_tools reranks, memory_save detects conflicts, memory_recall "
@@ -104,7 +104,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from maclaw_fast.config import FeaturesConfig
     from maclaw_fast.maintenance.commands import llm_from_args
 
-    features_cfg = FeaturesConfig().without(args.off)
+    features_cfg = FeaturesConfig().without(args.off or ())
     llm = llm_from_args(args)
     cfg = ServerConfig(store=args.store, workspace=args.workspace, catalog=args.catalog,
                        embedder=embedder_from_args(args) or "none", project=args.project,

@@ -246,3 +246,16 @@ class MemoryStore(StoreReads, StoreWrites):
         from maclaw_fast.maintenance.filter import recall_with_llm_filter
 
         return recall_with_llm_filter(self, query, llm, max=max, project=project)
+
+
+def _document_on_the_store(cls, halves) -> None:
+    """Bind the public methods ``cls`` takes from its halves in its own namespace: behaviour is
+    unchanged, and API references (pdoc) then document ``MemoryStore.save``, ``.recall``… on
+    the store users hold rather than as members inherited from internal mixins."""
+    for half in halves:
+        for name, member in vars(half).items():
+            if not name.startswith("_") and callable(member) and name not in vars(cls):
+                setattr(cls, name, member)
+
+
+_document_on_the_store(MemoryStore, (StoreReads, StoreWrites))

@@ -28,6 +28,7 @@ from maclaw_kernels.bm25 import build_csr, count_terms
 
 from maclaw_fast.config import Bm25Config
 from maclaw_fast.index.arrays import grow
+from maclaw_fast.index.bm25_persist import Bm25Persist
 from maclaw_fast.index.bm25_query import Bm25Queries
 from maclaw_fast.index.fieldnorm import FIELDNORM_TABLE, FIELDNORMS, encode_length
 from maclaw_fast.index.tantivy_mirror import TantivyMirror
@@ -40,7 +41,7 @@ __all__ = ["FIELDNORM_TABLE", "PARALLEL_POSTINGS", "Bm25Index", "encode_length"]
 PARALLEL_POSTINGS = 500_000
 
 
-class Bm25Index(Bm25Queries):
+class Bm25Index(Bm25Queries, Bm25Persist):
     """Incremental BM25 over integer keys (the caller's row ids).
 
     Parameters

@@ -174,8 +174,8 @@ class Durability:
         live = t.live_rows()
         # a snapshot loaded without its vectors (another model) left the column unsized
         store._vectors.reserve(int(live.max()) + 1 if len(live) else 0)
-        rows = [int(r) for r in live if not store._vectors.has_vec[r]]
-        if not rows:
+        rows = live[~store._vectors.has_vec[live]].tolist()
+        if not rows:  # the usual reopen: every vector came with the snapshot
             if snap_fp and snap_fp != _fp(store):
                 self._dirty = True
             return

@@ -11,7 +11,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from maclaw_fast.memory.columns import CATEGORY_CODE, SCOPE_CODE, STATUS_CODE
-from maclaw_fast.memory.terms_file import TermsMeta, digest, read_terms, tokenizer_version
+from maclaw_fast.memory.terms_file import (
+    LAYOUT,
+    TermsMeta,
+    digest,
+    read_terms,
+    tokenizer_version,
+)
 from maclaw_fast.text.tokenizer import analysed_text, tokenize
 
 
@@ -78,16 +84,13 @@ def _load_vectors(store, col: pa.FixedSizeListArray, n: int) -> None:
 def _load_bm25(store, columns, content, tags, seq: int, directory) -> bool:
     n = len(content)
     keys = np.arange(n)
-    saved = None
-    if directory is not None:
-        meta = TermsMeta(seq=seq, rows=n, digest=digest(*columns), tokenizer=tokenizer_version())
-        saved = read_terms(directory, meta)
     bm25 = store._bm25
-    if saved is not None:
-        vocab, flat, lengths = saved
-        mapping = bm25.vocab.add_all(vocab)  # saved ids → this index's ids
-        bm25.add_many_ids(keys, mapping[flat], lengths)
-        return True
+    if directory is not None:
+        meta = TermsMeta(seq=seq, rows=n, digest=digest(*columns), tokenizer=tokenizer_version(),
+                         layout=LAYOUT)
+        saved = read_terms(directory, meta)
+        if saved is not None and bm25.load_postings(keys, saved):
+            return True
     bm25.add_many(keys, [tokenize(analysed_text(c, tg)) for c, tg in zip(content, tags)])
     return False
 
@@ -118,5 +121,5 @@ def save_terms(store, directory, seq: int) -> None:
     columns = (pa.array(ids, pa.string()), pa.array(content, pa.string()),
                pa.array([list(x) for x in tags], pa.list_(pa.string())))
     meta = TermsMeta(seq=seq, rows=len(ids), digest=digest(*columns),
-                     tokenizer=tokenizer_version())
+                     tokenizer=tokenizer_version(), layout=LAYOUT)
     write_terms(directory, store._bm25, rows, meta)

@@ -1,10 +1,12 @@
-"""The BM25 terms of a store's snapshot, saved beside it (``terms.arrow``) so a reopen loads
-every entry's term ids instead of tokenising the store again (~70 % of a 500-entry reopen).
+"""The BM25 postings of a store's snapshot, saved beside it (``terms.arrow``) so a reopen loads
+the mirror's arrays instead of tokenising the store again (~70 % of a 500-entry reopen) and
+counting and sorting its postings (``index/bm25_persist.py``).
 
-The file holds the vocabulary the ids refer to and one list of term ids per snapshot row (each id
-repeated by its count). It is a cache, never a source of truth: it is used only when it was made
-from the same snapshot (sequence number and a digest of the ids, contents and tags) by the same
-tokenizer (:data:`tokenizer_version`); anything else, and any read error, means "tokenise".
+The file holds the vocabulary the term ids refer to, each snapshot row's distinct terms with their
+counts and token count, and the same postings by term. It is a cache, never a source of truth: it
+is used only when it was made from the same snapshot (sequence number and a digest of the ids,
+contents and tags) by the same tokenizer (:data:`tokenizer_version`); anything else, and any read
+error, means "tokenise".
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
+from maclaw_fast.index.bm25_persist import Postings
 from maclaw_fast.text.tokenizer import TOKENIZER_VERSION
 
 FILE_NAME = "terms.arrow"
@@ -35,6 +38,10 @@ class TermsMeta(msgspec.Struct, kw_only=True):
     rows: int
     digest: str
     tokenizer: str
+    layout: int = 1  # what the file holds: 2 = the postings arrays (``Postings``)
+
+
+LAYOUT = 2
 
 
 def _feed(h, arr) -> None:
@@ -63,21 +70,31 @@ def digest(ids, content, tags) -> str:
     return h.hexdigest()
 
 
+def _one_row(values: pa.Array) -> pa.ListArray:
+    """``values`` as the single row of a list column."""
+    return pa.ListArray.from_arrays(pa.array([0, len(values)], pa.int32()), values)
+
+
+def _values(table: pa.Table, name: str, dtype) -> np.ndarray:
+    return np.asarray(table.column(name).combine_chunks().values.to_numpy(
+        zero_copy_only=False), dtype)
+
+
 def write_terms(directory: Path, bm25, keys: np.ndarray, meta: TermsMeta) -> None:
-    """Save the terms of ``keys`` (the snapshot's rows, in its order) from ``bm25``; written by
-    temp file + rename, without fsync: a lost or stale file only costs a tokenising reopen."""
-    flat, lengths = bm25.doc_term_ids(keys)
-    used, local = np.unique(flat, return_inverse=True)  # only the terms still in use
-    words = bm25.vocab.tokens
-    vocab = pa.array([words[i] for i in used.tolist()], pa.string())
-    offsets = np.zeros(len(lengths) + 1, np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    terms = pa.ListArray.from_arrays(pa.array(offsets), pa.array(local.astype(np.int32)))
-    # one row: the vocabulary and the per-row term lists side by side, so one file holds both
-    table = pa.table({
-        "vocab": pa.ListArray.from_arrays(pa.array([0, len(vocab)], pa.int32()), vocab),
-        "terms": pa.ListArray.from_arrays(pa.array([0, len(terms)], pa.int32()), terms),
-    }).replace_schema_metadata({"maclaw_terms": msgspec.json.encode(meta)})
+    """Save the postings of ``keys`` (the snapshot's rows, in its order) from ``bm25``
+    (:meth:`~maclaw_fast.index.bm25.Bm25Index.postings`); written by temp file + rename,
+    without fsync: a lost or stale file only costs a tokenising reopen."""
+    p = bm25.postings(keys)
+    words = "\n".join(p.words)  # one string: a reopen splits it, far cheaper than a list
+    if words.count("\n") != max(len(p.words) - 1, 0):
+        return  # a token holding a newline (the tokenizer makes none): no file, reopens tokenise
+    # one row: the vocabulary and every array side by side, so one file holds them all
+    columns = {"vocab": pa.array([words], pa.large_string()), "terms": pa.array(p.terms),
+               "tfs": pa.array(p.tfs), "offsets": pa.array(p.offsets),
+               "lengths": pa.array(p.lengths), "indptr": pa.array(p.indptr),
+               "docs": pa.array(p.docs), "doc_tfs": pa.array(p.doc_tfs)}
+    table = pa.table({k: _one_row(v) for k, v in columns.items()}).replace_schema_metadata(
+        {"maclaw_terms": msgspec.json.encode(meta)})
     path = directory / FILE_NAME
     tmp = path.with_name(path.name + ".tmp")
     with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
@@ -85,23 +102,25 @@ def write_terms(directory: Path, bm25, keys: np.ndarray, meta: TermsMeta) -> Non
     os.replace(tmp, path)
 
 
-def read_terms(directory: Path, meta: TermsMeta) -> tuple[list[str], np.ndarray,
-                                                           np.ndarray] | None:
-    """(vocabulary, flat term ids, per-row lengths) saved for exactly ``meta``, else None."""
+def read_terms(directory: Path, meta: TermsMeta) -> Postings | None:
+    """The postings saved for exactly ``meta`` (checked consistent), else None."""
     path = directory / FILE_NAME
     try:
-        with ipc.open_file(str(path)) as reader:
+        # the file's bytes in one read: cheaper than pyarrow opening and mapping the path
+        with ipc.open_file(pa.py_buffer(path.read_bytes())) as reader:
             table = reader.read_all()
         raw = (table.schema.metadata or {}).get(b"maclaw_terms")
         if raw is None or msgspec.json.decode(raw, type=TermsMeta) != meta:
             return None
-        vocab = table.column("vocab").combine_chunks().values.to_pylist()
-        terms = table.column("terms").combine_chunks().values
-        offsets = terms.offsets.to_numpy()
-        flat = terms.values.to_numpy().astype(np.int64)
-        if (offsets.shape[0] != meta.rows + 1 or (flat.size and (
-                int(flat.min()) < 0 or int(flat.max()) >= len(vocab)))):
-            return None
-        return vocab, flat, np.diff(offsets).astype(np.int64)
-    except (OSError, pa.ArrowException, msgspec.DecodeError, KeyError, ValueError):
+        words = table.column("vocab").combine_chunks().values[0].as_py()
+        p = Postings(words=words.split("\n") if words else [],
+                     terms=_values(table, "terms", np.int32),
+                     tfs=_values(table, "tfs", np.float32),
+                     offsets=_values(table, "offsets", np.int64),
+                     lengths=_values(table, "lengths", np.int64),
+                     indptr=_values(table, "indptr", np.int64),
+                     docs=_values(table, "docs", np.int32),
+                     doc_tfs=_values(table, "doc_tfs", np.float32))
+        return p if p.lengths.shape[0] == meta.rows and p.check() else None
+    except (OSError, pa.ArrowException, msgspec.DecodeError, KeyError, ValueError, TypeError):
         return None

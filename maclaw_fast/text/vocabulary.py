@@ -130,6 +130,23 @@ class Vocabulary:
                 self._added(self.tokens[known:])
         return out
 
+    def fill(self, tokens: list[str]) -> bool:
+        """Give an empty vocabulary ``tokens`` as ids ``0..len-1`` in one pass (a saved
+        vocabulary coming back); False, changing nothing, if it is not empty or a token repeats.
+
+        >>> v = Vocabulary(); v.fill(["tea", "green"]), v.get("green")
+        (True, 1)
+        """
+        if self.tokens:
+            return False
+        ids = dict(zip(tokens, range(len(tokens))))
+        if len(ids) != len(tokens):
+            return False
+        self._ids, self.tokens = ids, list(tokens)
+        if self._waiting:
+            self._added(self.tokens)
+        return True
+
     def ids(self, tokens, *, add: bool = False):
         if add:
             return np.fromiter((self.add(t) for t in tokens), dtype=np.int32, count=len(tokens))

@@ -35,37 +35,57 @@ def check_name(name) -> str:
 
 
 class LocalStores:
-    """Stores by name, opened on first use and kept open; one embedder serves all of them."""
+    """Stores by name, opened on first use; one embedder serves all of them. In this process
+    they stay open; under a directory they go through a :class:`StorePool`, which keeps at most
+    ``max_open`` open (the least recently used idle one is closed, and reopened when asked for).
+    """
 
     def __init__(self, path=None, *, embedder="default",
-                 config: MemoryConfig = FACADE_CONFIG) -> None:
+                 config: MemoryConfig = FACADE_CONFIG, max_open: int = 1000) -> None:
         self.path = None if path is None else Path(path)
         self.embedder = resolve_embedder(embedder)
         self.config = config
         self._open: dict[str, MemoryStore] = {}
         self._lock = threading.Lock()
+        self._pool = None
+        if self.path is not None:
+            from maclaw_fast.memory.pool import StorePool
+
+            self._pool = StorePool(self.path, max_open=max_open, embedder=self.embedder,
+                                   config=config)
 
     @contextlib.contextmanager
     def store(self, name: str):
-        """The store ``name`` (opened or created on demand)."""
+        """The store ``name`` (opened or created on demand), for the block."""
         check_name(name)
+        if self._pool is not None:
+            with self._pool.store(name) as s:
+                yield s
+            return
         with self._lock:
             s = self._open.get(name)
             if s is None:
-                s = (MemoryStore.in_memory(embedder=self.embedder, config=self.config)
-                     if self.path is None else
-                     MemoryStore.open(self.path / name, embedder=self.embedder,
-                                      config=self.config))
+                s = MemoryStore.in_memory(embedder=self.embedder, config=self.config)
                 self._open[name] = s
         yield s
 
     def names(self) -> list[str]:
         """Every store name, open or on disk."""
-        on_disk = ([p.name for p in self.path.iterdir() if p.is_dir()]
+        on_disk = ([p.name for p in self.path.iterdir() if p.is_dir()
+                    and not p.name.startswith(".")]
                    if self.path is not None and self.path.exists() else [])
         return sorted(set(on_disk) | set(self._open))
 
+    def open_names(self) -> list[str]:
+        """The stores open now (under a directory: at most ``max_open``)."""
+        if self._pool is not None:
+            return self._pool.open_names()
+        with self._lock:
+            return sorted(self._open)
+
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
         with self._lock:
             for s in self._open.values():
                 s.close()

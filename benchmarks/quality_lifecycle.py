@@ -33,8 +33,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from quality_memory import (Clock, embed_cached, load_locomo, session_recall,  # noqa: E402
-                            turn_metrics)
+from locomo_eval import Clock, load_locomo, question_metrics  # noqa: E402
+from quality_memory import embed_cached  # noqa: E402
 
 from maclaw_fast.config import (CATEGORIES, CapacityConfig, ForgettingConfig,  # noqa: E402
                                 MemoryConfig)
@@ -115,8 +115,7 @@ def evaluate(convs, turn_vecs, q_vecs, embedder, conv_ids, **opts) -> dict:
         qv = q_vecs[ci] if q_vecs is not None else None
         rankings = run_conversation(convs[ci], tv, qv, embedder, stats=stats, **opts)
         for q, ranking in zip(convs[ci]["questions"], rankings):
-            m = turn_metrics(ranking, q["gold"])
-            m["S@10"] = session_recall(ranking, q["gold"])
+            m = question_metrics(ranking, q["gold"])  # R@5, R@10, nDCG@10, session S@10
             per_cat[q["category"]].append(m)
     per_cat["stats"] = stats
     return per_cat

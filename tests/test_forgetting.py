@@ -433,3 +433,34 @@ def test_timeline_180_days_keeps_facts_and_lets_weak_episodes_fade():
         strong = s.recall("Priya hiking trip to the Azores", reinforce=False)
         assert chat.id in [h.entry.id for h in strong[:3]]
         assert [h.reason for h in strong if h.entry.id == chat.id][0] in ("revived", "archived")
+
+
+def test_the_reply_to_a_revived_question_comes_back_with_it():
+    """A dormant question the query cues strongly is revived; the dormant reply linked after it
+    (which the query barely cues) competes too and is returned through the link walk, by
+    ``recall`` and ``recall_batch`` alike; without conversation links it stays dormant."""
+    def build(adjacency_hops):
+        from maclaw_fast.config import RecallConfig
+
+        cfg = MemoryConfig(recall=RecallConfig(adjacency_hops=adjacency_hops))
+        store = MemoryStore.in_memory(embedder=None, config=cfg, clock=lambda: 1.8e9)
+        for i in range(20):
+            store.save(f"note {i} about the weather and the garden", category="project")
+        q = store.save("What did you take away from the book Becoming Nicole?",
+                       category="conversation_summary", thread="talk")
+        a = store.save("It taught me self-acceptance", category="conversation_summary",
+                       thread="talk")
+        for e in (q, a):
+            store.set_fields(e.id, status="dormant")
+        return store, q, a
+
+    query = "what did Caroline take away from Becoming Nicole"
+    store, q, a = build(2)
+    hits = {h.entry.id: h for h in store.recall(query, reinforce=False)}
+    assert hits[q.id].reason == "revived" and hits[a.id].reason == "revived"
+    assert hits[a.id].breakdown.graph > 0.0
+    batch = {h.entry.id: h.reason for h in store.recall_batch([query], reinforce=False)[0]}
+    assert batch.get(q.id) == "revived" and batch.get(a.id) == "revived"
+    store, q, a = build(0)
+    hits = {h.entry.id: h for h in store.recall(query, reinforce=False)}
+    assert hits[q.id].reason == "revived" and a.id not in hits

@@ -152,8 +152,9 @@ def revive_single(store, static, project, query: str, tokens, qvec, now: float, 
         return m, cues
     eligible, affinity, scored, _ = static.scope_masks(store, project)
     eligible, scored = eligible.copy(), scored.copy()
-    eligible[cued[:k]] = True
-    scored[cued[:k]] = True
+    back = with_linked_dormant(store, cued[:k], drows)
+    eligible[back] = True
+    scored[back] = True
     m = recall_single(*static.recency_args, now, *static.recency_knobs, cues.bm25, cues.cos,
                       affinity, eligible, scored, *static.kernel_args, work, rows, parts)
     _mark(store, rows[:m], parts[8, :m])
@@ -161,6 +162,29 @@ def revive_single(store, static, project, query: str, tokens, qvec, now: float, 
 
 
 _NO_ROWS = np.zeros(0, np.int64)
+
+
+def with_linked_dormant(store, cued: np.ndarray, dormant: np.ndarray) -> np.ndarray:
+    """``cued`` (dormant rows the query cues strongly) and the dormant rows of ``dormant``
+    within ``adjacency_hops`` conversation links of them: the reply to a cued question comes
+    back to compete with it (the recall's link walk then decides whether it earns a place),
+    as it would had the two never gone dormant."""
+    hops = store.config.recall.adjacency_hops
+    if hops <= 0 or cued.shape[0] == 0:
+        return cued
+    links = store.conversation_links()
+    is_dormant = np.zeros(links[0].shape[0], np.bool_)
+    is_dormant[dormant] = True
+    out = set(cued.tolist())
+    for r in cued.tolist():
+        for side in links:
+            node = r
+            for _ in range(hops):
+                node = int(side[node])
+                if node < 0 or not is_dormant[node]:
+                    break
+                out.add(node)
+    return np.fromiter(sorted(out), np.int64, len(out))
 
 
 def _unit(store, qvec):
@@ -204,8 +228,9 @@ def revive_batch(store, bm25, cos, affinity, eligible, scored, scope_of, project
     elig = eligible[scope_of[qs]]  # fancy indexing: copies, one mask row per query
     sc = scored[scope_of[qs]]
     for i, q in enumerate(qs.tolist()):
-        elig[i, cued[q, :k[q]]] = True
-        sc[i, cued[q, :k[q]]] = True
+        back = with_linked_dormant(store, cued[q, :k[q]], per_scope[scope_of[q]])
+        elig[i, back] = True
+        sc[i, back] = True
     sub_rows = np.full((qs.shape[0], rows.shape[1]), -1, np.int64)
     sub_parts = [np.zeros((qs.shape[0], p.shape[1])) for p in parts]
     sub_counts = np.zeros(qs.shape[0], np.int64)

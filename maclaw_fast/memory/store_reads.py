@@ -88,6 +88,13 @@ class StoreReads:
             ids = self._table.ids
             return (ids[before] if before >= 0 else None, ids[after] if after >= 0 else None)
 
+    def conversation_links(self) -> tuple[np.ndarray, np.ndarray]:
+        """(previous row, next row) of every row, -1 where none: the conversation links as
+        the recall kernels walk them (read-only views; valid until the next write)."""
+        with self._lock:
+            n = self._table.n_rows
+            return self._graph.prev[:n], self._graph.next[:n]
+
     # ------------------------------------------------------------------ recall
     def recall(self, query: str, *, project: str | None = None, reinforce: bool = True,
                query_vector=None) -> list[RecallHit]:

@@ -66,16 +66,24 @@ def sent_tools(body) -> set[str]:
 
 @pytest.mark.parametrize("on", [True, False])
 def test_rerank_and_route_log(tmp_path, llm_server, on):
-    # the reranker promotes the last of its 20 candidates, which the fused order leaves out
-    brain = Brain(rerank=lambda body: [rerank_candidates(body)[-1]])
+    # the reranker promotes the last of its candidates that the fused order leaves out
+    def promote(body):
+        left_out = [c for c in rerank_candidates(body) if c not in plain]
+        assert left_out, "every rerank candidate is routed without the reranker"
+        return [left_out[-1]]
+
+    brain = Brain(rerank=promote)
     llm_server.default = brain
     agent, feats = build(tmp_path, llm_server.client(),
                          off=() if on else ("rerank", "route_log"))
     message = "query the orders table in the database and export it"
+    # the same routing without any reranker, for comparison
+    plain = set(ToolRouter(agent.registry, embedder="hash").route(message).names)
     turn = agent.run(message)
     chat = brain.bodies["chat"][0]
     if on:
-        promoted = rerank_candidates(brain.bodies["rerank"][0])[-1]
+        promoted = [c for c in rerank_candidates(brain.bodies["rerank"][0])
+                    if c not in plain][-1]
         assert turn.features.reranked == [promoted]
         assert promoted in turn.routed and promoted in sent_tools(chat)
         assert f"rerank: {promoted}" in notes_line(turn.features)
@@ -85,9 +93,7 @@ def test_rerank_and_route_log(tmp_path, llm_server, on):
         assert "rerank" not in brain.seen and turn.features.reranked == []
         assert not (tmp_path / "st" / "tool_route.log").exists()
         assert "rerank" not in notes_line(turn.features)
-    # the same routing without any reranker, for comparison
-    plain = ToolRouter(agent.registry, embedder="hash").route(message).names
-    assert (set(turn.routed) != set(plain)) is on
+    assert (set(turn.routed) != plain) is on
     feats.close()
     agent.store.close()
 

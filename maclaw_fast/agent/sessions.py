@@ -133,7 +133,8 @@ class ShellSessions:
             sid = f"s{next(self._ids)}"
             proc = subprocess.Popen(["bash", "-c", command], cwd=self.root,
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    preexec_fn=_default_interrupts)
             self._sessions[sid] = _Session(sid, command, proc, self.max_buffer_bytes)
         return {"ok": True, **self._sessions[sid].info()}
 
@@ -229,6 +230,14 @@ class ShellSessions:
                     pass
             if s.proc.stdout is not None:
                 s.proc.stdout.close()
+
+
+def _default_interrupts() -> None:
+    """In the session's child, before exec: Ctrl-C and Ctrl-\\ back to their default action. A
+    process started from a background job (``nohup``, ``cmd &`` in a script) inherits them
+    ignored, and an ignored signal stays ignored across exec, so ``interrupt`` would do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 def _seconds(value, default: float, high: float) -> float:

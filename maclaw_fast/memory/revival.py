@@ -30,7 +30,7 @@ from maclaw_kernels.recall import recall_single
 from maclaw_kernels.revival import cue_strengths, strong_cues, strong_cues_batch
 
 DORMANT = 2  # the status code of dormant entries (columns.STATUS)
-REVIVED_REASON = 4.0  # the hit-reason code of a revived entry (recall._REASONS[4])
+REVIVED_REASON = 4.0  # the hit-reason code of a revived entry (hits.REASONS[4])
 
 
 class _DormantRows:

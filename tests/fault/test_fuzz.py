@@ -184,6 +184,9 @@ def test_fuzz_cli(tmp_path, scale, fault_stats):
                            "--chunk", d(st.integers(-2, 3)).__str__(), "--quiet"]
         else:
             argv = base + d(st.lists(arg, max_size=2))
+        check(argv)
+
+    def check(argv: list[str]) -> int:
         code, err = _cli(argv)
         counts["inputs"] += 1
         assert isinstance(code, int), code
@@ -193,9 +196,16 @@ def test_fuzz_cli(tmp_path, scale, fault_stats):
         else:
             counts["errors"] += 1
             assert "error" in err.splitlines()[-1], err
+        return code
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        # One call known to work and one known to fail, so that both outcomes are checked on
+        # every run however few examples the random draw makes (15 draws can all fail).
+        assert check(["save", "--store", store, "--embedder", "none", "--category", "user_fact",
+                      "--", "tea"]) == 0
+        assert check(["save", "--store", store, "--embedder", "none",
+                      "--category", "no-such-category", "--", "tea"]) != 0
         run()
     fault_stats["fuzz_cli"] = counts
     assert counts["ok"] > 0 and counts["errors"] > 0

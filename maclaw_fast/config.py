@@ -441,7 +441,7 @@ class FeaturesConfig(Config, frozen=True, kw_only=True):
 
     # LLM listwise rerank of the routed tools when more candidates than the budget (SPEC §12)
     rerank: bool = True
-    # one block per routing decision in <store>/tool_route.log
+    # one block per routing decision in <store>/tool_route.log (a catalog within budget too)
     route_log: bool = True
     # recommend a coding agent (claude, codex, ...) for coding tasks that can start a session
     selector: bool = True

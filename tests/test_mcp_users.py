@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from maclaw_fast import MemoryStore, ValidationError
+from maclaw_fast.maintenance.records import last_maintenance
 from maclaw_fast.server.users import UserAuth, parse_users
 from tests.test_mcp_server import _data, _env, _error, _free_port, _serve, _wait_port
 
@@ -123,5 +124,8 @@ def test_each_user_reaches_only_their_own_store(tmp_path):
     assert sorted(p.name for p in root.iterdir()) == ["alice", "bob"]
     with MemoryStore.open(root / "alice", embedder="hash") as a:
         assert [e.content for e in a.entries()] == ["Alice's bank PIN hint is the blue heron"]
+        # reopened holding a memory it was due: the per-user schedule maintained it
+        assert last_maintenance(a).scheduled
     with MemoryStore.open(root / "bob", embedder="hash") as b:
         assert [e.content for e in b.entries()] == ["Bob likes sailing boats"]
+        assert last_maintenance(b).scheduled

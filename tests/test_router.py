@@ -400,6 +400,23 @@ def test_route_log_written(catalog, tmp_path):
     assert f"Total tools: {len(catalog)} | Core: 23" in text
 
 
+def test_route_log_written_when_the_whole_catalog_fits(catalog, tmp_path):
+    from maclaw_fast.tools.routelog import route_log_stats
+
+    tools = catalog[:20]
+    path = tmp_path / "tool_route.log"
+    router = make(tools, route_log=path)
+    res = router.route("我要查询数据库")
+    router.route_batch(["git commit", "send an email"])
+    assert len(res.names) == len(tools)  # step 1 still returns the catalog whole
+    text = path.read_text(encoding="utf-8")
+    assert route_log_stats(path).decisions == 3
+    assert "Message: 我要查询数据库" in text and "Message: send an email" in text
+    assert f"Selected tools ({len(tools)}):" in text and "Within budget" in text
+    assert f"Total tools: {len(tools)} | Core: {res.n_core}" in text
+    assert all(f"  - {n}" in text for n in res.names)
+
+
 def test_tool_embedding_disk_cache_and_query_lru(catalog, tmp_path):
     emb = CountingEmbedder()
     router = make(catalog, embedder=emb, cache_dir=tmp_path)

@@ -139,6 +139,8 @@ class StorePool:
         self._last_sweep = time.monotonic()
         self.opens = 0
         self.closes = 0
+        # called with a store's name after it opened (outside the pool's locks; keep it quick)
+        self.on_open: list = []
 
     # ------------------------------------------------------------------ leasing
     @contextmanager
@@ -162,6 +164,37 @@ class StorePool:
         finally:
             self._release(slot)
 
+    @contextmanager
+    def if_open(self, name: str):
+        """The store ``name`` when it is open now, else None; never opens one, and does not
+        count as a use (background work such as maintenance leaves the idle order alone).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> with StorePool(tempfile.mkdtemp(), embedder="hash") as pool:
+        ...     with pool.if_open("alice") as s:
+        ...         print(s)
+        ...     _ = pool.save("alice", "Alice likes tea", category="preference")
+        ...     with pool.if_open("alice") as s:
+        ...         len(s)
+        None
+        1
+        """
+        with self._lock:
+            slot = self._slots.get(name)
+            if self._closed or slot is None or slot.store is None:
+                slot = None
+            else:
+                slot.leases += 1  # from here on no idle or LRU close takes it
+        if slot is None:
+            yield None
+            return
+        try:
+            yield slot.store
+        finally:
+            self._release(slot, touch=False)
+
     def _acquire(self, name: str) -> _Slot:
         with self._lock:
             if self._closed:
@@ -174,6 +207,7 @@ class StorePool:
             else:
                 self._slots.move_to_end(name)
             slot.leases += 1
+        opened = False
         try:
             with slot.lock:
                 if slot.store is None:
@@ -186,18 +220,27 @@ class StorePool:
                         self._n_open += 1
                         self._bytes += nbytes
                         self.opens += 1
+                    opened = True
         except BaseException:
             self._release(slot)
             raise
+        if opened:
+            for hook in list(self.on_open):
+                try:
+                    hook(name)
+                except Exception as exc:  # noqa: BLE001 - a listener's bug is not this call's
+                    warnings.warn(f"on_open hook failed for {name!r}: {exc}", RuntimeWarning,
+                                  stacklevel=3)
         return slot
 
-    def _release(self, slot: _Slot) -> None:
+    def _release(self, slot: _Slot, *, touch: bool = True) -> None:
         store = slot.store
         nbytes = store.resident_bytes() if store is not None else 0
         now = time.monotonic()
         with self._lock:
             slot.leases -= 1
-            slot.last_used = now
+            if touch:
+                slot.last_used = now
             if slot.store is not None:
                 self._bytes += nbytes - slot.nbytes
                 slot.nbytes = nbytes

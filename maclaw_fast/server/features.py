@@ -9,7 +9,8 @@
 - ``memory_extract``: the knowledge extractor over a finished conversation (1 h cooldown kept
   in the store);
 - ``select_coding_agent``: the coding-agent selector;
-- the maintenance pipeline every 6 h in the background (one store; not for per-user stores).
+- the maintenance pipeline every 6 h in the background (for per-user stores: each open store
+  when it is due, looked at when it opens and every 5 minutes).
 """
 
 # No ``from __future__ import annotations``: the SDK reads the tool signatures at run time, and
@@ -67,6 +68,13 @@ class ServeFeatures:
 
             self.schedule = MaintenanceSchedule(
                 Maintenance(backend.store, llm, maintenance, reflect=config.reflect))
+        elif config.maintenance and getattr(backend, "pool", None) is not None:
+            from maclaw_fast.maintenance.pipeline import Maintenance
+            from maclaw_fast.maintenance.pool_schedule import PoolMaintenanceSchedule
+
+            self.schedule = PoolMaintenanceSchedule(
+                backend.pool, lambda store: Maintenance(store, llm, maintenance,
+                                                        reflect=config.reflect))
 
     def _install_on_router(self, router, route_log) -> None:
         if self.config.rerank and self.llm is not None and router.reranker is None:

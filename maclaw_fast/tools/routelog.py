@@ -39,13 +39,14 @@ class RouteLog:
 
     def format(self, message: str, *, total: int, core: int, candidates: int, hybrid: bool,
                body_aware: bool, top: list[tuple[str, float]], selected: list[str],
-               reranked: list[str] | None = None) -> str:
+               reranked: list[str] | None = None, within_budget: bool = False) -> str:
         lines = [f"=== Tool Route [{_stamp(self.clock())}] ===",
                  f"Message: {message[:100]}",
                  f"Total tools: {total} | Core: {core} | Candidates: {candidates} | "
                  f"Hybrid: {str(hybrid).lower()}",
                  f"Body-aware: {str(body_aware).lower()}",
-                 "Top-20 candidates by fused score:"]
+                 ("Within budget: the whole catalog is offered (nothing scored)"
+                  if within_budget else "Top-20 candidates by fused score:")]
         lines += [f"  #{i} {name} = {score:.4f}" for i, (name, score) in enumerate(top[:20], 1)]
         lines.append(f"Selected tools ({len(selected)}):")
         lines += [f"  - {name}" for name in selected]
@@ -69,6 +70,15 @@ class RouteLog:
                     fh.write(marker + "\n")
             with open(self.path, "a", encoding="utf-8") as fh:
                 fh.write(block)
+
+    def write_whole(self, messages: list[str], results: list, candidates: int, *,
+                    body_aware: bool) -> None:
+        """Log the routing of ``messages`` when the whole catalog fitted the budget (SPEC §12
+        step 1): no scores, every routable tool selected."""
+        for message, res in zip(messages, results):
+            self.write(message, total=res.total, core=res.n_core, candidates=candidates,
+                       hybrid=False, body_aware=body_aware, top=[], selected=res.names,
+                       within_budget=True)
 
 
 ROUTE_LOG_NAME = "tool_route.log"  # beside the store, as chat and serve write it

@@ -429,8 +429,12 @@ class ToolRouter(RetrievalMixin):
             b = self._compute(messages, session, query_vectors, single)
             st = b.st
             if st.total <= cfg.max_tools:  # step 1: the whole catalog fits
-                return [RouteResult(tools=list(st.all), total=st.total, n_core=len(st.core_list))
-                        for _ in messages]
+                results = [RouteResult(tools=list(st.all), total=st.total,
+                                       n_core=len(st.core_list)) for _ in messages]
+                if self.route_log is not None:  # nothing scored, but the decision is logged
+                    self.route_log.write_whole(messages, results, st.n_cand,
+                                               body_aware=self.vectors is not None)
+                return results
             results = []
             prio, names = self._cols["prio"], self._names
             sel_rows, cols, starts = selected(b, prio)

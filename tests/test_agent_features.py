@@ -113,9 +113,14 @@ def test_recall_filter(tmp_path, llm_server, on):
     llm_server.default = brain
     agent, feats = build(tmp_path, llm_server.client(), store=store,
                          off=("rerank",) + (() if on else ("recall_filter",)))
+    access = {e.id: e.access_count for e in store.entries()}
     turn = agent.run("how does the release pipeline deploy to the atlas cluster?")
     system = system_of(brain.bodies["chat"][0])
     shown = [e.id for e in store.entries() if f"(id {e.id})" in system]
+    # recall strengthens what reaches the prompt, not what the filter dropped
+    grew = sorted(e.id for e in store.entries() if e.access_count == access[e.id] + 1)
+    assert grew == sorted(shown) and len(grew) + sum(
+        e.access_count == access[e.id] for e in store.entries()) == len(access)
     if on:
         assert sorted(shown) == sorted(keep) and len(keep) == 2
         assert [h.entry.id for h in turn.recalled] == keep

@@ -464,3 +464,81 @@ def test_the_reply_to_a_revived_question_comes_back_with_it():
     store, q, a = build(0)
     hits = {h.entry.id: h for h in store.recall(query, reinforce=False)}
     assert hits[q.id].reason == "revived" and a.id not in hits
+
+
+def _reinforce_world(clock):
+    cfg = MemoryConfig(capacity=CapacityConfig(store_capacity=30))
+    s = MemoryStore.in_memory(embedder="hash", clock=clock, config=cfg)
+    s.save("the staging database listens on port 5433", category="project_knowledge")
+    s.save("I am the release assistant", category="self_identity")
+    s.save("the user is called Lin", category="user_fact")
+    rng = random.Random(7)
+    for i in range(40):
+        clock.t += H
+        s.save(f"helm chart {i} pins the {rng.choice(['redis', 'nginx', 'kafka'])} image "
+               f"to version {i}.2 on staging", category="project_knowledge")
+    old = s.save("kubectl context for the staging cluster is stg-eu",
+                 category="session_checkpoint")
+    clock.t += 2000 * H
+    decay(s)  # the session checkpoint goes dormant
+    return s, old.id
+
+
+def _state(store) -> dict:
+    return {e.content: (e.category, e.status, e.strength, e.access_count, e.updated_at,
+                        e.created_at) for e in store.entries()}
+
+
+def test_reinforcing_kept_hits_afterwards_equals_a_reinforcing_recall():
+    """store.reinforce(hits of a reinforce=False recall) leaves the store exactly as the
+    reinforcing recall would have: access, strength, updated_at, dormant entries woken,
+    archived ones restored; a subset touches only itself."""
+    clock_a, clock_b = Clock(), Clock()
+    a, dormant_id = _reinforce_world(clock_a)
+    b, _ = _reinforce_world(clock_b)
+    assert a.get(dormant_id).status == "dormant" and len(a.archive) > 0
+    queries = ["which port does the staging database listen on",  # the archived entry
+               "kubectl context staging cluster",                    # the dormant one
+               "helm chart redis image version", "who is the user"]
+    seen_reasons = set()
+    for q in queries:
+        clock_a.t += H
+        clock_b.t += H
+        want = a.recall(q)
+        hits = b.recall(q, reinforce=False)
+        assert [h.entry.content for h in hits] == [h.entry.content for h in want]
+        seen_reasons |= {h.reason for h in hits}
+        assert b.reinforce(hits) == len(hits)
+        assert _state(b) == _state(a), q  # ids differ between the two stores: not compared
+        assert len(b.archive) == len(a.archive)
+    assert a.get(dormant_id).status == "active" and "archived" in seen_reasons
+    # only the hits given are touched; one deleted meanwhile is skipped
+    clock_b.t += H
+    hits = b.recall("helm chart nginx image version", reinforce=False)
+    b.delete(hits[1].entry.id)
+    before = _state(b)
+    assert b.reinforce(hits[:2]) == 1
+    after = _state(b)
+    changed = [c for c in after if after[c] != before[c]]
+    first = hits[0].entry.content
+    assert changed == [first] and after[first][3] == before[first][3] + 1
+    with pytest.raises(ValidationError):
+        b.reinforce(["not a hit"])
+    a.close()
+    b.close()
+
+
+def test_memory_tool_recall_strengthens_only_the_results_it_returns():
+    from maclaw_fast.agent.handlers import recall_memory
+
+    with MemoryStore.in_memory(embedder="hash", clock=Clock()) as s:
+        for i in range(6):
+            s.save(f"atlas deploy note {i} for the release train", category="project_knowledge")
+        before = {e.content: e.access_count for e in s.entries()}
+        out = recall_memory(s, "atlas deploy release", max_results=2)
+        returned = [r["content"] for r in out["results"]]
+        grew = [e.content for e in s.entries() if e.access_count == before[e.content] + 1]
+        assert len(returned) == 2 and sorted(grew) == sorted(returned)
+        assert len(recall_memory(s, "atlas deploy release", max_results=2,
+                                 reinforce=False)["results"]) == 2
+        assert sum(e.access_count for e in s.entries()) == sum(before.values()) + 2

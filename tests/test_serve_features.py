@@ -89,9 +89,15 @@ def test_memory_recall_filter(tmp_path, llm_server, on):
     llm_server.default = brain
     backend, mcp = serve(tmp_path, llm_server.client(), () if on else ("recall_filter",),
                          store=store)
+    access = {e.content: e.access_count for e in store.entries()}
     out = call(mcp, "memory_recall", {"query": "how does the atlas pipeline deploy?"})
     contents = [r["content"] for r in out["results"]]
     assert contents[0] == "My name is Claw"  # the always-on block is never filtered away
+    # only what is returned is strengthened
+    assert sorted(e.content for e in store.entries()
+                  if e.access_count == access[e.content] + 1) == sorted(contents)
+    assert all(e.access_count == access[e.content] for e in store.entries()
+               if e.content not in contents)
     if on:
         assert sorted(contents[1:]) == ["release note 3: the atlas pipeline deploys stage 3",
                                         "release note 7: the atlas pipeline deploys stage 7"]

@@ -157,11 +157,16 @@ class AgentFeatures:
     def after_route(self, route, notes: FeatureNotes) -> None:
         notes.reranked = list(getattr(route, "reranked", ()) or ())
 
+    @property
+    def filters_recall(self) -> bool:
+        """Whether :meth:`filter_recall` may drop hits (the filter is on and an LLM is set)."""
+        return bool(self.config.recall_filter and self.llm is not None)
+
     def filter_recall(self, message: str, hits: list, notes: FeatureNotes) -> list:
         """The ranked memories worth the prompt: the LLM picks at most ``recall_filter_max``
         when more came back; on an LLM failure every hit stays."""
         cfg = self.config
-        if not (cfg.recall_filter and self.llm is not None) or len(hits) <= cfg.recall_filter_max:
+        if not self.filters_recall or len(hits) <= cfg.recall_filter_max:
             return hits
         from maclaw_fast.maintenance.filter import llm_pick
 

@@ -131,13 +131,16 @@ def recall_memory(store, query: str, *, project: str | None = None,
     if max_results is not None and (isinstance(max_results, bool)
                                     or not isinstance(max_results, int) or max_results < 1):
         raise ValidationError(f"max_results must be an integer >= 1, got {max_results!r}")
+    cut = max_results is not None and reinforce
     if dynamic or category is not None:
         hits = store.recall_dynamic(query, category=category, project=project,
-                                    reinforce=reinforce)
+                                    reinforce=reinforce and not cut)
     else:
-        hits = store.recall(query, project=project, reinforce=reinforce)
+        hits = store.recall(query, project=project, reinforce=reinforce and not cut)
     if max_results is not None:
         hits = hits[:max_results]
+    if cut:  # only what is returned is strengthened
+        store.reinforce(hits)
     return {"ok": True, "query": query, "results": [hit_dict(h) for h in hits]}
 
 

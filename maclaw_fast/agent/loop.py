@@ -5,7 +5,6 @@ model with the routed tools, run its tool calls one at a time, repeat until it a
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import threading
 import time
@@ -15,13 +14,15 @@ from typing import Any
 import msgspec
 
 from maclaw_fast.agent import handlers as h
+from maclaw_fast.agent.calls import ToolCallRecord, is_cancelled, run_calls
 from maclaw_fast.agent.features import FeatureNotes
-from maclaw_fast.agent.prompt import (DEFAULT_SYSTEM_PROMPT, build_system_prompt, split_hits,
-                                      summarize, self_identity_summary, user_fact_summary)
+from maclaw_fast.agent.prompt import (DEFAULT_SYSTEM_PROMPT, LEADING, build_system_prompt,
+                                      self_identity_summary, split_hits, summarize,
+                                      user_fact_summary)
 from maclaw_fast.agent.sandbox import Sandbox, run_bash
 from maclaw_fast.agent.slots import LoopContext
 from maclaw_fast.agent.toolbox import Toolbox, withhold_unrunnable
-from maclaw_fast.errors import MaclawError, NotFoundError, ValidationError
+from maclaw_fast.errors import NotFoundError, ValidationError
 from maclaw_fast.records import RecallHit
 
 log = logging.getLogger(__name__)
@@ -64,17 +65,6 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise ValidationError("max_history_messages must be >= 2")
 
 
-class ToolCallRecord(msgspec.Struct, kw_only=True):
-    """One executed (or refused, or cancelled) tool call of a turn."""
-
-    id: str
-    name: str
-    arguments: dict
-    ok: bool
-    result: str
-    elapsed_ms: float = 0.0
-
-
 class AgentTurn(msgspec.Struct, kw_only=True):
     """What one :meth:`Agent.run` did.
 
@@ -100,18 +90,6 @@ class AgentTurn(msgspec.Struct, kw_only=True):
     def overhead_ms(self) -> float:
         t = self.timings
         return t.get("total", 0.0) - t.get("llm", 0.0) - t.get("tools", 0.0)
-
-
-def _is_cancelled(cancel) -> bool:
-    if cancel is None:
-        return False
-    is_set = getattr(cancel, "is_set", None)
-    return bool(is_set() if callable(is_set) else cancel())
-
-
-def _as_text(value: Any, limit: int) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more chars)"
 
 
 def _tail(history: list[dict], n: int) -> list[dict]:
@@ -299,10 +277,16 @@ class Agent:
         tm["route"] = (t1 - t0) * 1e3
         identity = facts = ""
         if cfg.recall:
-            hits = self.store.recall(message, project=cfg.project, query_vector=qv)
+            # with the LLM filter on, only what reaches the prompt is strengthened
+            deferred = (fx is not None and fx.filters_recall
+                        and callable(getattr(self.store, "reinforce", None)))
+            hits = self.store.recall(message, project=cfg.project, query_vector=qv,
+                                     reinforce=not deferred)
             si, uf, turn.recalled = split_hits(hits)
             if fx is not None:
                 turn.recalled = fx.filter_recall(message, turn.recalled, turn.features)
+            if deferred:
+                self.store.reinforce([x for x in hits if x.reason in LEADING] + turn.recalled)
             identity, facts = summarize(si, cfg.identity_chars), summarize(uf, cfg.user_fact_chars)
         else:
             identity = self_identity_summary(self.store, cfg.identity_chars)
@@ -330,7 +314,7 @@ class Agent:
         ctx = h.ToolContext(session=session, message=message, project=cfg.project)
         turn.stop_reason = "iteration_limit"
         for _ in range(cfg.max_iterations):
-            if _is_cancelled(cancel):
+            if is_cancelled(cancel):
                 turn.stop_reason = "cancelled"
                 break
             if self.manager is not None and self.manager.step(self.context.id) != "continue":
@@ -350,7 +334,7 @@ class Agent:
                 turn.stop_reason = "done"
                 break
             tb = clock()
-            cancelled = self._run_calls(reply.tool_calls, ctx, turn, cancel, on_event)
+            cancelled = run_calls(self, reply.tool_calls, ctx, turn, cancel, on_event)
             tm["tools"] += (clock() - tb) * 1e3
             if ctx.activated:  # discovered tools join this message's list (no re-routing)
                 new = [n for n in ctx.activated if n not in turn.routed]
@@ -387,65 +371,6 @@ class Agent:
             if tool.handler is not None and tool.status != "unavailable":
                 out.append(tool.to_definition())  # never offer what cannot run
         return out
-
-    def _run_calls(self, calls, ctx: h.ToolContext, turn: AgentTurn, cancel, on_event) -> bool:
-        """Run ``calls`` in order; True when cancelled part-way."""
-        for i, call in enumerate(calls):
-            if i > 0 and _is_cancelled(cancel):
-                for rest in calls[i:]:
-                    self._answer(turn, rest, False, json.dumps(
-                        {"ok": False, "error": "cancelled by the user before it ran"}), 0.0)
-                return True
-            t = time.perf_counter()
-            ok, text = self._execute(call, ctx)
-            if self.features is not None:
-                text = self.features.after_tool(call.name, call.arguments, ok, text,
-                                                turn.features)
-            self._answer(turn, call, ok, text, (time.perf_counter() - t) * 1e3)
-            if on_event is not None:
-                on_event("tool", turn.tool_calls[-1])
-        return False
-
-    def _answer(self, turn: AgentTurn, call, ok: bool, text: str, ms: float) -> None:
-        self.context.add_message({"role": "tool", "tool_call_id": call.id, "name": call.name,
-                                  "content": text})
-        turn.tool_calls.append(ToolCallRecord(id=call.id, name=call.name,
-                                              arguments=dict(call.arguments), ok=ok, result=text,
-                                              elapsed_ms=ms))
-
-    def _execute(self, call, ctx: h.ToolContext) -> tuple[bool, str]:
-        limit = self.config.max_tool_output_chars
-        try:
-            tool = self.registry.get(call.name)
-        except NotFoundError:
-            return False, json.dumps({"ok": False, "error": f"unknown tool {call.name!r}"})
-        ok, result = False, None
-        if not call.arguments_valid:
-            result = {"ok": False, "error": "arguments are not a JSON object: "
-                                            f"{call.raw_arguments[:200]!r}"}
-        elif tool.handler is None:
-            result = {"ok": False, "error": f"tool {call.name!r} cannot run in this process "
-                                            "(no handler)"}
-        elif tool.status == "unavailable":
-            result = {"ok": False, "error": f"tool {call.name!r} is unavailable"}
-        else:
-            try:
-                if getattr(tool.handler, "wants_context", False):
-                    result = tool.handler(dict(call.arguments), context=ctx)
-                else:
-                    result = tool.handler(dict(call.arguments))
-                ok = not (isinstance(result, dict) and result.get("ok") is False)
-            except MaclawError as exc:
-                result = {"ok": False, "error": str(exc)}
-            except Exception as exc:  # a tool's bug must not end the conversation
-                log.warning("tool %r raised", call.name, exc_info=True)
-                result = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        if self.usage is not None:
-            try:
-                self.usage.record(call.name, ctx.message, ok)
-            except Exception:  # noqa: BLE001 - bookkeeping must not fail the call
-                log.warning("usage record for %r failed", call.name, exc_info=True)
-        return ok, _as_text(result, limit)
 
     # ------------------------------------------------------------------ conversation end
     @property

@@ -74,6 +74,9 @@ def user_fact_summary(store, limit: int = 400) -> str:
     return summarize(_active(store, "user_fact"), limit)
 
 
+LEADING = ("self_identity", "user_fact")  # the reasons of recall's always-on leading block
+
+
 def split_hits(hits: Sequence[RecallHit]) -> tuple[list[Entry], list[Entry], list[RecallHit]]:
     """``(self_identity entries, user_fact entries, the other hits)`` of one recall, in order.
 

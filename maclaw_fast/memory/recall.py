@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 
 from maclaw_fast.embedding import check_vectors
@@ -250,11 +251,14 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
                                 not large, dynamic, category)
         rows, parts = static.single[0], static.single[1]
         hits = hits_from_parts(store, rows[:m], parts[:, :m], fused.has_affinity)
-        if reinforce and m:
-            _reinforce(store, rows[:m], now)
         # the archive, when nothing here matches strongly (SPEC R9; memory/revival.py)
-        return with_archive(store, static, cues, hits, rows[:m], project, dynamic, category,
-                            reinforce, now)
+        out = with_archive(store, static, cues, hits, rows[:m], project, dynamic, category,
+                           False, now)
+        if reinforce and out is not hits:  # merged: the limits may have cut some of rows[:m]
+            out = _reinforce_hits(store, out, now)
+        elif reinforce and m:
+            _reinforce(store, rows[:m], now)
+        return out
 
 
 class _FusedArgs:
@@ -346,6 +350,34 @@ def _reinforce(store, rows, now: float) -> None:
     store._apply_touch(row_list, 1, step, now)
     store._log(TouchOp(gather(store._table.ids, row_list), 1, step, now))
     reactivate(store, rows, now)  # revived entries become active again (SPEC R9)
+
+
+def reinforce(store, hits) -> int:
+    """Reinforce ``hits`` (from a ``reinforce=False`` recall) as a reinforcing recall would
+    have: access + 1 and the strength step for those in the store (dormant ones wake), archived
+    ones restored. Entries gone since are skipped; returns how many were reinforced."""
+    if isinstance(hits, (str, bytes)) or not hasattr(hits, "__iter__"):
+        raise ValidationError("hits must be a list of RecallHit")
+    hits = list(hits)
+    if not all(isinstance(h, RecallHit) for h in hits):
+        raise ValidationError("hits must be a list of RecallHit")
+    with store._lock:
+        store._check_open()
+        out = _reinforce_hits(store, hits, float(store.clock()))
+        return sum(1 for h in out if h.entry.id in store._table.row_of)
+
+
+def _reinforce_hits(store, hits: list[RecallHit], now: float) -> list[RecallHit]:
+    """Reinforce the returned ``hits`` (lock held): the rows first, then the archived ones
+    restored (restoring may evict, which moves rows); archived hits come back restored."""
+    row_of = store._table.row_of
+    rows = list(dict.fromkeys(row_of[h.entry.id] for h in hits if h.entry.id in row_of))
+    if rows:
+        _reinforce(store, np.array(rows, np.int64), now)
+    archived = [h.entry.id for h in hits if h.entry.id not in row_of]
+    restore_returned(store, archived, now)  # only those still in the archive
+    return [msgspec.structs.replace(h, entry=store._entry(row_of[h.entry.id]))
+            if h.entry.id in archived and h.entry.id in row_of else h for h in hits]
 
 
 def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors=None,

@@ -9,6 +9,7 @@ from maclaw_fast.errors import NotFoundError, ValidationError
 from maclaw_fast.memory import validate
 from maclaw_fast.memory.recall import recall as _recall
 from maclaw_fast.memory.recall import recall_batch as _recall_batch
+from maclaw_fast.memory.recall import reinforce as _reinforce
 from maclaw_fast.records import Entry, RecallHit
 
 
@@ -110,6 +111,22 @@ class StoreReads:
             self.check_embedder_choice()
         return _recall(self, query, project=project, reinforce=reinforce,
                        query_vector=query_vector)
+
+    def reinforce(self, hits) -> int:
+        """Strengthen ``hits`` of a ``reinforce=False`` recall as a reinforcing recall would
+        (for a caller that keeps only some of them, e.g. after an LLM filter); entries deleted
+        since are skipped. Returns how many were reinforced.
+
+        Examples
+        --------
+        >>> from maclaw_fast.memory import MemoryStore
+        >>> s = MemoryStore.in_memory(embedder=None)
+        >>> _ = s.save("likes green tea", category="preference")
+        >>> hits = s.recall("tea", reinforce=False)
+        >>> s.reinforce(hits), [e.access_count for e in s.entries()]
+        (1, [2])
+        """
+        return _reinforce(self, hits)
 
     def recall_dynamic(self, query: str, *, category: str | None = None,
                        project: str | None = None, reinforce: bool = True) -> list[RecallHit]:

@@ -134,11 +134,12 @@ class ServeFeatures:
         if max_results is not None and (isinstance(max_results, bool) or not isinstance(
                 max_results, int) or max_results < 1):
             raise ValidationError(f"max_results must be an integer >= 1, got {max_results!r}")
+        # recalled without reinforcing: only what the filter keeps is strengthened
         if category is not None:
             hits = store.recall_dynamic(query, category=category, project=project,
-                                        reinforce=reinforce)
+                                        reinforce=False)
         else:
-            hits = store.recall(query, project=project, reinforce=reinforce)
+            hits = store.recall(query, project=project, reinforce=False)
         lead = [h for h in hits if category is None and h.reason in LEADING]
         rest = [h for h in hits if not (category is None and h.reason in LEADING)]
         out: dict = {"ok": True, "query": query}
@@ -150,8 +151,12 @@ class ServeFeatures:
             else:
                 out["filtered"] = {"dropped": len(rest) - len(picked), "kept": len(picked)}
                 rest = picked
-        results = [hit_dict(h) for h in lead + rest]
-        out["results"] = results[:max_results] if max_results is not None else results
+        kept = lead + rest
+        if max_results is not None:
+            kept = kept[:max_results]
+        if reinforce:
+            store.reinforce(kept)
+        out["results"] = [hit_dict(h) for h in kept]
         return out
 
     def extract(self, store, messages: list[dict], project: str | None = None) -> dict:

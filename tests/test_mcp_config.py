@@ -304,3 +304,57 @@ def test_a_catalog_entry_without_a_handler_gives_way(tmp_path, llm_server):
         mcp.close()
     back = reg.get("query_orders")  # the tool went, the catalog entry is back as it was
     assert back is placeholder and back.handler is None and back.status == "unavailable"
+
+
+def _orders_children() -> set[int]:
+    """Live child processes of this one running the orders server (from /proc)."""
+    out = set()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            cmd = (d / "cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # state, ppid, ...
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and b"mcp_orders_server" in cmd:
+            out.add(int(d.name))
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_servers_start_early_and_register_only_when_attached(tmp_path):
+    from maclaw_fast.tools.mcp_attach import connect_mcp_servers
+
+    configs = load_mcp_config(_write(tmp_path / "mcp.json", {"orders": _orders_stdio(
+        timeout=20)}))
+    before = _orders_children()
+    early = connect_mcp_servers(configs, health_interval_s=None)
+    try:
+        deadline = time.monotonic() + 60
+        while not _orders_children() - before:  # spawned while the caller does other work
+            assert time.monotonic() < deadline, "the server was not started in the background"
+            time.sleep(0.05)
+        reg = ToolRegistry([RegisteredTool(name="memory", category="builtin",
+                                           description="the agent's own", handler=lambda a: 1)])
+        assert [t.name for t in reg.list()] == ["memory"]  # nothing registered yet
+        mcp = attach_mcp_servers(reg, None, manager=early)
+        assert mcp is early and "query_orders" in reg
+        assert reg.get("query_orders").handler({"month": "2026-11"}).startswith(
+            "2 orders in 2026-11")
+        assert report_lines(mcp)[0].startswith("MCP server 'orders' (stdio): 5 tools")
+    finally:
+        early.close()
+    assert "query_orders" not in reg
+    # closed before it was ever attached (the store failed to open): the server is stopped
+    spare = connect_mcp_servers(configs, health_interval_s=None)
+    deadline = time.monotonic() + 60
+    while not _orders_children() - before:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    spare.close()
+    deadline = time.monotonic() + 30
+    while _orders_children() - before:
+        assert time.monotonic() < deadline, "the server outlived its manager"
+        time.sleep(0.05)

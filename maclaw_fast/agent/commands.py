@@ -8,6 +8,7 @@ knowledge extractor runs) and starts another; ``/exit`` or end of input ends it 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -174,7 +175,16 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from maclaw_fast.config import FeaturesConfig
 
     feature_cfg = FeaturesConfig().without(args.off or ())
-    with MemoryStore.open(store_dir, embedder=emb) as store, LLMClient(llm_cfg) as llm:
+    with contextlib.ExitStack() as stack:
+        early = None
+        if mcp_servers:  # the servers start while the store opens and the model loads
+            from maclaw_fast.tools.mcp_attach import connect_mcp_servers
+
+            with progress.activity(args, "starting the MCP servers"):
+                early = connect_mcp_servers(mcp_servers)
+            stack.callback(early.close)
+        store = stack.enter_context(MemoryStore.open(store_dir, embedder=emb))
+        llm = stack.enter_context(LLMClient(llm_cfg))
         tools = load_catalog(args.catalog or DEFAULT_CATALOG)
         registry = ToolRegistry(tools)
         usage = UsageTracker(os.path.join(store_dir, "tool_usage.json"))
@@ -196,20 +206,23 @@ def cmd_chat(args: argparse.Namespace) -> int:
         features.start()
         agent = Agent(store, registry, router, llm, workspace=workspace, usage=usage,
                       config=cfg, features=features)
-        mcp = None
-        if mcp_servers:  # after the agent: its built-ins keep their names, clashes get renamed
-            from maclaw_fast.tools.mcp_attach import attach_mcp_servers, report_lines
-
-            with progress.activity(args, "starting the MCP servers"):
-                mcp = attach_mcp_servers(registry, mcp_servers)
-            for line in report_lines(mcp):
-                out(line)
-        runnable = sum(t.status != "unavailable" for t in registry.list())
         # the catalog's vectors (and the model) load now, not during the first turn
         prepare = getattr(router, "prepare", None)
         if callable(prepare):
             with progress.activity(args, "loading the embedding model and the tool index"):
                 prepare()
+        mcp = None
+        # registered after the agent: its built-ins keep their names, clashes get renamed
+        if early is not None:
+            from maclaw_fast.tools.mcp_attach import attach_mcp_servers, report_lines
+
+            with progress.activity(args, "connecting to the MCP servers"):
+                mcp = attach_mcp_servers(registry, None, manager=early)
+                if callable(prepare):
+                    prepare()  # their tools' vectors
+            for line in report_lines(mcp):
+                out(line)
+        runnable = sum(t.status != "unavailable" for t in registry.list())
         print(f"maclaw-fast chat: {llm_cfg.model} via {llm_cfg.protocol}, {len(store)} memories,"
               f" {runnable} runnable tools ({len(registry) - runnable} withheld: no handler "
               "here or unavailable). /new starts over, /exit quits.", flush=True)

@@ -112,14 +112,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         if llm is not None:
             stack.callback(llm.close)
+        early = None
+        if mcp_servers:  # the servers start while the store opens and the catalog loads
+            from maclaw_fast.tools.mcp_attach import connect_mcp_servers
+
+            early = connect_mcp_servers(mcp_servers)
+            stack.callback(early.close)
         backend = stack.enter_context(Backend.open(cfg))
         gateway = None
-        if mcp_servers:
+        if early is not None:
             from maclaw_fast.server.mcp_gateway import attach_to_backend
 
             gateway = attach_to_backend(backend, mcp_servers, cfg.embedder
-                                        if cfg.embedder != "none" else None)
-            stack.callback(gateway.close)
+                                        if cfg.embedder != "none" else None, manager=early)
+            stack.callback(gateway.close)  # before the store closes (close is idempotent)
             from maclaw_fast.tools.mcp_attach import report_lines
 
             for line in report_lines(gateway):

@@ -16,18 +16,20 @@ from maclaw_fast.errors import MaclawError
 __all__ = ["attach_to_backend", "add_gateway_tools"]
 
 
-def attach_to_backend(backend, servers, embedder):
-    """Start ``servers`` (parsed configs) and register their tools in ``backend``'s routing
-    registry, creating the router when no catalog was loaded; returns the running manager."""
+def attach_to_backend(backend, servers, embedder, *, manager=None):
+    """Start ``servers`` (parsed configs; or finish ``manager``, from
+    :func:`~maclaw_fast.tools.mcp_attach.connect_mcp_servers`) and register their tools in
+    ``backend``'s routing registry, creating the router when no catalog was loaded; returns the
+    running manager."""
     from maclaw_fast.tools import ToolRegistry, ToolRouter
     from maclaw_fast.tools.mcp_attach import attach_mcp_servers
 
     if backend.router is not None:
-        return attach_mcp_servers(backend.router.registry, servers)
+        return attach_mcp_servers(backend.router.registry, servers, manager=manager)
     from maclaw_fast.embedding.auto import catalog_embedder
 
     registry = ToolRegistry()
-    manager = attach_mcp_servers(registry, servers)
+    manager = attach_mcp_servers(registry, servers, manager=manager)
     try:  # the servers' own tool texts pick the embedder ("auto" reads their language)
         backend.router = ToolRouter(registry, embedder=catalog_embedder(embedder,
                                                                         registry.list()))

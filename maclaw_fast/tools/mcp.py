@@ -15,39 +15,21 @@ from synchronous code, and every method has an ``a``-prefixed async twin usable 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from maclaw_fast.errors import NotFoundError, ValidationError
-from maclaw_fast.tools.mcp_servers import (
-    BackgroundLoop,
-    McpConnection,
-    McpServerConfig,
-    McpServerError,
-    McpServerStatus,
-    McpToolError,
-    McpToolInfo,
-    api_name,
-)
+from maclaw_fast.tools.mcp_servers import (BackgroundLoop, McpConnection, McpServerConfig,
+                                           McpServerError, McpServerStatus, McpToolError,
+                                           McpToolInfo, api_name)
 from maclaw_fast.tools.mcp_config import load_mcp_config, parse_mcp_servers
-from maclaw_fast.tools.registry import (
-    BODY_SUMMARY_CHARS,
-    RegisteredTool,
-    ToolRegistry,
-    body_from_schema,
-    truncate_body,
-)
+from maclaw_fast.tools.registry import (BODY_SUMMARY_CHARS, RegisteredTool, ToolRegistry,
+                                        body_from_schema, truncate_body)
 
-__all__ = [
-    "McpManager",
-    "McpServerConfig",
-    "McpServerError",
-    "McpServerStatus",
-    "McpToolError",
-    "load_mcp_config",
-    "parse_mcp_servers",
-]
+__all__ = ["McpManager", "McpServerConfig", "McpServerError", "McpServerStatus", "McpToolError",
+           "load_mcp_config", "parse_mcp_servers"]
 
 log = logging.getLogger(__name__)
 
@@ -158,12 +140,21 @@ class McpManager:
         # registered name -> (server, the catalog entry without a handler it replaced)
         self._placeholders: dict[str, tuple[str, RegisteredTool]] = {}
         self._closed = False
+        self._early: concurrent.futures.Future | None = None  # see connect_early
         longest = max((c.connect_timeout_s for c in configs), default=1.0)
         self._op_timeout = 3 * longest + _SLACK_S  # connect + list + close, servers in parallel
 
     # ----------------------------------------------------------------- sync API
+    def connect_early(self) -> None:
+        """Begin connecting to (spawning) every server in the background and return at once,
+        so the servers start while the caller loads other things; :meth:`start` then waits for
+        them and registers their tools (nothing is registered before)."""
+        if self._early is None and not self._closed:
+            self._early = asyncio.run_coroutine_threadsafe(self._open_all(), self._bg.loop)
+
     def start(self) -> dict[str, bool]:
-        """Connect to every server in parallel and register their tools.
+        """Connect to every server in parallel (or finish :meth:`connect_early`) and register
+        their tools.
 
         A server that cannot be reached is reported ``False`` and retried by
         :meth:`check_health`; it never raises for one bad server.
@@ -317,11 +308,15 @@ class McpManager:
             await s.conn.close()
             return None
 
+    async def _open_all(self) -> list:
+        return await asyncio.gather(*(self._open(s) for s in self._servers.values()))
+
     async def _start(self) -> dict[str, bool]:
         if self._closed:
             raise McpServerError("the MCP manager is closed")
         servers = list(self._servers.values())
-        listed = await asyncio.gather(*(self._open(s) for s in servers))
+        early, self._early = self._early, None
+        listed = await (asyncio.wrap_future(early) if early is not None else self._open_all())
         # Registered in configuration order, so which server keeps a clashing name is stable.
         for s, tools in zip(servers, listed):
             if tools is not None:
@@ -478,6 +473,9 @@ class McpManager:
                 self.registry.set_status(registered, status)
 
     async def _close(self) -> None:
+        early, self._early = self._early, None
+        if early is not None:  # let the connections finish (each bounded), then close them
+            await asyncio.gather(asyncio.wrap_future(early), return_exceptions=True)
         if self._health_task is not None:
             self._health_task.cancel()
             await asyncio.wait({self._health_task}, timeout=2.0)

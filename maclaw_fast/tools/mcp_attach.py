@@ -12,13 +12,38 @@ import os
 from maclaw_fast.tools.mcp import McpManager, McpServerConfig, api_name
 from maclaw_fast.tools.mcp_config import load_mcp_config
 
-__all__ = ["attach_mcp_servers", "report_lines"]
+__all__ = ["attach_mcp_servers", "connect_mcp_servers", "report_lines"]
 
 
-def attach_mcp_servers(registry, config: str | os.PathLike | list[McpServerConfig], *,
-                       health_interval_s: float | None = 60.0) -> McpManager:
+def connect_mcp_servers(config: str | os.PathLike | list[McpServerConfig], *,
+                        health_interval_s: float | None = 60.0) -> McpManager:
+    """Begin starting the servers of ``config`` in the background and return at once (``chat``
+    and ``serve`` open the store and load the model meanwhile); :func:`attach_mcp_servers`
+    with ``manager=`` then registers their tools. Close the manager when done.
+
+    Examples
+    --------
+    >>> from maclaw_fast.tools import ToolRegistry
+    >>> early = connect_mcp_servers("mcp.json")                          # doctest: +SKIP
+    >>> mcp = attach_mcp_servers(ToolRegistry(), None, manager=early)   # doctest: +SKIP
+    """
+    from maclaw_fast.tools.mcp_servers import import_sdk
+    from maclaw_fast.tools.registry import ToolRegistry
+
+    configs = config if isinstance(config, list) else load_mcp_config(config)
+    import_sdk([c for c in configs if c.enabled])  # then the processes start at once
+    manager = McpManager(ToolRegistry(), configs, health_interval_s=health_interval_s)
+    manager.connect_early()
+    return manager
+
+
+def attach_mcp_servers(registry, config: str | os.PathLike | list[McpServerConfig] | None, *,
+                       health_interval_s: float | None = 60.0,
+                       manager: McpManager | None = None) -> McpManager:
     """Start the servers of ``config`` (a file path or parsed configs) and register their tools
-    in ``registry``; returns the running manager (close it when done).
+    in ``registry``; returns the running manager (close it when done). With ``manager`` (from
+    :func:`connect_mcp_servers`; ``config`` is then ignored) its connections are awaited and
+    their tools registered in ``registry``.
 
     Examples
     --------
@@ -28,8 +53,11 @@ def attach_mcp_servers(registry, config: str | os.PathLike | list[McpServerConfi
     MCP server 'orders' (stdio): 2 tools: query_orders, slow_report
     >>> mcp.close()                                            # doctest: +SKIP
     """
-    configs = config if isinstance(config, list) else load_mcp_config(config)
-    manager = McpManager(registry, configs, health_interval_s=health_interval_s)
+    if manager is None:
+        configs = config if isinstance(config, list) else load_mcp_config(config)
+        manager = McpManager(registry, configs, health_interval_s=health_interval_s)
+    else:
+        manager.registry = registry  # nothing is registered before start()
     try:
         manager.start()
     except BaseException:

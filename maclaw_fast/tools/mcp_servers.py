@@ -177,6 +177,17 @@ def _errlog() -> TextIO:
         return open(os.devnull, "w")  # noqa: SIM115  # lives as long as the process
 
 
+def import_sdk(configs) -> None:
+    """Import the parts of the MCP SDK that ``configs`` need, in the calling thread (seconds
+    on a busy machine): a caller about to start servers in the background does it first, so
+    their processes start at once rather than after an import that competes with its own
+    work for the interpreter."""
+    import mcp  # noqa: F401 - ClientSession and stdio_client
+
+    if any(c.transport != "stdio" for c in configs):
+        import mcp.client.streamable_http  # noqa: F401
+
+
 class McpConnection:
     """One live SDK ``ClientSession`` to one server; all methods run on a single event loop.
 

@@ -139,6 +139,7 @@ def settings() -> list[tuple[str, dict]]:
     no_rev = msgspec.structs.replace(f, revive=False)
     no_arch = msgspec.structs.replace(f, archive_search=False)
     none = msgspec.structs.replace(f, revive=False, archive_search=False)
+    no_links = msgspec.structs.replace(f, archive_links=False)
     rows = [("(a) all turns saved at one time, no forgetting", dict(lifecycle=False,
                                                                     capacity=None,
                                                                     same_time=True)),
@@ -155,6 +156,9 @@ def settings() -> list[tuple[str, dict]]:
                                                                    capacity=cap,
                                                                    forgetting=none)),
         ]
+        if cap is not None:
+            rows.append((f"{cap_label}: archived conversation links off",
+                         dict(lifecycle=True, capacity=cap, forgetting=no_links)))
     rows.append(("capacity 500, no decay (GC and archive only)",
                  dict(lifecycle=False, capacity=500)))
     return rows
@@ -252,7 +256,9 @@ def findings(results) -> list[str]:
             "when the question cues it (absolute cue strength ≥ `revive_min_cue`) and its score "
             "earns a place. At capacity 500, GC moves about a third of each conversation to the "
             "archive; archive search brings those turns back when no returned turn is cued "
-            "above `archive_below`."]
+            "above `archive_below`, scored as the store's rows (BM25 and cosine normalised "
+            "over the store's candidates), and with each the archived turns within "
+            "`adjacency_hops` conversation links of it (the reply to an archived question)."]
 
 
 def report(results, sweep, emb_desc: str, argv: str, seconds: float) -> str:

@@ -7,10 +7,15 @@ from maclaw_kernels.bm25 import bm25_query
 from maclaw_kernels.graph import propagate_linked
 from maclaw_kernels.recall_assemble import (KIND_RANKED, cos_range, norm_cos, pick_identity,
                                             select_hits)
+from maclaw_kernels.revival import count_cued, revived_masks, terms_idf_total
 from maclaw_kernels.terms import ascii_query_terms
 from maclaw_kernels.topk import top_k_desc, top_k_known
 from maclaw_kernels.vectors import dot_scores, is_unit_vector
 from maclaw_kernels.views import block, column
+
+
+# the hit-reason code of a revived dormant row (memory.hits.REASONS[4])
+REASON_REVIVED = 4.0
 
 
 @njit(cache=True)
@@ -316,8 +321,7 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
                  access, seq, tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w,
                  w_rel, n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor,
                  adj_mix, max_identity, max_user_facts, lead_window, max_entries, budget, bm25, cos,
-                 work,
-                 out_rows, out_parts):
+                 work, out_rows, out_parts, dormant, revive_bar, idf_out):
     """One query end to end: BM25 into ``bm25``, cosines into ``cos``, then what
     :func:`recall_single` does, in one call (each call level of this many arrays costs ~1 µs).
 
@@ -331,6 +335,13 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
     arguments that change per call come first, so a caller can keep the rest as one tuple; the
     BM25 index's arrays (:func:`maclaw_kernels.bm25.bm25_query`'s, after the vocabulary's term
     arrays) come next.
+
+    Cue-driven revival (SPEC §0 R9) in the same pass: the ``dormant`` rows (of the query's
+    scope; an empty array: revival off) the query cues at least ``revive_bar`` strongly
+    (:func:`maclaw_kernels.revival.cue_strength`), and the dormant rows within ``adj_hops``
+    conversation links of one, compete with the eligible rows; a dormant row selected has the
+    reason code :data:`REASON_REVIVED`. ``idf_out[0]``: the query's ``idf_total``, the scale of
+    its cue strengths (:func:`maclaw_kernels.revival.query_idf_total`).
     """
     if check_unit and query.shape[0] and not is_unit_vector(query, 1e-6):
         return -1
@@ -343,16 +354,30 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
     bm25_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,
                doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl,
                term_weight, bm25[:n])
-    if query.shape[0]:
+    has_vector = query.shape[0] > 0
+    if has_vector:
         dot_scores(matrix, n, has_vec, query, cos)
     else:
         cos[:n] = 0.0
-    return recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key,
-                         memo_at, memo_factor, log_table, bm25[:n], cos[:n], affinity, eligible,
-                         scored, access, seq, tokens, fixed_rows, user_fact, norm_mode, cos_mode,
-                         bm25_w, cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt,
-                         adj_hops, adj_factor, adj_mix, max_identity, max_user_facts, lead_window,
-                         max_entries, budget, work, out_rows, out_parts)
+    idf_total = terms_idf_total(term_ids, df, n_live)
+    idf_out[0] = idf_total
+    plan = (access, seq, tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w,
+            w_rel, n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor,
+            adj_mix, max_identity, max_user_facts, lead_window, max_entries, budget)
+    recency = (updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
+               memo_factor, log_table)
+    if count_cued(dormant, bm25[:n], cos[:n], idf_total, bm25_w, cos_w, has_vector,
+                  revive_bar) == 0:
+        return recall_single(*recency, bm25[:n], cos[:n], affinity, eligible, scored, *plan,
+                             work, out_rows, out_parts)
+    el, sc = revived_masks(dormant, bm25[:n], cos[:n], idf_total, bm25_w, cos_w, has_vector,
+                           revive_bar, prev, nxt, adj_hops, eligible, scored)
+    m = recall_single(*recency, bm25[:n], cos[:n], affinity, el, sc, *plan, work, out_rows,
+                      out_parts)
+    for j in range(m):
+        if dormant[out_rows[j]]:
+            out_parts[8, j] = REASON_REVIVED
+    return m
 
 
 # recall_query's arguments after the five that change per call, as recall_viewed reads them:
@@ -365,8 +390,8 @@ VIEWED_ARGS = (
     # the plan's kernel arguments (KERNEL_ARGS)
     ("i8", 1), ("i8", 1), ("i8", 1), ("i8", 1), ("b1", 1), "", "", "", "", "", "", ("i8", 2),
     ("f8", 2), "", "", ("i8", 1), ("i8", 1), "", "", "", "", "", "", "", "",
-    # scratch and outputs
-    ("f8", 1), ("f4", 1), ("f8", 2), ("i8", 1), ("f8", 2))
+    # scratch and outputs, then revival
+    ("f8", 1), ("f4", 1), ("f8", 2), ("i8", 1), ("f8", 2), ("b1", 1), "", ("f8", 1))
 
 
 @njit(cache=True)
@@ -393,7 +418,7 @@ def recall_viewed(query_text, term_ids, query, check_unit, now, views, knobs):
         column(v, 33, np.int64), column(v, 34, np.int64), i64(k[17]), k[18], k[19],
         i64(k[20]), i64(k[21]), i64(k[22]), i64(k[23]), i64(k[24]), column(v, 35, np.float64),
         column(v, 36, np.float32), block(v, 37, np.float64), column(v, 38, np.int64),
-        block(v, 39, np.float64))
+        block(v, 39, np.float64), column(v, 40, np.bool_), k[25], column(v, 41, np.float64))
 
 
 @njit(cache=True, parallel=True)

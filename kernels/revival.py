@@ -76,6 +76,12 @@ def query_idf_total(query_text, term_ids, term_data, term_offsets, term_table, d
         term_ids, known = ascii_query_terms(query_text, term_data, term_offsets, term_table)
         if not known:
             return -1.0
+    return terms_idf_total(term_ids, df, n_live)
+
+
+@njit(cache=True)
+def terms_idf_total(term_ids, df, n_live):
+    """:func:`query_idf_total` of a query given as vocabulary ids (-1 = unknown)."""
     n = np.float64(n_live)
     total = 0.0
     for i in range(term_ids.shape[0]):
@@ -92,3 +98,45 @@ def query_idf_total(query_text, term_ids, term_data, term_offsets, term_table, d
             d = np.float64(df[t])
             total += np.log((n - d + 0.5) / (d + 0.5) + 1.0)
     return total
+
+
+@njit(cache=True)
+def count_cued(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, min_cue):
+    """How many ``dormant`` rows the query cues at least ``min_cue`` strongly
+    (:func:`cue_strength`); 0 when ``dormant`` is shorter than ``bm25`` (revival off)."""
+    n = bm25.shape[0]
+    if dormant.shape[0] < n:
+        return 0
+    count = 0
+    for i in range(n):
+        if dormant[i] and cue_strength(bm25[i], cos[i], idf_total, bm25_w, cos_w,
+                                       has_vector) >= min_cue:
+            count += 1
+    return count
+
+
+@njit(cache=True)
+def revived_masks(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, min_cue, prev, nxt,
+                  adj_hops, eligible, scored):
+    """Copies of ``eligible`` and ``scored`` plus every ``dormant`` row the query cues at least
+    ``min_cue`` strongly and the dormant rows within ``adj_hops`` conversation links
+    (``prev``/``nxt``, -1 = none) of one (a walk stops at a row that is not dormant): the reply
+    to a cued question competes with it, as it would had neither gone dormant."""
+    el = eligible.copy()
+    sc = scored.copy()
+    for i in range(bm25.shape[0]):
+        if not dormant[i] or cue_strength(bm25[i], cos[i], idf_total, bm25_w, cos_w,
+                                          has_vector) < min_cue:
+            continue
+        el[i] = True
+        sc[i] = True
+        for direction in range(2):
+            links = prev if direction == 0 else nxt
+            node = i
+            for _ in range(adj_hops):
+                node = links[node]
+                if node < 0 or not dormant[node]:
+                    break
+                el[node] = True
+                sc[node] = True
+    return el, sc

@@ -63,7 +63,7 @@ def _memory_kernels():
         rest = (np.zeros(4, np.uint8), np.zeros(3, np.int64), np.full(4, -1, np.int64),
                 *query_args[1:-1], mat, bools, f64, f64, *knobs, f64, bools, bools, *common,
                 np.zeros(n), np.zeros(n, np.float32), np.zeros((7, n)), np.zeros(8, np.int64),
-                np.zeros((9, 8)))
+                np.zeros((9, 8)), bools, 0.3, np.zeros(1))
         for text in (b"a b", b""):  # an ASCII query split in the kernel; term ids given
             recall.recall_query(text, query_args[0], np.ones(d, np.float32), True, 0.0, *rest)
         if mat is m:  # (a store's arrays are writeable)

@@ -182,7 +182,8 @@ class ForgettingConfig(Config, frozen=True, kw_only=True):
     scored by recall; it is returned (``reason="revived"``) when it ranks among the results and
     its cue strength reaches ``revive_min_cue``. Archived entries are searched when the store's
     best hit has a cue strength below ``archive_below``, and returned when theirs reaches
-    ``archive_min_cue``.
+    ``archive_min_cue`` (at most ``archive_max_hits``), with the archived entries within
+    ``RecallConfig.adjacency_hops`` conversation links of them when ``archive_links``.
 
     Cue strength (absolute, per query and entry, in [0, 1]): ``bm25_weight · min(1, bm25 /
     Σ idf(query terms)) + cos_weight · max(cos, 0)`` with the recall weights, so a memory that
@@ -208,11 +209,15 @@ class ForgettingConfig(Config, frozen=True, kw_only=True):
     # with decay between sessions 0.550 at 0.3 against 0.544 without decay, 0.519 at 0.35
     revive_min_cue: float = 0.3
     archive_search: bool = True
-    # capacity 500, same half: R@10 0.516 consulting below 0.5, 0.524 below 0.6, 0.528 always
-    # (every recall of a full store would then pay an archive search), 0.431 never
-    archive_below: float = 0.5
+    # capacity 500, same half (quality_lifecycle.md): turn R@10 0.693 consulting below 0.5,
+    # 0.711 below 0.6, 0.720 below 0.7, 0.721 always (every recall of a full store would then
+    # pay an archive search); archive_max_hits 2: 0.718, 5: 0.700; archive_min_cue 0.25: 0.716
+    archive_below: float = 0.7
     archive_min_cue: float = 0.3
     archive_max_hits: int = 3
+    # archive search also returns the archived entries within adjacency_hops conversation links
+    # of its hits (the reply to an archived question): 0.720 against 0.704 without
+    archive_links: bool = True
 
     def check(self) -> None:
         for name in ("decay_per_hour", "dormant_below", "reinforce_step", "revive_min_cue",

@@ -35,6 +35,9 @@ from tests.test_memory_kernels import (WORDS, assert_order, random_graph, recenc
                                        ref_propagate, ro, unit_vector, zipf_doc)
 
 
+NO_DORMANT = np.zeros(0, np.bool_)  # recall_query's dormant mask with revival off
+
+
 # ================================================================== references
 def random_links(rng, n):
     """Conversation links: the rows in a random order cut into chains (prev/next, -1 = none)."""
@@ -577,7 +580,7 @@ def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
             text, term_ids, index_args = index.fused_query_args("", terms)
             rest = (*index_args, matrix, has_vec, updated, weight, *recency_knobs(n),
                     q["affinity"], q["eligible"], q["scored"], *plan_tail, bm25_out, cos_out,
-                    np.empty((7, n)), rows, parts)
+                    np.empty((7, n)), rows, parts, NO_DORMANT, 0.3, np.zeros(1))
             m = recall_query(text, term_ids, qvec, True, now, *rest)
             ctx = f"plan {plan}, vector {qvec.size}"
             assert m == m_ref and rows[:m].tolist() == rows_ref[:m].tolist(), ctx
@@ -600,7 +603,8 @@ def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
                 return recall_query(text_t, no_ids, qvec, True, now, *index_args, matrix,
                                     has_vec, updated, weight, *recency_knobs(n), q["affinity"],
                                     q["eligible"], q["scored"], *plan_tail, np.zeros(n),
-                                    np.zeros(n, np.float32), np.empty((7, n)), rows_t, parts_t)
+                                    np.zeros(n, np.float32), np.empty((7, n)), rows_t, parts_t,
+                                    NO_DORMANT, 0.3, np.zeros(1))
 
             if any(w not in index.vocab.term_words() for w in map(str.lower, terms)):
                 # a word the kernel's table lacks: reported (-2), then learned from the query

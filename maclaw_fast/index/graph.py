@@ -67,6 +67,17 @@ class MemoryGraph:
         self.next[a] = b
         self.prev[b] = a
 
+    def splice(self, row: int, before: int, after: int) -> None:
+        """Put ``row`` back between ``before`` and ``after`` (-1 = none) in their conversation
+        (an entry restored from the archive), without touching the threads' last rows."""
+        self.reserve(max(row, before, after) + 1)
+        if before >= 0:
+            self.next[before] = row
+            self.prev[row] = before
+        if after >= 0:
+            self.prev[after] = row
+            self.next[row] = after
+
     def set_tail(self, thread: str, row: int) -> None:
         """Restore a thread's last row as persisted."""
         self.reserve(row + 1)

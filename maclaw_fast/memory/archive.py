@@ -5,6 +5,11 @@ For search (SPEC §0 R9) the archive keeps its entries in the store's columnar f
 (:class:`ArchiveColumns`: an entry table, BM25 postings and a vector column keyed by row), made
 on the first search and kept up to date by every change after it, and scored by the same
 kernels as the store.
+
+Each archived entry also keeps the ids of its conversation neighbours in the store when it was
+archived (SPEC R5 links; journaled as a ``ConversationOp``, two string columns ``conv_prev`` /
+``conv_next`` in the snapshot; an archive written without them opens with none), so archive
+search can walk from a cued archived question to its archived reply as recall walks the store.
 """
 
 from __future__ import annotations
@@ -13,13 +18,14 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from maclaw_fast.config import Bm25Config, MemoryConfig
 from maclaw_fast.errors import NotFoundError
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.vectors import VectorColumn
 from maclaw_fast.memory.columns import EntryTable
-from maclaw_fast.persist.journal import DeleteOp, Journal, JournalRecord, PutOp
+from maclaw_fast.persist.journal import ConversationOp, DeleteOp, Journal, JournalRecord, PutOp
 from maclaw_fast.persist.recovery import recover
 from maclaw_fast.persist.snapshot import SnapshotMeta, entries_table, table_entries, write_snapshot
 from maclaw_fast.records import Entry
@@ -90,6 +96,21 @@ class ArchiveColumns:
         return [(t.entry(int(r)), float(cue[r]), float(bm25[r]), float(cos[r]))
                 for r in rows.tolist()]
 
+    def scores(self, entry_ids: list[str], tokens: list[str],
+               query_vector: np.ndarray | None) -> list[tuple[float, float]]:
+        """(BM25 over this archive's statistics, cosine) of each of ``entry_ids`` for the query
+        (0, 0 for an id not held)."""
+        t = self.table
+        n = t.n_rows
+        rows = [t.row_of.get(i, -1) for i in entry_ids]
+        if n == 0 or not rows:
+            return [(0.0, 0.0)] * len(rows)
+        bm25 = self.bm25.scores(tokens, n)
+        use_vec = (query_vector is not None and self.vectors is not None
+                   and query_vector.shape[0] == self.vectors.dim)
+        cos = self.vectors.scores(query_vector, n) if use_vec else np.zeros(n, np.float32)
+        return [(float(bm25[r]), float(cos[r])) if r >= 0 else (0.0, 0.0) for r in rows]
+
 
 class Archive:
     """Archived entries by id, with their vectors.
@@ -108,6 +129,11 @@ class Archive:
         self._columns: ArchiveColumns | None = None  # made by the first search
         self._entries: dict[str, Entry] = {}
         self._vectors: dict[str, np.ndarray] = {}
+        # id -> (previous id, next id) in its conversation when archived ("" = none), and the
+        # reverse: id -> the entry recorded as following / preceding it
+        self._links: dict[str, tuple[str, str]] = {}
+        self._after: dict[str, str] = {}
+        self._before: dict[str, str] = {}
         self._lock = threading.RLock()
         self.dir = directory
         self._journal: Journal | None = None
@@ -128,10 +154,13 @@ class Archive:
         self._seq = rec.seq
         if rec.table is not None:
             entries, vectors = table_entries(rec.table)
+            links = _link_columns(rec.table)
             for i, e in enumerate(entries):
                 self._entries[e.id] = e
                 if vectors is not None and not np.isnan(vectors[i, 0]):
                     self._vectors[e.id] = vectors[i]
+                if links is not None and (links[0][i] or links[1][i]):
+                    self._set_links(e.id, links[0][i], links[1][i])
         for record in rec.records:
             for op in record.ops:
                 self._apply(op)
@@ -149,14 +178,53 @@ class Archive:
             self._entries[op.entry.id] = op.entry
             if op.vector is not None and len(op.vector) % 4 == 0:
                 self._vectors[op.entry.id] = np.frombuffer(op.vector, np.float32).copy()
+        elif isinstance(op, ConversationOp):
+            if op.id in self._entries:
+                self._set_links(op.id, op.prev, op.next)
         elif isinstance(op, DeleteOp):
             self._entries.pop(op.id, None)
             self._vectors.pop(op.id, None)
+            self._drop_links(op.id)
 
-    def _log(self, op) -> None:
+    def _set_links(self, entry_id: str, prev: str, nxt: str) -> None:
+        self._drop_links(entry_id)
+        if not prev and not nxt:
+            return
+        self._links[entry_id] = (prev, nxt)
+        if prev:
+            self._after[prev] = entry_id
+        if nxt:
+            self._before[nxt] = entry_id
+
+    def _drop_links(self, entry_id: str) -> None:
+        prev, nxt = self._links.pop(entry_id, ("", ""))
+        if prev and self._after.get(prev) == entry_id:
+            del self._after[prev]
+        if nxt and self._before.get(nxt) == entry_id:
+            del self._before[nxt]
+
+    def neighbours(self, entry_id: str) -> tuple[str, str]:
+        """(previous id, next id) of an archived entry in its conversation ("" = none): the
+        neighbours it had in the store when archived, else the entry recorded as its own
+        neighbour on that side (so a question archived before its reply still reaches it).
+
+        Examples
+        --------
+        >>> a = Archive(None, MemoryConfig())
+        >>> a.add(Entry(id="q", content="why?", category="conversation_summary"), None,
+        ...       links=("", "r"))
+        >>> a.add(Entry(id="r", content="because", category="conversation_summary"), None)
+        >>> a.neighbours("q"), a.neighbours("r")
+        (('', 'r'), ('q', ''))
+        """
+        with self._lock:
+            prev, nxt = self._links.get(entry_id, ("", ""))
+            return prev or self._before.get(entry_id, ""), nxt or self._after.get(entry_id, "")
+
+    def _log(self, *ops) -> None:
         if self._journal is not None:
             self._seq += 1
-            self._journal.append(JournalRecord(self._seq, [op]))
+            self._journal.append(JournalRecord(self._seq, list(ops)))
             self._dirty = True
 
     def __len__(self) -> int:
@@ -165,14 +233,22 @@ class Archive:
     def __contains__(self, entry_id: str) -> bool:
         return entry_id in self._entries
 
-    def add(self, entry: Entry, vector: np.ndarray | None) -> None:
-        """Archive ``entry``; beyond capacity the oldest (by updated_at) are dropped."""
+    def add(self, entry: Entry, vector: np.ndarray | None,
+            links: tuple[str, str] = ("", "")) -> None:
+        """Archive ``entry`` with the ids of its conversation neighbours in the store
+        (``links``: previous, next; "" = none); beyond capacity the oldest (by updated_at) are
+        dropped."""
         with self._lock:
             self._entries[entry.id] = entry
             if vector is not None:
                 self._vectors[entry.id] = np.asarray(vector, np.float32)
-            self._log(PutOp(entry, None if vector is None else np.asarray(vector, np.float32)
-                            .tobytes()))
+            self._set_links(entry.id, *links)
+            put = PutOp(entry, None if vector is None else np.asarray(vector, np.float32)
+                        .tobytes())
+            if any(links):
+                self._log(put, ConversationOp(entry.id, *links))
+            else:
+                self._log(put)
             if self._columns is not None:
                 self._columns.add(entry, self._vectors.get(entry.id))
             excess = len(self._entries) - self.capacity
@@ -195,6 +271,7 @@ class Archive:
             entry = self.get(entry_id)
             del self._entries[entry_id]
             vec = self._vectors.pop(entry_id, None)
+            self._drop_links(entry_id)
             self._log(DeleteOp(entry_id))
             if self._columns is not None:
                 self._columns.remove(entry_id)
@@ -218,6 +295,14 @@ class Archive:
                     break
         return out
 
+    def _searchable(self) -> ArchiveColumns:
+        if self._columns is None:
+            cols = ArchiveColumns(self._bm25_config)
+            for e in sorted(self._entries.values(), key=lambda e: (e.updated_at, e.id)):
+                cols.add(e, self._vectors.get(e.id))
+            self._columns = cols
+        return self._columns
+
     def search(self, tokens: list[str], query_vector: np.ndarray | None, *, bm25_weight: float,
                cos_weight: float, min_cue: float, limit: int
                ) -> list[tuple[Entry, float, float, float]]:
@@ -225,13 +310,14 @@ class Archive:
         (entry, cue, BM25, cosine) (:meth:`ArchiveColumns.search`); the columns are made on the
         first call."""
         with self._lock:
-            if self._columns is None:
-                cols = ArchiveColumns(self._bm25_config)
-                for e in sorted(self._entries.values(), key=lambda e: (e.updated_at, e.id)):
-                    cols.add(e, self._vectors.get(e.id))
-                self._columns = cols
-            return self._columns.search(tokens, query_vector, bm25_weight, cos_weight,
-                                        min_cue, limit)
+            return self._searchable().search(tokens, query_vector, bm25_weight, cos_weight,
+                                             min_cue, limit)
+
+    def scores(self, entry_ids: list[str], tokens: list[str],
+               query_vector: np.ndarray | None) -> list[tuple[float, float]]:
+        """(BM25, cosine) of archived entries for a query, as :meth:`search` scores them."""
+        with self._lock:
+            return self._searchable().scores(entry_ids, tokens, query_vector)
 
     def flush(self, rotate: bool = False) -> None:
         with self._lock:
@@ -247,6 +333,9 @@ class Archive:
                         vecs[i] = self._vectors[k]
             table = entries_table([self._entries[k] for k in ids], vecs, dim,
                                   SnapshotMeta(seq=self._seq, dim=dim))
+            for side, name in enumerate(LINK_COLUMNS):
+                table = table.append_column(name, pa.array(
+                    [self._links.get(k, ("", ""))[side] for k in ids], pa.string()))
             write_snapshot(self.dir / "snapshot.arrow", table)
             self._journal.reset(force=rotate)
             self._dirty = False
@@ -255,3 +344,15 @@ class Archive:
         if self._journal is not None:
             self.flush()
             self._journal.close()
+
+
+LINK_COLUMNS = ("conv_prev", "conv_next")  # the snapshot's conversation-link columns
+
+
+def _link_columns(table: pa.Table) -> tuple[list[str], list[str]] | None:
+    """The conversation-link columns of an archive snapshot (None when it has none: written
+    before they existed, or not string columns)."""
+    if not all(name in table.column_names and pa.types.is_string(table.schema.field(name).type)
+               for name in LINK_COLUMNS):
+        return None
+    return tuple([v or "" for v in table.column(name).to_pylist()] for name in LINK_COLUMNS)

@@ -15,10 +15,11 @@ import numpy as np
 from maclaw_fast.config import CATEGORIES, PersistConfig
 from maclaw_fast.embedding import embed_checked
 from maclaw_fast.errors import CorruptStoreError, ValidationError
-from maclaw_fast.memory.linking import adjacency_state, replay_adjacent, restore_adjacency
+from maclaw_fast.memory.linking import (adjacency_state, replay_adjacent, replay_relink,
+                                        restore_adjacency)
 from maclaw_fast.memory.reload import load_snapshot, save_terms
-from maclaw_fast.persist.journal import (AdjacentOp, DeleteOp, EdgesOp, Journal, JournalRecord,
-                                         LinkOp, MetaOp, PutOp, TouchOp)
+from maclaw_fast.persist.journal import (AdjacentOp, ConversationOp, DeleteOp, EdgesOp, Journal,
+                                         JournalRecord, LinkOp, MetaOp, PutOp, TouchOp)
 from maclaw_fast.persist.lock import StoreLock
 from maclaw_fast.persist.recovery import recover
 from maclaw_fast.persist.snapshot import (SnapshotMeta, entries_table, snapshot_meta,
@@ -164,6 +165,8 @@ class Durability:
             store.meta[op.key] = op.value
         elif isinstance(op, AdjacentOp):
             replay_adjacent(store, op)
+        elif isinstance(op, ConversationOp):
+            replay_relink(store, op)
 
     def _reembed_missing(self, snap_fp: str) -> None:
         """Vectors from another model are dropped on load; embed what lacks one, in batches."""

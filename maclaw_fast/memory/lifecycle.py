@@ -19,6 +19,7 @@ from maclaw_fast.errors import DuplicateError, NotFoundError, ValidationError
 from maclaw_fast.memory import validate
 from maclaw_fast.config import CATEGORY_ALIASES
 from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY
+from maclaw_fast.memory.linking import relink_restored
 from maclaw_fast.persist.journal import DeleteOp, PutOp, TouchOp
 from maclaw_fast.records import Entry, GcReport
 from maclaw_fast.text.tokenizer import analysed_text
@@ -225,7 +226,8 @@ def _restore_locked(store, entry_id: str, now: float, vec) -> tuple[Entry, list[
     entry = _replace(old, updated_at=now, access_count=1, status=status, strength=1.0,
                      related_ids=(), related_strengths=())
     row = store._insert(entry, vec)
-    store._log(PutOp(store._entry(row), _vec_bytes(vec)), *store._auto_link(row))
+    store._log(PutOp(store._entry(row), _vec_bytes(vec)), *store._auto_link(row),
+               *relink_restored(store, row, *archive.neighbours(entry_id)))
     # Store first, archive second: a crash in between leaves a copy in both (finished above),
     # never the entry in neither.
     archive.remove(entry_id)

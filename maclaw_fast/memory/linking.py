@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from maclaw_fast.persist.journal import AdjacentOp, DeleteOp, LinkOp
+from maclaw_fast.persist.journal import AdjacentOp, ConversationOp, DeleteOp, LinkOp
 from maclaw_fast.records import Entry
 from maclaw_kernels.graph import link_candidates
 
@@ -64,6 +64,36 @@ def replay_adjacent(store, op: AdjacentOp) -> None:
     store._graph.set_tail(op.thread, row)
 
 
+def relink_restored(store, row: int, prev_id: str, next_id: str) -> list[ConversationOp]:
+    """Put an entry restored from the archive back into its conversation (SPEC R5): after the
+    entry that preceded it when archived and before the one that followed it, each when still
+    in the store with that side free or pointing at the other (so a reply restored after its
+    question follows it again). Returns the journal op that replays it."""
+    if not store.config.graph.adjacency:
+        return []
+    t, g = store._table, store._graph
+    before = t.row_of.get(prev_id, -1) if prev_id else -1
+    after = t.row_of.get(next_id, -1) if next_id else -1
+    if before >= 0 and int(g.next[before]) not in (-1, after):
+        before = -1  # its conversation moved on without this entry
+    if after >= 0 and int(g.prev[after]) not in (-1, before):
+        after = -1
+    if before < 0 and after < 0:
+        return []
+    g.splice(row, before, after)  # in place: the recall plans hold views of these arrays
+    return [ConversationOp(t.ids[row], t.ids[before] if before >= 0 else "",
+                           t.ids[after] if after >= 0 else "")]
+
+
+def replay_relink(store, op: ConversationOp) -> None:
+    """Apply a journalled :func:`relink_restored` (the op says what was done)."""
+    row_of = store._table.row_of
+    row = row_of.get(op.id)
+    if row is not None:
+        store._graph.splice(row, row_of.get(op.prev, -1) if op.prev else -1,
+                            row_of.get(op.next, -1) if op.next else -1)
+
+
 def adjacency_state(store) -> tuple[list[list[str]], dict[str, str]]:
     """The conversation links as (``[prev id, next id]`` pairs, thread → last id), for a
     snapshot."""
@@ -103,12 +133,18 @@ def enforce_capacity(store) -> list[Entry]:
 
 def archive_rows(store, rows: list[int]) -> list[Entry]:
     """Move ``rows`` to the archive: archived first, then deleted from the store, so a crash in
-    between leaves a copy in both (reconciled on open), never in neither."""
+    between leaves a copy in both (reconciled on open), never in neither. Each keeps the ids of
+    its conversation neighbours as they were before any of ``rows`` left."""
+    t, g = store._table, store._graph
+    links = {}
+    for row in rows:
+        ends = g.adjacent(row)
+        links[row] = tuple(t.ids[r] if r >= 0 and t.alive[r] else "" for r in ends)
     moved = []
     for row in rows:
         entry = store._entry(row)
         vec = store._vectors.get(row) if store.dim else None
-        store.archive.add(entry, vec)
+        store.archive.add(entry, vec, links[row])
         store._remove_row(row)
         store._log(DeleteOp(entry.id))
         moved.append(entry)

@@ -10,11 +10,11 @@ from maclaw_fast.embedding.base import plain_vector
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.index.vectors import BOUND_SLACK, PARALLEL_ELEMENTS
 from maclaw_fast.memory import validate
+from maclaw_fast.memory.archive_search import (batch_with_archive, restore_returned,
+                                              weak_queries, with_archive)
 from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, USER_FACT, gather
 from maclaw_fast.memory.hits import REASONS, arrow_hits, batch_hits, hits_from_parts
-from maclaw_fast.memory.revival import (batch_with_archive, reactivate, restore_returned,
-                                        revive_batch, revive_single, weak_queries,
-                                        with_archive)
+from maclaw_fast.memory.revival import dormant_mask, reactivate, revive_batch, revive_single
 from maclaw_fast.persist.journal import TouchOp
 from maclaw_fast.records import RecallHit
 from maclaw_fast.text.tokenizer import tokenize
@@ -27,6 +27,7 @@ from maclaw_kernels.views import view_table
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
 COS_MODES = {"raw": 0, "minmax": 1}
 _NO_VECTOR = np.zeros(0, np.float32)  # the query vector of a query without one
+_NO_DORMANT = np.zeros(0, np.bool_)  # the fused kernel's dormant mask with revival off
 # rows per block of the large-store pass, a multiple of 4 (the dot kernel's step); measured at
 # 100k × 384: 1,024 and 2,048 equal, 512 and 4,096 slower (block overhead, cache misses)
 LARGE_BLOCK = 2048
@@ -45,6 +46,7 @@ class _Static:
         t = store._table
         rc = store.config.recall
         self.version, self.config = t.version, store.config  # what this object was made for
+        self.dynamic, self.category = dynamic, category
         n = t.n_rows
         active = t.alive[:n] & (t.status[:n] == 0)
         cat = t.category[:n]
@@ -96,6 +98,8 @@ class _Static:
         # store lock is released), their scratch, and the BM25 and cosine of every row
         self.single = (np.empty(self.width, np.int64), np.empty((9, self.width)),
                        np.empty((7, n)), np.zeros(n), np.zeros(n, np.float32))
+        # the fused kernel's idf_total of the last query (the scale of its cue strengths)
+        self.idf_out = np.full(1, np.nan)
         self._scratch = None
         # batches run in chunks of queries whose (chunk, n) score buffers are kept and reused:
         # fresh multi-megabyte arrays cost a page fault per 4 KiB on every batch (measured
@@ -243,15 +247,18 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
             fused = static.fused_tails[project] = _FusedArgs(store, static, project)
         large = store._bm25.is_large or static.n * store.dim >= PARALLEL_ELEMENTS
         if large:
-            m = _recall_other(store, static, query, tokens, qvec, unchecked, now, project, fused)
+            m, ran_fused = _recall_other(store, static, query, tokens, qvec, unchecked, now,
+                                         project, fused)
         else:
-            m = _recall_fused(store, query, tokens, qvec, unchecked, now, fused)
-        # dormant entries the query cues strongly compete too (SPEC R9; memory/revival.py)
+            m, ran_fused = _recall_fused(store, query, tokens, qvec, unchecked, now, fused), True
+        # dormant entries the query cues strongly compete too (SPEC R9; memory/revival.py):
+        # the fused kernel has ranked them already, the other paths rank again
         m, cues = revive_single(store, static, project, query, tokens, qvec, now, m,
-                                not large, dynamic, category)
+                                float(static.idf_out[0]) if ran_fused else None, dynamic,
+                                category)
         rows, parts = static.single[0], static.single[1]
         hits = hits_from_parts(store, rows[:m], parts[:, :m], fused.has_affinity)
-        # the archive, when nothing here matches strongly (SPEC R9; memory/revival.py)
+        # the archive, when nothing here matches strongly (SPEC R9; memory/archive_search.py)
         out = with_archive(store, static, cues, hits, rows[:m], project, dynamic, category,
                            False, now)
         if reinforce and out is not hits:  # merged: the limits may have cut some of rows[:m]
@@ -274,8 +281,13 @@ class _FusedArgs:
         eligible, affinity, scored, self.has_affinity = static.scope_masks(store, project)
         vec = store._vectors
         rows, parts, work, bm25, cos = static.single
+        # dormant entries the query may revive in the same pass (SPEC R9; memory/revival.py)
+        fc = store.config.forgetting
+        dormant = (dormant_mask(store, project, dynamic=static.dynamic,
+                                category=static.category) if fc.revive else _NO_DORMANT)
         self.tail = (vec.matrix, vec.has_vec, *static.recency_args, *static.recency_knobs,
-                     affinity, eligible, scored, *static.kernel_args, bm25, cos, work, rows, parts)
+                     affinity, eligible, scored, *static.kernel_args, bm25, cos, work, rows, parts,
+                     dormant, float(fc.revive_min_cue), static.idf_out)
         self._index_args = self._joined = self._views = None
         self._calls = 0
 
@@ -317,14 +329,15 @@ def _recall_fused(store, query, tokens, qvec, unchecked, now, fused: _FusedArgs)
 
 
 def _recall_other(store, static, query, tokens, qvec, unchecked, now, project,
-                  fused: _FusedArgs) -> int:
+                  fused: _FusedArgs) -> tuple[int, bool]:
     """The paths of a large store: int8 codes first for a large matrix, BM25 across threads
-    for many postings; otherwise the fused kernel."""
+    for many postings; otherwise the fused kernel. Returns (the count of selected rows,
+    whether the fused kernel ran)."""
     n = static.n
     vec, bm25_index = store._vectors, store._bm25
     parallel_dot = qvec is not None and n * store.dim >= PARALLEL_ELEMENTS
     if not parallel_dot and not bm25_index.is_large:
-        return _recall_fused(store, query, tokens, qvec, unchecked, now, fused)
+        return _recall_fused(store, query, tokens, qvec, unchecked, now, fused), True
     if unchecked:
         qvec = _checked(store, qvec)  # only the fused kernel checks it
     tokens = tokenize(query) if tokens is None else tokens
@@ -336,12 +349,12 @@ def _recall_other(store, static, query, tokens, qvec, unchecked, now, project,
                             BOUND_SLACK, vec.has_vec[:n], qvec, *static.recency_args, now,
                             *static.recency_knobs, bm25_index.scores(tokens, n), affinity,
                             eligible, scored, *static.kernel_args, LARGE_BLOCK,
-                            *static.scratch(), rows, parts)
+                            *static.scratch(), rows, parts), False
     # a large BM25-only store (or one the dot product stays serial for): BM25 across threads
     cos = vec.scores(qvec, n, cos) if qvec is not None else static.no_cos
     return recall_single(*static.recency_args, now, *static.recency_knobs,
                          bm25_index.scores(tokens, n), cos, affinity, eligible, scored,
-                         *static.kernel_args, work, rows, parts)
+                         *static.kernel_args, work, rows, parts), False
 
 
 def _reinforce(store, rows, now: float) -> None:

@@ -84,7 +84,16 @@ class AdjacentOp(msgspec.Struct, tag="adj", array_like=True):
     prev: str = ""
 
 
-Op = PutOp | EdgesOp | LinkOp | DeleteOp | TouchOp | MetaOp | AdjacentOp
+class ConversationOp(msgspec.Struct, tag="conv", array_like=True):
+    """The conversation neighbours (ids, "" = none) an archived entry had in the store when it
+    was archived (the archive's journal; SPEC R5 links, walked by archive search)."""
+
+    id: str
+    prev: str = ""
+    next: str = ""
+
+
+Op = PutOp | EdgesOp | LinkOp | DeleteOp | TouchOp | MetaOp | AdjacentOp | ConversationOp
 
 
 class JournalRecord(msgspec.Struct, array_like=True):

@@ -1,0 +1,264 @@
+"""Archive search (SPEC §0 R9): a recall with no strong match in the store consults the archive.
+
+Archived entries keep their text and vectors in the store's columnar form
+(:class:`maclaw_fast.memory.archive.ArchiveColumns`); those a query cues strongly join the
+ranked hits where their score places them (``reason="archived"``), and with them the archived
+entries within ``adjacency_hops`` conversation links (the reply to an archived question),
+scored as recall's link walk scores a reached row. A reinforcing recall restores the archived
+entries it returns (SPEC §9).
+"""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+import numpy as np
+
+from maclaw_fast.config import CATEGORY_TABLE
+from maclaw_fast.memory.columns import budget_tokens
+from maclaw_fast.memory.lifecycle import restore_locked
+from maclaw_fast.memory.revival import QueryCues, unit_query
+from maclaw_fast.records import Entry, RecallHit, ScoreBreakdown
+from maclaw_kernels.revival import cue_strengths
+
+
+def with_archive(store, static, cues: QueryCues | None, hits: list[RecallHit],
+                 rows: np.ndarray, project, dynamic: bool, category, reinforce: bool,
+                 now: float) -> list[RecallHit]:
+    """Archive search (SPEC §0 R9): when no returned entry's cue reaches
+    ``forgetting.archive_below``, up to ``archive_max_hits`` archived entries of the query's
+    scope with a cue of at least ``archive_min_cue`` join the ranked hits
+    (``reason="archived"``) where their score places them: recency and importance as recall
+    computes them, relevance from their BM25 (over the archive's statistics) and cosine,
+    normalised by this query's ranges over the store's candidates. So do the archived entries
+    within ``adjacency_hops`` conversation links of them (:func:`_linked_hits`). The recall's
+    entry and token limits hold. A reinforcing recall restores the archived entries it returns into the store
+    (SPEC §9: ``updated_at = now``, access 1, re-indexed, then the capacity check)."""
+    fc = store.config.forgetting
+    if cues is None or not fc.archive_search or len(store.archive) == 0:
+        return hits
+    if cues.best(rows) >= fc.archive_below:
+        return hits
+    rc = store.config.recall
+    qvec = unit_query(store, cues.qvec) if cues.qvec is not None else None
+    found = store.archive.search(cues.tokens, qvec, bm25_weight=rc.bm25_weight,
+                                 cos_weight=rc.cos_weight, min_cue=fc.archive_min_cue,
+                                 limit=4 * fc.archive_max_hits + 4)
+    found = [f for f in found if _in_scope(store, f[0], project, dynamic, category)]
+    found = found[:fc.archive_max_hits]
+    if not found:
+        return hits
+    eligible = static.scope_masks(store, project)[0]
+    ranges = _ranges(store, cues.bm25[eligible], cues.cos[eligible])
+    seeds = [_archive_hit(store, entry, bm25, cos, ranges, now)
+             for entry, _, bm25, cos in found]
+    extra = [h for h, _ in seeds]
+    extra += _linked_hits(store, seeds, cues.tokens, qvec, ranges, now,
+                          lambda e: _in_scope(store, e, project, dynamic, category))
+    lead = sum(1 for h in hits if h.reason in ("self_identity", "user_fact"))
+    ranked = sorted(hits[lead:] + extra, key=lambda h: -h.score)  # stable: store order kept
+    merged = hits[:lead] + ranked
+    limit = rc.dynamic_max_entries if dynamic else rc.max_entries
+    budget = rc.dynamic_token_budget if dynamic else rc.token_budget
+    out, used = [], 0
+    for h in merged:
+        cost = budget_tokens(h.entry.compact_form or h.entry.content)
+        if len(out) >= limit:
+            break
+        if used + cost > budget and h.reason != "self_identity":
+            continue
+        out.append(h)
+        used += cost
+    if reinforce:
+        out = [_restored(store, h, now) if h.reason == "archived" else h for h in out]
+    return out
+
+
+def _restored(store, hit: RecallHit, now: float) -> RecallHit:
+    return msgspec.structs.replace(hit, entry=restore_locked(store, hit.entry.id, now))
+
+
+def _in_scope(store, entry: Entry, project, dynamic: bool, category) -> bool:
+    if entry.status == "superseded" or entry.content in store._table.row_of_content:
+        return False
+    if category is not None and entry.category != category:
+        return False
+    if dynamic and entry.category == "user_fact":
+        return False
+    if project and entry.scope == "project":
+        return any(t.lower() == project.lower() for t in entry.tags)
+    return True
+
+
+def _linked_hits(store, seeds: list[tuple[RecallHit, float]], tokens, qvec, ranges,
+                 now: float, in_scope) -> list[RecallHit]:
+    """Hits for the archived entries within ``adjacency_hops`` conversation links
+    (:meth:`Archive.neighbours`) of the archived ``seeds``, as recall's link walk scores a row it
+    reaches (:func:`maclaw_kernels.graph.propagate_linked`): the ``h``-th step carries the
+    seed's relevance × ``adjacency_factor``^h, a walk stops at a missing link, a seed or an
+    entry no longer archived, and the entry's relevance is
+    :func:`maclaw_kernels.recall.linked_relevance` of its own and the best value it got."""
+    rc = store.config.recall
+    archive = store.archive
+    if rc.adjacency_hops <= 0 or not seeds or not store.config.forgetting.archive_links:
+        return []
+    is_seed = {h.entry.id for h, _ in seeds}
+    best: dict[str, float] = {}
+    for h, rel in seeds:
+        for side in (0, 1):
+            node, value = h.entry.id, rel
+            for _ in range(rc.adjacency_hops):
+                node = archive.neighbours(node)[side]
+                if not node or node in is_seed or node not in archive:
+                    break
+                value *= rc.adjacency_factor
+                best[node] = max(best.get(node, 0.0), value)
+    reached = [(archive.get(i), v) for i, v in best.items() if v > 0.0]
+    reached = [(e, v) for e, v in reached if in_scope(e)]
+    scores = archive.scores([e.id for e, _ in reached], tokens, qvec)
+    return [_archive_hit(store, e, bm25, cos, ranges, now, link=v)[0]
+            for (e, v), (bm25, cos) in zip(reached, scores)]
+
+
+def _ranges(store, bm25: np.ndarray, cos: np.ndarray) -> tuple[float, float, float, float]:
+    """(BM25 lo, hi over the hits, cosine lo, hi) of the store's candidates for this query:
+    archived entries are normalised by them as the kernel normalises a row."""
+    hits = bm25[bm25 > 0]
+    b_lo, b_hi = (float(hits.min()), float(hits.max())) if hits.shape[0] else (np.inf, 0.0)
+    c_lo, c_hi = (float(cos.min()), float(cos.max())) if cos.shape[0] else (np.inf, -np.inf)
+    return b_lo, b_hi, c_lo, c_hi
+
+
+def _normalised(store, bm25: float, cos: float, ranges) -> tuple[float, float]:
+    """An archived entry's raw BM25 and cosine normalised by the configured modes over the
+    store's candidates (:func:`_ranges`), each capped to [0, 1]."""
+    rc = store.config.recall
+    b_lo, b_hi, c_lo, c_hi = ranges
+    x = bm25
+    if rc.bm25_norm == "max" and x > 0:
+        x = min(1.0, x / b_hi) if b_hi > 0 else 1.0
+    elif rc.bm25_norm == "minmax" and x > 0:
+        x = 1.0 if b_hi <= b_lo else min(1.0, max(0.0, (x - b_lo) / (b_hi - b_lo)))
+    if rc.cos_norm == "minmax":
+        c = (min(1.0, max(0.0, (cos - c_lo) / (c_hi - c_lo))) if c_hi > c_lo
+             else float(cos > 0.0))
+    else:
+        c = max(cos, 0.0)
+    return x, c
+
+
+def _relevance(store, x: float, c: float) -> float:
+    """Fused relevance of normalised BM25 ``x`` and cosine ``c``, weighted as recall weighs a
+    row (``bm25_weight + cos_weight`` on BM25 in a store without an embedder)."""
+    rc = store.config.recall
+    if not store.dim:
+        return (rc.bm25_weight + rc.cos_weight) * x
+    return rc.bm25_weight * x + rc.cos_weight * c
+
+
+def _archive_hit(store, entry: Entry, bm25: float, cos: float, ranges, now: float,
+                 link: float = 0.0) -> tuple[RecallHit, float]:
+    """A hit for an archived entry, scored as recall scores a row (SPEC §6; BM25 and cosine
+    normalised over the store's candidates, :func:`_normalised`), and its own relevance.
+    ``link``: the value a conversation link walk gave it (its relevance then as the kernel's
+    ``linked_relevance``: its own plus ``adjacency_mix`` × ``link``, or the larger of the two
+    when the mix is 0). The breakdown holds the normalised BM25 and ``max(cos, 0)``, as a
+    store hit's does."""
+    rc = store.config.recall
+    hours = max(now - entry.updated_at, 0.0) / 3600.0
+    recency = math.exp(-rc.recency_decay_per_hour * hours)
+    importance = CATEGORY_TABLE[entry.category][0] + math.log1p(entry.access_count)
+    x, c = _normalised(store, bm25, cos, ranges)
+    own = _relevance(store, x, c)
+    rel = own
+    if link > 0.0:
+        rel = max(own, own + rc.adjacency_mix * link if rc.adjacency_mix > 0.0 else link)
+    total = (rc.weight_recency * recency + rc.weight_importance * importance
+             + rc.weight_relevance * rel)
+    breakdown = ScoreBreakdown(recency, importance, x, max(cos, 0.0), 0.0, rel - own, total)
+    return RecallHit(entry, total, breakdown, "archived"), own
+
+
+def weak_queries(store, bm25, cos, rows, counts, token_lists, has_vector: bool,
+                 out: np.ndarray) -> None:
+    """For a chunk of a batch: ``out[q]`` = no returned entry of query ``q`` reaches
+    ``forgetting.archive_below`` (so :func:`with_archive` would consult the archive)."""
+    fc = store.config.forgetting
+    if not fc.archive_search or len(store.archive) == 0:
+        return
+    rc = store.config.recall
+    for q in range(bm25.shape[0]):
+        r = rows[q, :counts[q]]
+        if r.shape[0] == 0:
+            out[q] = True
+            continue
+        cue = np.empty(r.shape[0])
+        cue_strengths(bm25[q, r], cos[q, r], store._bm25.idf_total(token_lists[q]),
+                      rc.bm25_weight, rc.cos_weight, has_vector, cue)
+        out[q] = cue.max() < fc.archive_below
+
+
+def batch_with_archive(store, result, weak: np.ndarray, rows, counts, recall_one,
+                       reasons: tuple[str, ...], as_arrow: bool):
+    """The archive step of a batch: each ``weak`` query is recalled alone (read-only, on the
+    same snapshot: ``recall_one(q)``), which gives it its archive hits exactly as a single
+    recall would. Returns (the result with those queries' hits replaced, the store rows to
+    reinforce, the ids of the archived entries returned)."""
+    replaced: dict[int, list[RecallHit]] = {}
+    for q in np.flatnonzero(weak).tolist():
+        hits = recall_one(q)
+        if any(h.reason == "archived" for h in hits):
+            replaced[q] = hits
+    row_of = store._table.row_of
+    sel = []
+    for q in range(rows.shape[0]):
+        if q in replaced:
+            sel.extend(row_of[h.entry.id] for h in replaced[q] if h.reason != "archived")
+        else:
+            sel.extend(rows[q, :counts[q]].tolist())
+    archived = list(dict.fromkeys(h.entry.id for hits in replaced.values() for h in hits
+                                  if h.reason == "archived"))
+    if not replaced:
+        return result, np.asarray(sel, np.int64), archived
+    if as_arrow:
+        result = _replace_arrow(result, replaced, reasons)
+    else:
+        for q, hits in replaced.items():
+            result[q] = hits
+    return result, np.asarray(sel, np.int64), archived
+
+
+def _replace_arrow(table, replaced: dict[int, list[RecallHit]], reasons: tuple[str, ...]):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    keep = pc.invert(pc.is_in(table.column("query_index"),
+                              value_set=pa.array(list(replaced), pa.int32())))
+    cols: dict[str, list] = {name: [] for name in table.column_names}
+    for q, hits in replaced.items():
+        for rank, h in enumerate(hits):
+            b = h.breakdown
+            values = {"query_index": q, "rank": rank, "id": h.entry.id, "score": h.score,
+                      "recency": b.recency, "importance": b.importance, "bm25": b.bm25,
+                      "cos": b.cos, "affinity": b.affinity, "graph": b.graph,
+                      "reason": reasons.index(h.reason)}
+            for name in cols:
+                cols[name].append(values[name])
+    arrays = []
+    for name in table.column_names:
+        if name == "reason":
+            arrays.append(pa.DictionaryArray.from_arrays(pa.array(cols[name], pa.int8()),
+                                                         pa.array(list(reasons))))
+        else:
+            arrays.append(pa.array(cols[name], table.schema.field(name).type))
+    extra = pa.Table.from_arrays(arrays, schema=table.schema)
+    merged = pa.concat_tables([table.filter(keep), extra])
+    return merged.sort_by([("query_index", "ascending"), ("rank", "ascending")])
+
+
+def restore_returned(store, ids, now: float) -> None:
+    """Restore archived entries a reinforcing batch returned (SPEC §9)."""
+    for entry_id in ids:
+        if entry_id in store.archive and entry_id not in store:
+            restore_locked(store, entry_id, now)

@@ -1,0 +1,162 @@
+"""Cue-driven revival inside the fused recall kernel (SPEC §0 R9), against plain references:
+``count_cued`` / ``revived_masks`` against a Python loop, and ``recall_query`` with a dormant
+mask against ``recall_single`` over masks widened by that reference (the same rows and parts,
+revived rows marked), on random stores, queries and conversation links."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from maclaw_fast.index.bm25 import Bm25Index
+from maclaw_kernels.bm25 import bm25_query
+from maclaw_kernels.recall import (REASON_REVIVED, VIEWED_ARGS, recall_query, recall_single,
+                                   recall_viewed)
+from maclaw_kernels.revival import count_cued, revived_masks
+from maclaw_kernels.vectors import dot_scores
+from maclaw_kernels.views import view_table
+from tests.test_memory_kernels import WORDS, recency_knobs, unit_vector, zipf_doc
+from tests.test_recall_kernels import PLANS, plan_args, query_case, recall_inputs, width_of
+
+
+def ref_cue(bm25, cos, idf_total, bw, cw, has_vector):
+    lex = min(1.0, bm25 / idf_total) if idf_total > 0 and bm25 > 0 else 0.0
+    if not has_vector:
+        return lex
+    return (bw * lex + cw * max(cos, 0.0)) / (bw + cw) if bw + cw > 0 else 0.0
+
+
+def ref_revived(dormant, bm25, cos, idf_total, bw, cw, has_vector, bar, prev, nxt, hops):
+    """The rows a query brings back: cued dormant rows and the dormant rows within ``hops``
+    links of one (a walk stops at a row that is not dormant)."""
+    out = set()
+    for i in range(len(bm25)):
+        if not dormant[i] or ref_cue(float(bm25[i]), float(cos[i]), idf_total, bw, cw,
+                                     has_vector) < bar:
+            continue
+        out.add(i)
+        for links in (prev, nxt):
+            node = i
+            for _ in range(hops):
+                node = int(links[node])
+                if node < 0 or not dormant[node]:
+                    break
+                out.add(node)
+    return out
+
+
+def ref_idf_total(index, terms):
+    """Σ idf over the distinct known terms, idf(df = 0) for every unknown word."""
+    _, ids, arrays = index.fused_query_args("", terms)  # the word table's, then df, n_live
+    df, n_live = arrays[3], float(arrays[4])
+    total, seen = 0.0, set()
+    for t in ids.tolist():
+        if t < 0 or t >= len(df) or df[t] <= 0:
+            total += math.log((n_live + 0.5) / 0.5 + 1.0)
+        elif t not in seen:
+            seen.add(t)
+            total += math.log((n_live - df[t] + 0.5) / (df[t] + 0.5) + 1.0)
+    return total
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_cued_rows_match_reference(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 120))
+    bm25 = np.where(rng.random(n) < 0.4, rng.uniform(0.1, 6, n), 0.0)
+    cos = rng.uniform(-0.5, 1, n).astype(np.float32)
+    dormant = rng.random(n) < 0.5
+    eligible = ~dormant & (rng.random(n) < 0.9)
+    scored = eligible & (rng.random(n) < 0.95)
+    c = recall_inputs(seed)  # only for its conversation links
+    prev, nxt = (np.resize(c["prev"], n), np.resize(c["nxt"], n))
+    prev[prev >= n] = -1
+    nxt[nxt >= n] = -1
+    for has_vector in (True, False):
+        for hops in (0, 1, 2):
+            idf, bar = float(rng.uniform(0.5, 8)), float(rng.choice([0.0, 0.2, 0.3, 0.6]))
+            want = ref_revived(dormant, bm25, cos, idf, 0.4, 0.6, has_vector, bar, prev, nxt,
+                               hops)
+            k = count_cued(dormant, bm25, cos, idf, 0.4, 0.6, has_vector, bar)
+            assert k == sum(1 for i in range(n) if dormant[i] and ref_cue(
+                bm25[i], float(cos[i]), idf, 0.4, 0.6, has_vector) >= bar)
+            assert count_cued(np.zeros(0, np.bool_), bm25, cos, idf, 0.4, 0.6, has_vector,
+                              bar) == (k if n == 0 else 0)
+            el, sc = revived_masks(dormant, bm25, cos, idf, 0.4, 0.6, has_vector, bar, prev,
+                                   nxt, hops, eligible, scored)
+            assert set(np.flatnonzero(el & ~eligible).tolist()) == want
+            assert set(np.flatnonzero(sc & ~scored).tolist()) == want
+            assert (el[eligible]).all() and (sc[scored]).all()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_recall_query_revives_as_recall_single_over_widened_masks(seed):
+    """The fused kernel with a dormant mask selects what ``recall_single`` selects over the
+    eligible rows plus the reference's revived rows, bit for bit, with the revived rows'
+    reason code; its ``idf_out`` is the query's idf_total; the address-table entry agrees."""
+    c = recall_inputs(seed)
+    rng, n = c["rng"], c["n"]
+    q = query_case(c, rng)
+    dormant = ~q["eligible"] & (rng.random(n) < 0.7)
+    docs_rng = random.Random(seed)
+    index = Bm25Index(tantivy_index=False)
+    index.add_many(list(range(n)), [zipf_doc(docs_rng, docs_rng.randint(0, 12))
+                                    for _ in range(n)])
+    d = int(rng.choice([8, 37]))
+    matrix = rng.standard_normal((n + 3, d)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    has_vec = rng.random(n + 3) < 0.9
+    now = 1.8e9
+    updated = now - rng.uniform(-3600, 90 * 86400, n)
+    weight = rng.uniform(0.5, 3, n)
+    revived_any = 0
+    for plan in PLANS:
+        width = width_of(c, plan)
+        tail = plan_args(c, plan)
+        adj_hops = plan[4]
+        for qvec in (matrix[int(rng.integers(n))].copy() if n else unit_vector(rng, d),
+                     np.zeros(0, np.float32)):
+            terms = [docs_rng.choice(WORDS[:40]) for _ in range(docs_rng.randint(1, 4))]
+            bm25, cos = np.zeros(n), np.zeros(n, np.float32)
+            bm25_query(*index.query_args(terms), bm25)
+            if qvec.size:
+                dot_scores(matrix, n, has_vec, qvec, cos)
+            idf = ref_idf_total(index, terms)
+            bar = float(rng.choice([0.05, 0.2, 0.4]))
+            back = ref_revived(dormant, bm25, cos, idf, 0.4, 0.6, qvec.size > 0, bar,
+                               c["prev"], c["nxt"], adj_hops)
+            revived_any += bool(back)
+            el, sc = q["eligible"].copy(), q["scored"].copy()
+            el[list(back)] = True
+            sc[list(back)] = True
+            rows_ref, parts_ref = np.full(width, -1, np.int64), np.zeros((9, width))
+            m_ref = recall_single(updated, weight, now, *recency_knobs(n), bm25, cos,
+                                  q["affinity"], el, sc, *tail, np.empty((7, n)), rows_ref,
+                                  parts_ref)
+            for j in range(m_ref):
+                if rows_ref[j] in back:
+                    parts_ref[8, j] = REASON_REVIVED
+            text, term_ids, index_args = index.fused_query_args("", terms)
+            rows, parts, idf_out = np.full(width, -1, np.int64), np.zeros((9, width)), np.zeros(1)
+            rest = (*index_args, matrix, has_vec, updated, weight, *recency_knobs(n),
+                    q["affinity"], q["eligible"], q["scored"], *tail, np.zeros(n),
+                    np.zeros(n, np.float32), np.empty((7, n)), rows, parts, dormant, bar,
+                    idf_out)
+            ctx = f"plan {plan}, vector {qvec.size}, revived {sorted(back)}"
+            for run in ("arrays", "views"):
+                rows[:], parts[:], idf_out[:] = -1, 0.0, np.nan
+                if run == "arrays":
+                    m = recall_query(text, term_ids, qvec, True, now, *rest)
+                else:
+                    m = recall_viewed(text, term_ids, qvec, True, now,
+                                      *view_table(rest, VIEWED_ARGS))
+                assert m == m_ref and rows[:m].tolist() == rows_ref[:m].tolist(), ctx
+                assert parts[:, :m].tolist() == parts_ref[:, :m].tolist(), ctx
+                assert idf_out[0] == pytest.approx(idf, rel=1e-12), ctx
+            # the caller's masks are left as they were
+            assert not (q["eligible"] & dormant).any()
+    if seed in (1, 2, 3):
+        assert revived_any  # the cases do exercise revival

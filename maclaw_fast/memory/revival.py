@@ -22,11 +22,11 @@ import numpy as np
 from maclaw_fast.memory.columns import CATEGORY_CODE, USER_FACT
 from maclaw_fast.persist.journal import PutOp
 from maclaw_fast.text.tokenizer import tokenize
-from maclaw_kernels.recall import recall_single
+from maclaw_kernels.recall import REASON_REVIVED, recall_single
 from maclaw_kernels.revival import cue_strengths, strong_cues, strong_cues_batch
 
 DORMANT = 2  # the status code of dormant entries (columns.STATUS)
-REVIVED_REASON = 4.0  # the hit-reason code of a revived entry (hits.REASONS[4])
+REVIVED_REASON = REASON_REVIVED  # the hit-reason code of a revived entry (hits.REASONS[4])
 
 
 class _DormantRows:

@@ -61,3 +61,36 @@ def test_demo_runs_on_bundled_data():
 
 def test_warmup_compiles_kernels():
     assert "compiled" in run("warmup").stdout
+
+
+def test_console_entry_skips_the_teardown_unless_a_thread_must_finish(tmp_path):
+    # when the command returns, a daemon thread (as the idle timer thread) or a non-daemon one
+    # is running; only the second needs the normal exit (SystemExit, which joins it)
+    code = ("import sys, threading, time\n"
+            "import maclaw_fast.cli as cli\n"
+            "daemon = sys.argv[1] == 'daemon'\n"
+            "command = cli.main\n"
+            "def main():\n"
+            "    code = command()\n"
+            "    threading.Thread(target=lambda: (time.sleep(0.5 if not daemon else 60),"
+            " print('JOINED', flush=True)), daemon=daemon).start()\n"
+            "    return code\n"
+            "cli.main = main\n"
+            "sys.argv = ['maclaw-fast', 'save', 'likes tea', '--category', 'preference',"
+            f" '--store', {str(tmp_path / 's')!r}, '--embedder', 'none']\n"
+            "try:\n"
+            "    cli.run()\n"
+            "except SystemExit as exc:\n"
+            "    print('NORMAL EXIT', exc.code, flush=True)\n"
+            "    raise\n")
+    direct = subprocess.run([sys.executable, "-c", code, "daemon"], capture_output=True,
+                            text=True, timeout=300)
+    assert direct.returncode == 0, direct.stderr
+    assert '"category": "preference"' in direct.stdout
+    assert "NORMAL EXIT" not in direct.stdout and "JOINED" not in direct.stdout
+    joined = subprocess.run([sys.executable, "-c", code, "thread"], capture_output=True,
+                            text=True, timeout=300)
+    assert joined.returncode == 0, joined.stderr
+    assert "NORMAL EXIT 0" in joined.stdout and "JOINED" in joined.stdout
+    out = run("recall", "tea", "--store", str(tmp_path / "s"), "--embedder", "none")
+    assert "likes tea" in out.stdout

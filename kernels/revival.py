@@ -47,25 +47,6 @@ def cue_strengths(bm25, cos, idf_total, bm25_w, cos_w, has_vector, out):
 
 
 @njit(cache=True)
-def strong_cues_batch(rows, scope_of, bm25, cos, idf_total, bm25_w, cos_w, has_vector, min_cue,
-                      out, counts):
-    """:func:`strong_cues` for each query ``q`` (row ``q`` of ``bm25``/``cos``/``idf_total``),
-    over the dormant rows of its scope ``rows[scope_of[q]]`` (-1 padded), into ``out[q]``."""
-    for q in range(bm25.shape[0]):
-        s = scope_of[q]
-        m = 0
-        for j in range(rows.shape[1]):
-            r = rows[s, j]
-            if r < 0:
-                break
-            if cue_strength(bm25[q, r], cos[q, r], idf_total[q], bm25_w, cos_w,
-                            has_vector) >= min_cue:
-                out[q, m] = r
-                m += 1
-        counts[q] = m
-
-
-@njit(cache=True)
 def query_idf_total(query_text, term_ids, term_data, term_offsets, term_table, df, n_live):
     """The ``idf_total`` of :func:`cue_strength` for one query: Σ idf over its distinct known
     terms, plus ``idf(df = 0)`` for every word the index does not hold (no document can match
@@ -98,6 +79,14 @@ def terms_idf_total(term_ids, df, n_live):
             d = np.float64(df[t])
             total += np.log((n - d + 0.5) / (d + 0.5) + 1.0)
     return total
+
+
+@njit(cache=True)
+def idf_totals_batch(indptr, term_ids, df, n_live, out):
+    """:func:`terms_idf_total` of each query ``q``, whose vocabulary ids are
+    ``term_ids[indptr[q]:indptr[q + 1]]``, into ``out[q]``."""
+    for q in range(indptr.shape[0] - 1):
+        out[q] = terms_idf_total(term_ids[indptr[q]:indptr[q + 1]], df, n_live)
 
 
 @njit(cache=True)

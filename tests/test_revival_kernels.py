@@ -13,8 +13,8 @@ import pytest
 
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_kernels.bm25 import bm25_query
-from maclaw_kernels.recall import (REASON_REVIVED, VIEWED_ARGS, recall_query, recall_single,
-                                   recall_viewed)
+from maclaw_kernels.recall import (REASON_REVIVED, VIEWED_ARGS, recall_batch, recall_one,
+                                   recall_query, recall_single, recall_viewed)
 from maclaw_kernels.revival import count_cued, revived_masks
 from maclaw_kernels.vectors import dot_scores
 from maclaw_kernels.views import view_table
@@ -160,3 +160,71 @@ def test_recall_query_revives_as_recall_single_over_widened_masks(seed):
             assert not (q["eligible"] & dormant).any()
     if seed in (1, 2, 3):
         assert revived_any  # the cases do exercise revival
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_idf_totals_of_a_batch_equal_each_query_alone(seed):
+    """``Bm25Index.idf_totals`` (one kernel call for a batch's cue scales) gives each token
+    list exactly its ``idf_total``, and that is the plain sum over distinct known terms plus
+    idf(df = 0) per unknown word."""
+    rng = random.Random(seed)
+    index = Bm25Index(tantivy_index=False)
+    n = rng.randint(0, 60)
+    index.add_many(list(range(n)), [zipf_doc(rng, rng.randint(0, 10)) for _ in range(n)])
+    lists = [[rng.choice(WORDS[:50] + ["zzunknown", "qqnever"]) for _ in range(rng.randint(0, 6))]
+             for _ in range(rng.randint(0, 25))]
+    got = index.idf_totals(lists)
+    assert got.shape == (len(lists),)
+    assert got.tolist() == [index.idf_total(t) for t in lists]
+    for t, g in zip(lists, got.tolist()):
+        assert g == pytest.approx(ref_idf_total(index, t), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_recall_batch_revives_as_recall_one_over_widened_masks(seed):
+    """The batch kernel with a dormant mask per scope gives each query what ``recall_one``
+    gives over its scope's masks widened by the reference's revived rows, revived rows marked;
+    a scope without dormant rows (or revival off: no columns) ranks as before."""
+    c = recall_inputs(seed)
+    rng, n = c["rng"], c["n"]
+    qs = [query_case(c, rng) for _ in range(int(rng.integers(1, 6)))]
+    nq = len(qs)
+    dormant = np.stack([~q["eligible"] & (rng.random(n) < 0.6) for q in qs])
+    dormant[nq // 2] = False  # one scope with nothing dormant
+    qs[0]["bm25"][dormant[0]] = 5.0  # the first query names its dormant rows: revival runs
+    idf = rng.uniform(0.5, 6, nq)
+    revived = 0
+    for plan in PLANS:
+        width = width_of(c, plan)
+        for has_vector, bar in ((True, 0.2), (False, 0.3), (True, 0.45)):
+            for off in (False, True):
+                d = np.zeros((nq, 0), np.bool_) if off else dormant
+                rows = np.full((nq, width), -1, np.int64)
+                parts = [np.zeros((nq, width)) for _ in range(5)]
+                counts = np.zeros(nq, np.int64)
+                stack = [np.stack([q[k] for q in qs]) for k in ("bm25", "cos", "affinity",
+                                                                  "eligible", "scored")]
+                recall_batch(c["base"], *stack, np.arange(nq), c["updated"], *plan_args(c, plan),
+                             rows, *parts, counts, d, idf, has_vector, bar)
+                for qi, q in enumerate(qs):
+                    back = set() if off else ref_revived(
+                        dormant[qi], q["bm25"], q["cos"], idf[qi], 0.4, 0.6, has_vector, bar,
+                        c["prev"], c["nxt"], plan[4])
+                    revived += len(back)
+                    el, sc = q["eligible"].copy(), q["scored"].copy()
+                    el[list(back)] = True
+                    sc[list(back)] = True
+                    r_ref = np.full(width, -1, np.int64)
+                    p_ref = [np.zeros(width) for _ in range(5)]
+                    m = recall_one(c["base"], q["bm25"], q["cos"], q["affinity"], el, sc,
+                                   c["updated"], *plan_args(c, plan), np.empty((4, n)), r_ref,
+                                   *p_ref)
+                    for j in range(m):
+                        if r_ref[j] in back:
+                            p_ref[4][j] = REASON_REVIVED
+                    ctx = f"plan {plan} query {qi} off {off} revived {sorted(back)}"
+                    assert counts[qi] == m and rows[qi, :m].tolist() == r_ref[:m].tolist(), ctx
+                    for p, pr in zip(parts, p_ref):
+                        assert p[qi, :m].tolist() == pr[:m].tolist(), ctx
+    if dormant[0].any():
+        assert revived  # the cases do exercise revival

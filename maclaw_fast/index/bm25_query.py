@@ -12,7 +12,7 @@ from maclaw_kernels.bm25 import (
     build_csr,
     query_terms_batch,
 )
-from maclaw_kernels.revival import query_idf_total
+from maclaw_kernels.revival import idf_totals_batch, query_idf_total
 
 from maclaw_fast.index.tantivy_mirror import TantivyMirror
 
@@ -76,6 +76,17 @@ class Bm25Queries:
             text, term_ids, arrays = self.fused_query_args(query, tokenize(query))
             total = float(query_idf_total(text, term_ids, *arrays[:5]))
         return total
+
+    def idf_totals(self, token_lists: list[list[str]]) -> np.ndarray:
+        """:meth:`idf_total` of each token list, in one kernel call (a batch's cue scales)."""
+        get = self.vocab.ids_dict.get
+        ids = np.array([get(tok, -1) for tokens in token_lists for tok in tokens], np.int64)
+        indptr = np.zeros(len(token_lists) + 1, np.int64)
+        np.cumsum([len(t) for t in token_lists], out=indptr[1:])
+        out = np.zeros(len(token_lists))
+        df, n_live = self.query_arrays()[:2]
+        idf_totals_batch(indptr, ids, df, n_live, out)
+        return out
 
     def query_args(self, tokens: list[str]) -> tuple:
         """Every argument of ``bm25_query`` for one query but ``out`` (the dense scores it adds

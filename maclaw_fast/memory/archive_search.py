@@ -188,14 +188,15 @@ def weak_queries(store, bm25, cos, rows, counts, token_lists, has_vector: bool,
     if not fc.archive_search or len(store.archive) == 0:
         return
     rc = store.config.recall
+    idf = store._bm25.idf_totals(token_lists)
     for q in range(bm25.shape[0]):
         r = rows[q, :counts[q]]
         if r.shape[0] == 0:
             out[q] = True
             continue
         cue = np.empty(r.shape[0])
-        cue_strengths(bm25[q, r], cos[q, r], store._bm25.idf_total(token_lists[q]),
-                      rc.bm25_weight, rc.cos_weight, has_vector, cue)
+        cue_strengths(bm25[q, r], cos[q, r], idf[q], rc.bm25_weight, rc.cos_weight,
+                      has_vector, cue)
         out[q] = cue.max() < fc.archive_below
 
 

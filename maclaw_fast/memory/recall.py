@@ -14,7 +14,7 @@ from maclaw_fast.memory.archive_search import (batch_with_archive, restore_retur
                                               weak_queries, with_archive)
 from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, USER_FACT, gather
 from maclaw_fast.memory.hits import REASONS, arrow_hits, batch_hits, hits_from_parts
-from maclaw_fast.memory.revival import dormant_mask, reactivate, revive_batch, revive_single
+from maclaw_fast.memory.revival import dormant_mask, reactivate, revive_single
 from maclaw_fast.persist.journal import TouchOp
 from maclaw_fast.records import RecallHit
 from maclaw_fast.text.tokenizer import tokenize
@@ -413,6 +413,11 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         masks = [static.scope_masks(store, p) for p in uniq] or [static.scope_masks(store, None)]
         scope_of = np.array([uniq[p] for p in projects], dtype=np.int64)
         eligible, affinity, scored = (np.stack([m[i] for m in masks]) for i in range(3))
+        # dormant entries the queries may revive, ranked in the same kernel pass (SPEC R9)
+        fc = store.config.forgetting
+        dormant = (np.stack([dormant_mask(store, p) for p in uniq] or [dormant_mask(store, None)])
+                   if fc.revive else np.zeros((eligible.shape[0], 0), np.bool_))
+        revives = bool(dormant.any())
         width = static.width
         rows = np.full((nq, width), -1, np.int64)
         parts = [np.zeros((nq, width)) for _ in range(5)]  # score, bm25, rel, graph, reason
@@ -429,16 +434,13 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
                 else:
                     cos = cos_buf
                     cos.fill(0.0)
+                idf = (store._bm25.idf_totals(token_lists[lo:hi]) if revives
+                       else np.zeros(hi - lo))
                 recall_batch_kernel(plan.base, bm25, cos, affinity, eligible, scored,
                                     scope_of[lo:hi], static.recency_args[0],
                                     *static.kernel_args, rows[lo:hi],
-                                    *(p[lo:hi] for p in parts), counts[lo:hi])
-                revive_batch(store, bm25, cos, affinity, eligible, scored, scope_of[lo:hi],
-                             list(uniq), token_lists[lo:hi], qvecs is not None, rows[lo:hi],
-                             [p[lo:hi] for p in parts], counts[lo:hi],
-                             lambda *a: recall_batch_kernel(plan.base, *a[:6],
-                                                            static.recency_args[0],
-                                                            *static.kernel_args, *a[6:]))
+                                    *(p[lo:hi] for p in parts), counts[lo:hi], dormant, idf,
+                                    qvecs is not None, float(fc.revive_min_cue))
                 weak_queries(store, bm25, cos, rows[lo:hi], counts[lo:hi], token_lists[lo:hi],
                              qvecs is not None, weak[lo:hi])
                 if n:  # -1 marks an unused slot: any valid column will do there

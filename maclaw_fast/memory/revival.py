@@ -6,9 +6,9 @@ cue strength (:func:`maclaw_kernels.revival.cue_strength`) reaches
 ``ForgettingConfig.revive_min_cue`` join the recall's masks, with the dormant rows within
 ``adjacency_hops`` conversation links of them: a revived entry is returned only when its score
 earns a place among the results, with ``reason="revived"``. The fused single-query kernel does
-this in its one pass (:func:`dormant_mask` is its ``dormant`` argument); the large-store paths
-and batches run the same ranking kernel a second time over the same scores, only when some
-dormant entry passes the bar.
+this in its one pass, and so does the batch kernel (:func:`dormant_mask` is their ``dormant``
+argument); the large-store paths run the same ranking kernel a second time over the same
+scores, only when some dormant entry passes the bar (:func:`revive_single`).
 
 A reinforcing recall makes a returned dormant entry active again: strength 1.0, ``updated_at``
 = now, journaled (:func:`reactivate`).
@@ -23,7 +23,7 @@ from maclaw_fast.memory.columns import CATEGORY_CODE, USER_FACT
 from maclaw_fast.persist.journal import PutOp
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_kernels.recall import REASON_REVIVED, recall_single
-from maclaw_kernels.revival import cue_strengths, strong_cues, strong_cues_batch
+from maclaw_kernels.revival import cue_strengths, strong_cues
 
 DORMANT = 2  # the status code of dormant entries (columns.STATUS)
 REVIVED_REASON = REASON_REVIVED  # the hit-reason code of a revived entry (hits.REASONS[4])
@@ -227,55 +227,6 @@ def unit_query(store, qvec):
 def _mark(store, rows: np.ndarray, reason: np.ndarray) -> None:
     """Reason code :data:`REVIVED_REASON` for the dormant rows among ``rows``."""
     reason[store._table.status[rows] == DORMANT] = REVIVED_REASON
-
-
-def revive_batch(store, bm25, cos, affinity, eligible, scored, scope_of, projects,
-                 token_lists, has_vector: bool, rows, parts, counts, run_kernel) -> None:
-    """:func:`revive_single` for a chunk of a batch: row ``q`` of ``bm25``/``cos`` is query
-    ``q``, ``scope_of[q]`` its row of the masks (one per entry of ``projects``); ``rows``,
-    ``parts`` (the reason codes last) and ``counts`` hold the chunk's results. The queries that
-    cue a dormant entry strongly are ranked again, each with its own mask rows, by
-    ``run_kernel(bm25, cos, affinity, eligible, scored, scope_of, rows, *parts, counts)`` (the
-    batch kernel with the plan's arguments), and their results replaced."""
-    fc = store.config.forgetting
-    if not fc.revive or bm25.shape[0] == 0:
-        return
-    per_scope = [dormant_rows(store, p) for p in projects]
-    width = max(r.shape[0] for r in per_scope)
-    if width == 0:
-        return
-    padded = np.full((len(per_scope), width), -1, np.int64)
-    for s, r in enumerate(per_scope):
-        padded[s, :r.shape[0]] = r
-    rc = store.config.recall
-    idf = np.array([store._bm25.idf_total(t) for t in token_lists])
-    cued = np.empty((bm25.shape[0], width), np.int64)
-    k = np.zeros(bm25.shape[0], np.int64)
-    strong_cues_batch(padded, scope_of, bm25, cos, idf, rc.bm25_weight, rc.cos_weight,
-                      has_vector, fc.revive_min_cue, cued, k)
-    qs = np.flatnonzero(k)
-    if qs.shape[0] == 0:
-        return
-    elig = eligible[scope_of[qs]]  # fancy indexing: copies, one mask row per query
-    sc = scored[scope_of[qs]]
-    for i, q in enumerate(qs.tolist()):
-        back = with_linked_dormant(store, cued[q, :k[q]], per_scope[scope_of[q]])
-        elig[i, back] = True
-        sc[i, back] = True
-    sub_rows = np.full((qs.shape[0], rows.shape[1]), -1, np.int64)
-    sub_parts = [np.zeros((qs.shape[0], p.shape[1])) for p in parts]
-    sub_counts = np.zeros(qs.shape[0], np.int64)
-    run_kernel(np.ascontiguousarray(bm25[qs]), np.ascontiguousarray(cos[qs]),
-               affinity[scope_of[qs]], elig, sc, np.arange(qs.shape[0], dtype=np.int64),
-               sub_rows, *sub_parts, sub_counts)
-    status = store._table.status
-    for i, q in enumerate(qs.tolist()):
-        c = int(sub_counts[i])
-        sub_parts[-1][i, :c][status[sub_rows[i, :c]] == DORMANT] = REVIVED_REASON
-        rows[q] = sub_rows[i]
-        for p, sp in zip(parts, sub_parts):
-            p[q] = sp[i]
-        counts[q] = c
 
 
 def reactivate(store, rows, now: float) -> list[str]:

@@ -62,6 +62,8 @@ def main() -> None:
             archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline],
                                      check=True, capture_output=True).stdout
             subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+            # the installed package maps kernels/ to maclaw_kernels: the baseline's own ones
+            (base / "maclaw_kernels").symlink_to(base / "kernels", target_is_directory=True)
             trees = {"baseline": base, "current": ROOT}
         mcp = tmp / "mcp.json"
         mcp.write_text(json.dumps({"mcpServers": {"orders": {

@@ -5,7 +5,7 @@
 Each build (a git revision) is exported to a temporary directory and run from there by this same
 interpreter. ``--stores`` stores of 500 memories (``bench_tenants``' generator: Zipf text, 384-d
 random unit vectors) are written as snapshots once; each build gets its own copy and opens every
-store once (writing its own ``terms.arrow``), then, in a fresh process per round, times
+store once (writing its own ``terms.bin``), then, in a fresh process per round, times
 ``MemoryStore.open`` + ``recall(query, query_vector=…, reinforce=False)`` for every store, one at
 a time (wall clock and the thread's CPU time; the close is not counted). The builds take turns
 round after round, so the machine's drift hits both; reported: the median over rounds of each

@@ -6,7 +6,7 @@ StorePool, and what one open idle store costs.
 
 Stores are generated without a model: random unit vectors (384-d) and text drawn from a
 Zipf-distributed synthetic vocabulary, written as snapshots through the persistence module, then
-opened once as a store (which writes its ``terms.arrow``). ``--templates`` distinct stores are
+opened once as a store (which writes its ``terms.bin``). ``--templates`` distinct stores are
 made and the others hard-link their files (a store never writes into a file in place: snapshots
 and term files are replaced by rename), so 10,000 stores take ~150 MB instead of ~8 GB.
 
@@ -43,7 +43,7 @@ from maclaw_fast.persist.snapshot import SnapshotMeta, entries_table, write_snap
 from maclaw_fast.records import Entry  # noqa: E402
 
 DIM = 384
-COPIED = ("snapshot.arrow", "terms.arrow")
+COPIED = ("snapshot.arrow", "terms.bin")
 
 
 def rss() -> int:
@@ -86,7 +86,7 @@ def template(path: Path, rng, words, n_memories: int, embedder) -> None:
     path.mkdir(parents=True)
     meta = SnapshotMeta(seq=0, fingerprint=embedder.fingerprint, dim=DIM)
     write_snapshot(path / "snapshot.arrow", entries_table(entries, vecs, DIM, meta))
-    MemoryStore.open(path, embedder=embedder).close()  # validates it; writes terms.arrow
+    MemoryStore.open(path, embedder=embedder).close()  # validates it; writes terms.bin
 
 
 def generate(root: Path, n_stores: int, n_templates: int, n_memories: int, words,
@@ -119,12 +119,14 @@ def breakdown(store) -> dict[str, int]:
     return {
         "vectors (384-d float32 + mask)": array_bytes(store._vectors),
         "BM25 mirror arrays": array_bytes(bm),
-        "BM25 vocabulary (strings, dict, word table)": len(bm.vocab) * PER_TERM
+        "BM25 vocabulary (strings, dict, word table)": bm.vocab.resident_estimate(PER_TERM)
         + sum(a.nbytes for a in bm.vocab.term_arrays()),
         "entry columns (numeric)": array_bytes(t),
         "graph": array_bytes(store._graph),
-        "text (content characters)": sum(map(len, filter(None, t.content))),
-        "ids, dict entries, tuples (est.)": t.n_rows * 400,
+        # a reopened store keeps its text packed (bytes + offsets) until a write
+        "text (ids, content, tags; packed)" if t.is_packed else "text (content characters)":
+        t.text_bytes(),
+        "ids, dict entries, tuples (est.)": 0 if t.is_packed else t.n_rows * 400,
     }
 
 

@@ -69,7 +69,7 @@ def test_reopen_from_snapshot_equals_journal_replay(replayed_and_reloaded, monke
     clock = 1.9e9
     with MemoryStore.open(path, embedder="hash", clock=lambda: clock) as replayed:
         want = _state(replayed)  # rebuilt entry by entry; its load wrote snapshot + terms
-    assert (path / "terms.arrow").exists()
+    assert (path / "terms.bin").exists()
 
     def no_tokenising(*args, **kwargs):
         raise AssertionError("the reopen tokenised instead of loading the saved terms")
@@ -78,10 +78,10 @@ def test_reopen_from_snapshot_equals_journal_replay(replayed_and_reloaded, monke
         m.setattr(reload_module, "tokenize", no_tokenising)
         with MemoryStore.open(path, embedder="hash", clock=lambda: clock) as reloaded:
             assert _state(reloaded) == want
-    os.remove(path / "terms.arrow")  # without the terms file: tokenised, the same again
+    os.remove(path / "terms.bin")  # without the terms file: tokenised, the same again
     with MemoryStore.open(path, embedder="hash", clock=lambda: clock) as tokenised:
         assert _state(tokenised) == want
-    assert (path / "terms.arrow").exists()  # written back on close
+    assert (path / "terms.bin").exists()  # written back on close
 
 
 def _edit(store):
@@ -100,9 +100,9 @@ def test_a_store_loaded_from_saved_postings_edits_as_a_tokenised_one(replayed_an
     path = replayed_and_reloaded
     clock = 1.9e9
     with MemoryStore.open(path, embedder="hash", clock=lambda: clock):
-        pass  # replays the journal, writes the snapshot and terms.arrow
+        pass  # replays the journal, writes the snapshot and terms.bin
     shutil.copytree(path, tmp_path / "tokenised")
-    os.remove(tmp_path / "tokenised" / "terms.arrow")
+    os.remove(tmp_path / "tokenised" / "terms.bin")
     states = []
     for where in (path, tmp_path / "tokenised"):
         with MemoryStore.open(where, embedder="hash", clock=lambda: clock) as store:
@@ -119,24 +119,28 @@ def test_a_store_loaded_from_saved_postings_edits_as_a_tokenised_one(replayed_an
     assert states[0] == states[1]
 
 
-@pytest.mark.parametrize("damage", ["tokenizer", "stale", "garbage", "truncated"])
+@pytest.mark.parametrize("damage", ["tokenizer", "stale", "garbage", "truncated", "flipped"])
 def test_saved_terms_are_used_only_when_they_match(tmp_path, monkeypatch, damage):
     path = tmp_path / "s"
     with MemoryStore.open(path, embedder="hash") as s:
         s.save("deploy script for atlas", category="project")
-    stale = (path / "terms.arrow").read_bytes()
+    stale = (path / "terms.bin").read_bytes()
     with MemoryStore.open(path, embedder="hash") as s:
         s.save("green tea in the morning", category="preference")
         want = [h.entry.id for h in s.recall("tea deploy", reinforce=False)]
     if damage == "tokenizer":
         monkeypatch.setattr(reload_module, "tokenizer_version", lambda: "another-tokenizer")
     elif damage == "stale":
-        (path / "terms.arrow").write_bytes(stale)
+        (path / "terms.bin").write_bytes(stale)
     elif damage == "garbage":
-        (path / "terms.arrow").write_bytes(os.urandom(300))
-    else:
-        data = (path / "terms.arrow").read_bytes()
-        (path / "terms.arrow").write_bytes(data[: len(data) // 2])
+        (path / "terms.bin").write_bytes(os.urandom(300))
+    elif damage == "truncated":
+        data = (path / "terms.bin").read_bytes()
+        (path / "terms.bin").write_bytes(data[: len(data) // 2])
+    else:  # one bit of the last term frequency: the arrays stay consistent, only the sum tells
+        data = bytearray((path / "terms.bin").read_bytes())
+        data[-21] ^= 0x01
+        (path / "terms.bin").write_bytes(bytes(data))
     calls = []
     real = reload_module.tokenize
     monkeypatch.setattr(reload_module, "tokenize", lambda text: calls.append(text) or real(text))

@@ -18,7 +18,7 @@ class Postings(msgspec.Struct, kw_only=True):
     another (``offsets``, n + 1 entries); ``lengths``: tokens per document; ``indptr``,
     ``docs``, ``doc_tfs``: the same postings by term (CSR over ``len(words)`` terms)."""
 
-    words: list[str]
+    words: list[str] | str  # or one string, the words joined by newlines (as a file holds them)
     terms: np.ndarray
     tfs: np.ndarray
     offsets: np.ndarray
@@ -27,9 +27,16 @@ class Postings(msgspec.Struct, kw_only=True):
     docs: np.ndarray
     doc_tfs: np.ndarray
 
+    @property
+    def n_words(self) -> int:
+        w = self.words
+        if isinstance(w, str):
+            return w.count("\n") + 1 if w else 0
+        return len(w)
+
     def check(self) -> bool:
         """Whether the arrays are consistent (a damaged file must never reach a kernel)."""
-        n, v, nnz = self.lengths.shape[0], len(self.words), self.terms.shape[0]
+        n, v, nnz = self.lengths.shape[0], self.n_words, self.terms.shape[0]
         return bool(
             self.offsets.shape[0] == n + 1 and self.tfs.shape[0] == nnz
             and self.docs.shape[0] == nnz and self.doc_tfs.shape[0] == nnz
@@ -41,6 +48,12 @@ class Postings(msgspec.Struct, kw_only=True):
             and bool((np.diff(self.offsets) >= 0).all())
             and bool((np.diff(self.indptr) >= 0).all())
             and bool((self.lengths >= 0).all()))
+
+
+def _distinct(keys: np.ndarray) -> bool:
+    if keys.shape[0] < 2 or bool((keys[1:] > keys[:-1]).all()):
+        return True  # increasing (a reopen's 0..n-1): no sort
+    return np.unique(keys).shape[0] == keys.shape[0]
 
 
 class Bm25Persist:
@@ -89,7 +102,7 @@ class Bm25Persist:
         keys = np.array(keys, np.int64)
         with self._lock:
             if (self._n_docs or len(self.vocab) or keys.shape[0] != p.lengths.shape[0]
-                    or np.unique(keys).shape[0] != keys.shape[0] or not p.check()
+                    or not _distinct(keys) or not p.check()
                     or not self.vocab.fill(p.words)):  # ids 0..len-1, as saved
                 return False
             n, nnz = keys.shape[0], p.terms.shape[0]
@@ -106,7 +119,7 @@ class Bm25Persist:
             self._doc_live = np.ones(n, np.bool_)
             self._n_docs = n
             self._key_doc = dict(zip(keys.tolist(), range(n)))
-            self._df = np.bincount(self._fwd_terms, minlength=max(len(p.words), 1)).astype(
+            self._df = np.bincount(self._fwd_terms, minlength=max(len(self.vocab), 1)).astype(
                 np.int64)
             self._total_len = int(self._doc_len.sum())
             self._main = (np.array(p.indptr, np.int64), np.array(p.docs, np.int32),

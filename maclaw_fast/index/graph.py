@@ -138,11 +138,39 @@ class MemoryGraph:
             self.nbr[row, i] = t
             self.weight[row, i] = s
 
+    def load_edges(self, indptr: np.ndarray, targets: np.ndarray, strengths: np.ndarray
+                   ) -> None:
+        """Restore the edges of rows ``0..n-1`` as persisted, in CSR form (row ``r``'s targets
+        and strengths at ``indptr[r]:indptr[r + 1]``); a target < 0 (gone) is skipped and each
+        row keeps its first ``max_edges`` others, as :meth:`set_edges` row by row would.
+
+        >>> g = MemoryGraph(max_edges=2)
+        >>> g.load_edges(np.array([0, 3, 4]), np.array([1, -1, 1, 0]), np.array([.5, .4, .3, .5]))
+        >>> g.neighbours(0), g.neighbours(1)
+        ([(1, 0.5), (1, 0.3)], [(0, 0.5)])
+        """
+        n = indptr.shape[0] - 1
+        self.reserve(n)
+        row_of = np.repeat(np.arange(n), np.diff(indptr))
+        keep = targets >= 0
+        row_of, targets, strengths = row_of[keep], targets[keep], strengths[keep]
+        # each kept edge's slot: its rank among its row's kept edges
+        first = np.searchsorted(row_of, np.arange(n))
+        slot = np.arange(row_of.shape[0]) - first[row_of]
+        fits = slot < self.max_edges
+        row_of, slot = row_of[fits], slot[fits]
+        self.nbr[:n] = -1
+        self.weight[:n] = 0.0
+        self.nbr[row_of, slot] = targets[fits]
+        self.weight[row_of, slot] = strengths[fits]
+
     def neighbours(self, row: int) -> list[tuple[int, float]]:
         if row >= self.nbr.shape[0]:
             return []
-        return [(t, w) for t, w in zip(self.nbr[row].tolist(), self.weight[row].tolist())
-                if t >= 0]
+        targets = self.nbr[row].tolist()
+        if max(targets) < 0:  # (most rows: a recall asks for every hit's edges)
+            return []
+        return [(t, w) for t, w in zip(targets, self.weight[row].tolist()) if t >= 0]
 
     def remove_node(self, row: int) -> list[int]:
         """Drop ``row`` and every edge into it; returns the rows whose edges changed. Its

@@ -13,6 +13,7 @@ import msgspec
 import numpy as np
 
 from maclaw_fast.config import CATEGORIES, CATEGORY_TABLE
+from maclaw_fast.memory.packed import PackedText
 from maclaw_fast.records import Entry
 from maclaw_kernels.decay import touch_rows
 
@@ -25,6 +26,8 @@ CATEGORY_WEIGHT = np.array([CATEGORY_TABLE[c][0] for c in CATEGORIES], dtype=np.
 SELF_IDENTITY = CATEGORY_CODE["self_identity"]
 USER_FACT = CATEGORY_CODE["user_fact"]
 
+# the text lists and maps a reopened table makes on first use (EntryTable.unpack)
+_UNPACKED = ("ids", "content", "tags", "compact", "row_of", "row_of_content", "rows_by_tag")
 _NUMERIC = {
     "alive": np.bool_, "seq": np.int64, "category": np.int8, "access": np.int64,
     "created_at": np.float64, "updated_at": np.float64, "strength": np.float64,
@@ -57,6 +60,7 @@ class EntryTable:
     """
 
     def __init__(self, capacity: int = 64) -> None:
+        self._packed: PackedText | None = None  # a reopen's text, until a use needs lists
         for name, dtype in _NUMERIC.items():
             setattr(self, name, np.zeros(capacity, dtype=dtype))
         self.ids: list[str | None] = [None] * capacity
@@ -72,7 +76,17 @@ class EntryTable:
         self._cache: dict[int, Entry] = {}
         self.version = 0  # bumped by every structural change, so derived arrays can be cached
 
+    def __getattr__(self, name: str):
+        # only reached for an attribute the instance lacks: the lists and maps of a reopened
+        # table before their first use (``load_packed`` leaves them out)
+        if name in _UNPACKED and self.__dict__.get("_packed") is not None:
+            self.unpack()
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def __len__(self) -> int:
+        if self._packed is not None:
+            return self.n_rows  # rows 0..n-1, none freed while packed
         return len(self.row_of)
 
     @property
@@ -83,6 +97,7 @@ class EntryTable:
         cap = self.capacity
         if n <= cap:
             return
+        self.unpack()  # before the numeric columns grow: the lists are made at this capacity
         new_cap = max(n, 2 * cap)
         for name in _NUMERIC:
             old = getattr(self, name)
@@ -122,28 +137,105 @@ class EntryTable:
         ``category``, ``status``, ``scope`` (codes), ``access``, ``created_at``, ``updated_at``,
         ``strength``, ``pinned`` and ``tokens`` (budget tokens), one value per row."""
         n = len(ids)
-        if self.n_rows or self.row_of:
-            raise ValueError("load_rows fills an empty table")
+        self._load_numeric(n, numeric)
+        self.ids[:n] = ids
+        self.content[:n] = content
+        self.tags[:n] = tags
+        self.compact[:n] = compact
+        self._index_text(ids, content, tags)
+        self.n_rows = n
+        self._next_seq = n
+        self.version += 1
+
+    def load_packed(self, text: PackedText, numeric: dict[str, np.ndarray]) -> None:
+        """:meth:`load_rows` from packed text: the lists and maps (``ids``, ``content``,
+        ``tags``, ``compact``, ``row_of``, ``row_of_content``, ``rows_by_tag``) are made on
+        their first use (:meth:`unpack`); until then rows are read from ``text``."""
+        n = len(text)
+        self._load_numeric(n, numeric)
+        for name in _UNPACKED:
+            self.__dict__.pop(name, None)
+        self._packed = text
+        self.n_rows = n
+        self._next_seq = n
+        self.version += 1
+
+    def _load_numeric(self, n: int, numeric: dict[str, np.ndarray]) -> None:
+        if self.n_rows or self._packed is not None or self.row_of:
+            raise ValueError("a load fills an empty table")
         self._reserve(n)
         self.alive[:n] = True
         self.seq[:n] = np.arange(n)
         for name, values in numeric.items():
             getattr(self, name)[:n] = values
         self.weight[:n] = CATEGORY_WEIGHT[self.category[:n]]
-        self.ids[:n] = ids
-        self.content[:n] = content
-        self.tags[:n] = tags
-        self.compact[:n] = compact
+
+    def unpack(self) -> None:
+        """Make the text lists and maps of a table loaded packed (nothing if they exist)."""
+        text = self._packed
+        if text is None:
+            return
+        pad = [None] * (self.capacity - len(text))
+        ids, content, tags = text.ids.tolist(), text.content.tolist(), text.tags.tolist()
+        self._packed = None
+        n = self.n_rows
+        self.ids, self.content = ids + pad, content + pad
+        self.tags = tags + [()] * len(pad)
+        self.compact = text.compact.tolist() + [""] * len(pad)
+        self.row_of, self.row_of_content, self.rows_by_tag = {}, {}, {}
+        self._index_text(ids[:n], content[:n], tags[:n])
+
+    def _index_text(self, ids: list, content: list, tags: list) -> None:
+        n = len(ids)
         self.row_of = dict(zip(ids, range(n)))
         # the first row with a content owns it: built backwards, earlier rows overwrite later
         self.row_of_content = dict(zip(reversed(content), range(n - 1, -1, -1)))
-        by_tag = self.rows_by_tag
+        by_tag = self.rows_by_tag = {}
         for row, row_tags in enumerate(tags):
             for tag in row_tags:
                 by_tag.setdefault(tag.lower(), set()).add(row)
-        self.n_rows = n
-        self._next_seq = n
-        self.version += 1
+
+    def id_of(self, row: int) -> str | None:
+        """The id of ``row`` (without unpacking a reopened table)."""
+        return self.ids[row] if self._packed is None else self._packed.ids[row]
+
+    def ids_of(self, rows: list[int]) -> list:
+        """The ids of ``rows`` (without unpacking a reopened table)."""
+        if self._packed is None:
+            return gather(self.ids, rows)
+        ids = self._packed.ids
+        return [ids[r] for r in rows]
+
+    def rows_of(self, ids: list[str]) -> list[int]:
+        """The rows of ``ids`` (-1 for one not in the table), without unpacking a reopened
+        table (one hash lookup in C instead of making the id dict)."""
+        if self._packed is None:
+            get = self.row_of.get
+            return [get(i, -1) for i in ids]
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        return pc.index_in(pa.array(ids, pa.string()), value_set=self._packed.ids.to_arrow()
+                           ).fill_null(-1).to_pylist()
+
+    def id_array(self):
+        """Rows ``0..n_rows-1``' ids as one Arrow string array (null for a free row)."""
+        import pyarrow as pa
+
+        if self._packed is not None:
+            return self._packed.ids.to_arrow()
+        return pa.array(self.ids[: self.n_rows], pa.string())
+
+    @property
+    def is_packed(self) -> bool:
+        """Whether the text is still packed (a reopened table before :meth:`unpack`)."""
+        return self._packed is not None
+
+    def text_bytes(self) -> int:
+        """Characters of the content held (bytes while packed): what footprints count."""
+        if self._packed is not None:
+            return self._packed.nbytes
+        return sum(map(len, filter(None, self.content)))
 
     def write(self, row: int, entry: Entry) -> None:
         """Overwrite the fields of ``row`` (its id and seq stay)."""
@@ -237,14 +329,18 @@ class EntryTable:
               ) -> Entry:
         """The row as an immutable :class:`Entry`, cached until the row (or its edges) change:
         every change goes through :meth:`write`, :meth:`release` or :meth:`touched`."""
+        if self._packed is None:
+            id_, content, tags, compact = (self.ids[row], self.content[row], self.tags[row],
+                                           self.compact[row])
+        else:
+            id_, content, tags, compact = self._packed.row(row)
         e = Entry(
-            id=self.ids[row], content=self.content[row],
-            category=CATEGORIES[self.category[row]], tags=self.tags[row],
+            id=id_, content=content, category=CATEGORIES[self.category[row]], tags=tags,
             created_at=float(self.created_at[row]), updated_at=float(self.updated_at[row]),
             access_count=int(self.access[row]), related_ids=related[0],
             related_strengths=related[1], strength=float(self.strength[row]),
             status=STATUS[self.status[row]], scope=SCOPE[self.scope[row]],
-            pinned=bool(self.pinned[row]), compact_form=self.compact[row])
+            pinned=bool(self.pinned[row]), compact_form=compact)
         self._cache[row] = e
         return e
 

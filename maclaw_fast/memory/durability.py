@@ -2,7 +2,7 @@
 journal appends, debounced snapshots, fingerprint checks.
 
 Layout: ``store.lock``, ``snapshot.arrow`` (+ ``.prev``), ``journal.bin``, ``archive/``, and
-``terms.arrow`` (the snapshot's BM25 term ids, a cache the reopen uses when it matches).
+``terms.bin`` (the snapshot's BM25 term ids, a cache the reopen uses when it matches).
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ class Durability:
         self.notes: list[str] = []  # what recovery did, for stats and tests
         self._timer: Timer | None = None
         self._dirty = False
-        self._terms_saved = True  # terms.arrow matches the snapshot (else written on close)
+        self._terms_saved = True  # terms.bin matches the snapshot (else written on close)
+        self.snapshot_id = ""  # the identity of snapshot.arrow as loaded or last written
 
     # ------------------------------------------------------------------ open
     def load(self) -> None:
@@ -82,9 +83,10 @@ class Durability:
             meta = snapshot_meta(rec.table)
             snap_fp = meta.fingerprint
             store.meta.update(meta.meta)
+            self.snapshot_id = rec.snapshot_id
             self._terms_saved = load_snapshot(
                 store, rec.table, vectors=bool(store.dim) and meta.fingerprint == _fp(store),
-                seq=meta.seq, directory=self.dir)
+                seq=meta.seq, directory=self.dir, snapshot_id=rec.snapshot_id)
             restore_adjacency(store, meta.adjacency, meta.threads)
         self.seq = rec.seq
         for record in rec.records:
@@ -218,8 +220,9 @@ class Durability:
         meta = SnapshotMeta(seq=self.seq, fingerprint=_fp(store), dim=store.dim,
                             meta=dict(store.meta), adjacency=pairs, threads=threads)
         table = store_table(store, meta)
-        write_snapshot(self.snapshot_path, table)
-        save_terms(store, self.dir, meta.seq)  # beside it: the reopen reads term ids back
+        self.snapshot_id = write_snapshot(self.snapshot_path, table)
+        # beside it: the reopen reads the postings back
+        save_terms(store, self.dir, meta.seq, self.snapshot_id)
         self._terms_saved = True
         self.journal.reset(force=rotate)
         self._dirty = False
@@ -231,8 +234,8 @@ class Durability:
         try:
             if self._dirty or not self.snapshot_path.exists():
                 self.snapshot()
-            elif not self._terms_saved:
-                save_terms(self.store, self.dir, self.seq)
+            elif not self._terms_saved and self.snapshot_id:
+                save_terms(self.store, self.dir, self.seq, self.snapshot_id)
         finally:
             self.journal.close()
             self.lock.release()

@@ -34,7 +34,8 @@ def footprint_key(store) -> tuple:
     """What :func:`store_bytes` depends on, cheap to read: equal keys, equal estimates."""
     t, bm25 = store._table, store._bm25
     plans = tuple(id(v) for v in store._plan_cache.values())
-    return (t.version, t.n_rows, len(t._cache), len(bm25), len(bm25.vocab),
+    return (t.version, t.n_rows, t.is_packed, len(t._cache), len(bm25),
+            bm25.vocab.resident_estimate(PER_TERM),
             store._vectors.matrix.shape[0], plans,
             any(getattr(v, "_batch", None) is not None for v in store._plan_cache.values()))
 
@@ -44,8 +45,8 @@ def store_bytes(store) -> int:
     t = store._table
     total = array_bytes(t) + array_bytes(store._vectors) + array_bytes(store._graph)
     bm25 = store._bm25
-    total += array_bytes(bm25) + len(bm25.vocab) * PER_TERM
-    total += sum(map(len, filter(None, t.content))) + t.n_rows * PER_ROW_OBJECTS
+    total += array_bytes(bm25) + bm25.vocab.resident_estimate(PER_TERM)
+    total += t.text_bytes() + (0 if t.is_packed else t.n_rows * PER_ROW_OBJECTS)
     total += len(t._cache) * PER_CACHED_ENTRY
     for plan in store._plan_cache.values():  # recall plans: masks and score buffers (their
         total += array_bytes(plan, owned=True)  # views of the columns are counted above)

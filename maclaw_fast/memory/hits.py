@@ -90,12 +90,10 @@ def hit_columns(rows, parts, counts, cos_sel, affinity, scope_of) -> dict:
 
 def ids_array(store):
     """Every row's id as one Arrow array (cached per table version), so hits are a ``take``."""
-    import pyarrow as pa
-
     t = store._table
     cached = store._plan_cache.get("ids")  # the cache is emptied whenever the table changes
     if cached is None or len(cached) != t.n_rows:
-        cached = store._plan_cache["ids"] = pa.array(t.ids[: t.n_rows], pa.string())
+        cached = store._plan_cache["ids"] = t.id_array()
     return cached
 
 

@@ -109,13 +109,20 @@ def adjacency_state(store) -> tuple[list[list[str]], dict[str, str]]:
 
 def restore_adjacency(store, pairs: list[list[str]], tails: dict[str, str]) -> None:
     """Restore what :func:`adjacency_state` saved (ids no longer present are skipped)."""
-    row_of, g = store._table.row_of, store._graph
-    for a, b in pairs:
-        if a in row_of and b in row_of:
-            g.link_adjacent(row_of[a], row_of[b])
-    for name, entry_id in tails.items():
-        if entry_id in row_of:
-            g.set_tail(name, row_of[entry_id])
+    if not pairs and not tails:
+        return
+    names = list(tails)
+    # one lookup for every id (a reopened table answers it without making its id dict)
+    rows = store._table.rows_of([i for a, b in pairs for i in (a, b)]
+                                + [tails[name] for name in names])
+    g = store._graph
+    for k in range(len(pairs)):
+        a, b = rows[2 * k], rows[2 * k + 1]
+        if a >= 0 and b >= 0:
+            g.link_adjacent(a, b)
+    for name, row in zip(names, rows[2 * len(pairs):]):
+        if row >= 0:
+            g.set_tail(name, row)
 
 
 def enforce_capacity(store) -> list[Entry]:

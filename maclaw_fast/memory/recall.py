@@ -12,7 +12,7 @@ from maclaw_fast.index.vectors import BOUND_SLACK, PARALLEL_ELEMENTS
 from maclaw_fast.memory import validate
 from maclaw_fast.memory.archive_search import (batch_with_archive, restore_returned,
                                               weak_queries, with_archive)
-from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, USER_FACT, gather
+from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, USER_FACT
 from maclaw_fast.memory.hits import REASONS, arrow_hits, batch_hits, hits_from_parts
 from maclaw_fast.memory.revival import dormant_mask, reactivate, revive_single
 from maclaw_fast.persist.journal import TouchOp
@@ -309,6 +309,8 @@ class _FusedArgs:
 def _recall_fused(store, query, tokens, qvec, unchecked, now, fused: _FusedArgs) -> int:
     """BM25, cosines and ranking in one kernel call (an ASCII query as text when ``tokens``
     is None); returns the count of selected rows."""
+    if tokens is None and not store._bm25.vocab.term_words():
+        tokens = tokenize(query)  # nothing learned yet (a fresh store): the kernel would ask
     text, term_ids, index_args = store._bm25.fused_query_args(query, tokens)
     args, views = fused.joined(index_args)
     while True:
@@ -361,7 +363,7 @@ def _reinforce(store, rows, now: float) -> None:
     step = store.config.forgetting.reinforce_step
     row_list = rows.tolist()
     store._apply_touch(row_list, 1, step, now)
-    store._log(TouchOp(gather(store._table.ids, row_list), 1, step, now))
+    store._log(TouchOp(store._table.ids_of(row_list), 1, step, now))
     reactivate(store, rows, now)  # revived entries become active again (SPEC R9)
 
 

@@ -11,13 +11,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from maclaw_fast.memory.columns import CATEGORY_CODE, SCOPE_CODE, STATUS_CODE
-from maclaw_fast.memory.terms_file import (
-    LAYOUT,
-    TermsMeta,
-    digest,
-    read_terms,
-    tokenizer_version,
-)
+from maclaw_fast.memory.packed import PackedText
+from maclaw_fast.memory.terms_file import LAYOUT, TermsMeta, read_terms, tokenizer_version
 from maclaw_fast.text.tokenizer import analysed_text, tokenize
 
 
@@ -25,29 +20,33 @@ def _codes(column: pa.ChunkedArray, table: dict[str, int]) -> np.ndarray:
     """A string column as codes (a few distinct values: decode the dictionary only)."""
     enc = column.combine_chunks().dictionary_encode()
     lookup = np.array([table[v] for v in enc.dictionary.to_pylist()], np.int8)
-    return lookup[enc.indices.to_numpy(zero_copy_only=False)]
+    return lookup[enc.indices.to_numpy()]  # no nulls (checked on read): a zero-copy view
 
 
 def _byte_lengths(column: pa.ChunkedArray) -> np.ndarray:
-    return pc.binary_length(column).to_numpy(zero_copy_only=False).astype(np.int64)
+    """UTF-8 bytes of each string (0 for a null), from the offsets: no compute kernel (a
+    ``pyarrow.compute`` call costs more than the whole column here)."""
+    arr = column.combine_chunks()
+    off = np.frombuffer(arr.buffers()[1], np.int32, len(arr) + 1, arr.offset * 4)
+    return np.diff(off).astype(np.int64)
 
 
 def _numpy(table: pa.Table, name: str, dtype) -> np.ndarray:
     return table.column(name).to_numpy().astype(dtype, copy=False)
 
 
-def load_snapshot(store, table: pa.Table, *, vectors: bool, seq: int, directory=None) -> bool:
+def load_snapshot(store, table: pa.Table, *, vectors: bool, seq: int, directory=None,
+                  snapshot_id: str = "") -> bool:
     """Fill the empty ``store`` from snapshot ``table`` (``vectors``: its embedding column may be
-    used; ``seq``: the snapshot's sequence number; ``directory``: where ``terms.arrow`` lies).
-    Returns whether the saved term ids were used (else the entries were tokenised)."""
+    used; ``seq``: the snapshot's sequence number; ``directory``: where ``terms.bin`` lies;
+    ``snapshot_id``: the snapshot file's checksum, :func:`~maclaw_fast.persist.snapshot.
+    snapshot_id`). Returns whether the saved term ids were used (else the entries were
+    tokenised)."""
     n = table.num_rows
     t = store._table
-    ids = table.column("id").to_pylist()
-    content = table.column("content").to_pylist()
-    tags = [tuple(x) if x else () for x in table.column("tags").to_pylist()]
-    compact = table.column("compact_form").to_pylist()
-    # budget tokens: utf-8 bytes // 4 of compact_form, else content (SPEC §6); NumPy does the
-    # choice (a Python scalar handed to pyarrow.compute costs a failed dateutil import each time)
+    text = [table.column(name).combine_chunks()
+            for name in ("id", "content", "tags", "compact_form")]
+    # budget tokens: utf-8 bytes // 4 of compact_form, else content (SPEC §6)
     compact_len = _byte_lengths(table.column("compact_form"))
     shown_len = np.where(compact_len > 0, compact_len, _byte_lengths(table.column("content")))
     numeric = {
@@ -61,13 +60,17 @@ def load_snapshot(store, table: pa.Table, *, vectors: bool, seq: int, directory=
         "pinned": _numpy(table, "pinned", np.bool_),
         "tokens": shown_len // 4,
     }
-    t.load_rows(ids, content, tags, compact, numeric)
+    if PackedText.packable(*text):  # the text stays packed until a use needs Python lists
+        t.load_packed(PackedText(*text), numeric)
+    else:
+        t.load_rows(text[0].to_pylist(), text[1].to_pylist(),
+                    [tuple(x) if x else () for x in text[2].to_pylist()], text[3].to_pylist(),
+                    numeric)
     store._graph.reserve(n)
     if vectors and store.dim and "embedding" in table.column_names:
         _load_vectors(store, table.column("embedding").combine_chunks(), n)
-    columns = (table.column("id"), table.column("content"), table.column("tags"))
-    loaded = _load_bm25(store, columns, content, tags, seq, directory)
-    _load_edges(store, table, ids)
+    loaded = _load_bm25(store, text[:3], seq, directory, snapshot_id)
+    _load_edges(store, table)
     return loaded
 
 
@@ -81,26 +84,47 @@ def _load_vectors(store, col: pa.FixedSizeListArray, n: int) -> None:
     store._vectors.set_rows(rows, flat.reshape(-1, store.dim))
 
 
-def _load_bm25(store, columns, content, tags, seq: int, directory) -> bool:
-    n = len(content)
+def _load_bm25(store, columns, seq: int, directory, snapshot_id: str) -> bool:
+    n = len(columns[0])
     keys = np.arange(n)
     bm25 = store._bm25
-    if directory is not None:
-        meta = TermsMeta(seq=seq, rows=n, digest=digest(*columns), tokenizer=tokenizer_version(),
+    if directory is not None and snapshot_id:
+        meta = TermsMeta(seq=seq, rows=n, snapshot=snapshot_id, tokenizer=tokenizer_version(),
                          layout=LAYOUT)
         saved = read_terms(directory, meta)
         if saved is not None and bm25.load_postings(keys, saved):
             return True
-    bm25.add_many(keys, [tokenize(analysed_text(c, tg)) for c, tg in zip(content, tags)])
+    bm25.add_many(keys, [tokenize(analysed_text(c, tuple(tg) if tg else ()))
+                         for c, tg in zip(columns[1].to_pylist(), columns[2].to_pylist())])
     return False
 
 
-def _load_edges(store, table: pa.Table, ids: list[str]) -> None:
-    col = table.column("related_ids")
-    if not pc.sum(pc.list_value_length(col)).as_py():
+def _load_edges(store, table: pa.Table) -> None:
+    col = table.column("related_ids").combine_chunks()
+    off = _list_offsets(col)
+    if off[-1] == off[0]:  # no edges (nulls have empty ranges)
         return
-    row_of = store._table.row_of
-    related = col.to_pylist()
+    strengths = table.column("related_strengths").combine_chunks()
+    if (strengths.null_count or col.values.null_count or strengths.values.null_count
+            or not np.array_equal(off - off[0], (s_off := _list_offsets(strengths)) - s_off[0])):
+        _load_edges_by_id(store, table)  # not as this build writes them: entry by entry
+        return
+    ids = table.column("id").combine_chunks()
+    targets = col.values.slice(int(off[0]), int(off[-1] - off[0]))
+    # each target id's row (-1: not in the store), in C: no id → row dict for a reopen
+    rows = pc.index_in(targets, value_set=ids).fill_null(-1).to_numpy().astype(np.int64)
+    weights = strengths.values.slice(int(s_off[0]), int(s_off[-1] - s_off[0])).to_numpy()
+    store._graph.load_edges(off - off[0], rows, weights)
+
+
+def _list_offsets(arr: pa.Array) -> np.ndarray:
+    return np.frombuffer(arr.buffers()[1], np.int32, len(arr) + 1, arr.offset * 4)
+
+
+def _load_edges_by_id(store, table: pa.Table) -> None:
+    t = store._table
+    row_of = t.row_of
+    related = table.column("related_ids").to_pylist()
     strengths = table.column("related_strengths").to_pylist()
     for row, (others, weights) in enumerate(zip(related, strengths)):
         if not others:
@@ -109,17 +133,12 @@ def _load_edges(store, table: pa.Table, ids: list[str]) -> None:
         store._graph.set_edges(row, [p[0] for p in pairs], [p[1] for p in pairs])
 
 
-def save_terms(store, directory, seq: int) -> None:
-    """Write ``terms.arrow`` for the snapshot just written at ``seq`` (store order)."""
+def save_terms(store, directory, seq: int, snapshot_id: str) -> None:
+    """Write ``terms.bin`` for the snapshot just written at ``seq`` (store order) whose
+    checksum is ``snapshot_id``."""
     from maclaw_fast.memory.terms_file import write_terms
 
-    t = store._table
-    rows = t.live_rows()
-    ids = [t.ids[r] for r in rows.tolist()]
-    content = [t.content[r] for r in rows.tolist()]
-    tags = [t.tags[r] for r in rows.tolist()]
-    columns = (pa.array(ids, pa.string()), pa.array(content, pa.string()),
-               pa.array([list(x) for x in tags], pa.list_(pa.string())))
-    meta = TermsMeta(seq=seq, rows=len(ids), digest=digest(*columns),
+    rows = store._table.live_rows()
+    meta = TermsMeta(seq=seq, rows=int(rows.shape[0]), snapshot=snapshot_id,
                      tokenizer=tokenizer_version(), layout=LAYOUT)
     write_terms(directory, store._bm25, rows, meta)

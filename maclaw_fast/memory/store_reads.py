@@ -13,6 +13,9 @@ from maclaw_fast.memory.recall import reinforce as _reinforce
 from maclaw_fast.records import Entry, RecallHit
 
 
+_NO_EDGES: tuple[tuple[str, ...], tuple[float, ...]] = ((), ())
+
+
 class StoreReads:
     """The read side of :class:`~maclaw_fast.memory.store.MemoryStore` (a mixin over its
     columns, indexes and lock)."""
@@ -27,7 +30,11 @@ class StoreReads:
         return row
 
     def _related(self, row: int) -> tuple[tuple[str, ...], tuple[float, ...]]:
-        edges = sorted((self._table.ids[t], w) for t, w in self._graph.neighbours(row))
+        nbrs = self._graph.neighbours(row)
+        if not nbrs:
+            return _NO_EDGES  # most rows: no generators to run
+        id_of = self._table.id_of
+        edges = sorted((id_of(t), w) for t, w in nbrs)
         return tuple(e[0] for e in edges), tuple(e[1] for e in edges)
 
     def _entry(self, row: int) -> Entry:

@@ -36,6 +36,7 @@ class Recovered(msgspec.Struct):
     journal_end: int
     notes: list[str]
     fallback: bool = False  # a newer state than the snapshot was rebuilt: rewrite it twice
+    snapshot_id: str = ""  # the loaded snapshot file's identity (persist.snapshot.open_snapshot)
 
 
 def _warn(notes: list[str], where: Path, note: str) -> None:
@@ -76,7 +77,7 @@ def recover(directory: Path, known: dict[str, tuple[str, ...]] | None = None,
     missing = not snap.exists() and (had_prev_snapshot or prev_path(journal).exists()
                                      or (first_seq is not None and first_seq > 1
                                          and not damaged))
-    table, snap_notes, source = read_snapshot(snap, known)
+    table, snap_notes, source, snapshot_id = read_snapshot(snap, known)
     for n in snap_notes:
         notes.append(n)  # read_snapshot warned already
     seq = snapshot_meta(table).seq if table is not None else 0
@@ -107,7 +108,7 @@ def recover(directory: Path, known: dict[str, tuple[str, ...]] | None = None,
     if table is None and (snap_notes or first_seq not in (None, 1)) and not ordered:
         _warn(notes, directory, "no valid snapshot and no journal to rebuild from: opening empty")
     fallback = bool(snap_notes) or missing or any(s.skipped for s in scans.values())
-    return Recovered(table, seq, ordered, scans[journal].end, notes, fallback)
+    return Recovered(table, seq, ordered, scans[journal].end, notes, fallback, snapshot_id)
 
 
 def move_aside(path: Path) -> Path:

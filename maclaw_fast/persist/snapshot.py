@@ -122,16 +122,17 @@ def check_table(table: pa.Table, known: dict[str, tuple[str, ...]] | None = None
     meta = snapshot_meta(table)
     if meta.seq < 0 or not 0 <= meta.dim <= MAX_DIM:
         raise CorruptStoreError(f"snapshot metadata out of range (seq {meta.seq}, dim {meta.dim})")
+    types = dict(zip(table.schema.names, table.schema.types))
     for name, typ in ENTRY_SCHEMA_FIELDS:
-        if name not in table.column_names:
+        if name not in types:
             if name in REQUIRED_COLUMNS:
                 raise CorruptStoreError(f"snapshot lacks column {name!r}")
             continue  # written before the column existed: the Entry default applies
-        if not table.schema.field(name).type.equals(typ):
-            raise CorruptStoreError(f"snapshot column {name!r} has type "
-                                    f"{table.schema.field(name).type}, expected {typ}")
-    if "embedding" in table.column_names:
-        typ = table.schema.field("embedding").type
+        if not types[name].equals(typ):
+            raise CorruptStoreError(f"snapshot column {name!r} has type {types[name]}, "
+                                    f"expected {typ}")
+    if "embedding" in types:
+        typ = types["embedding"]
         if (not pa.types.is_fixed_size_list(typ) or not typ.value_type.equals(pa.float32())
                 or typ.list_size != meta.dim):
             raise CorruptStoreError(f"snapshot embedding column has type {typ}, expected "
@@ -141,15 +142,15 @@ def check_table(table: pa.Table, known: dict[str, tuple[str, ...]] | None = None
     except (pa.ArrowException, ValueError) as exc:
         raise CorruptStoreError(f"snapshot columns inconsistent: {exc}") from None
     for name in ("id", "content", "category", "status", "scope"):
-        if name in table.column_names and table.column(name).null_count:
+        if name in types and table.column(name).null_count:
             raise CorruptStoreError(f"snapshot column {name!r} has missing values")
-    ids = table.column("id").to_pylist()
-    if len(set(ids)) != len(ids) or any(not i for i in ids):
+    ids = set(table.column("id").to_pylist())
+    if len(ids) != table.num_rows or "" in ids:
         raise CorruptStoreError("snapshot ids are empty or repeated")
     for name, allowed in (known or {}).items():
-        if name not in table.column_names:
+        if name not in types:
             continue
-        bad = set(table.column(name).to_pylist()) - set(allowed)
+        bad = set(table.column(name).unique().to_pylist()) - set(allowed)
         if bad:
             raise CorruptStoreError(f"snapshot column {name!r} holds unknown values "
                                     f"{sorted(bad)[:3]}")
@@ -167,6 +168,13 @@ def encode_snapshot(table: pa.Table) -> bytes:
 
 def decode_snapshot(data: bytes, known: dict[str, tuple[str, ...]] | None = None) -> pa.Table:
     """Verify and parse snapshot bytes; :class:`CorruptStoreError` when damaged."""
+    return open_snapshot(data, known)[0]
+
+
+def open_snapshot(data: bytes, known: dict[str, tuple[str, ...]] | None = None
+                  ) -> tuple[pa.Table, str]:
+    """:func:`decode_snapshot`, and the file's identity: ``"<length>:<crc32>"`` of its Arrow
+    bytes, what files derived from this snapshot (``terms.bin``) name it by."""
     size = len(data)
     if size >= _TRAILER.size and data[size - _TRAILER.size:size - _TRAILER.size + 8] == _MAGIC:
         _, length, crc = _TRAILER.unpack_from(data, size - _TRAILER.size)
@@ -178,6 +186,7 @@ def decode_snapshot(data: bytes, known: dict[str, tuple[str, ...]] | None = None
         legacy = False
     else:
         body, legacy = memoryview(data), True
+        crc = zlib.crc32(body)
     try:
         with ipc.open_file(pa.py_buffer(body)) as reader:
             table = reader.read_all()
@@ -186,7 +195,11 @@ def decode_snapshot(data: bytes, known: dict[str, tuple[str, ...]] | None = None
     meta = check_table(table, known)
     if legacy and meta.format >= FORMAT:
         raise CorruptStoreError("snapshot lost its checksum trailer")
-    return table
+    return table, _identity(len(body), crc)
+
+
+def _identity(length: int, crc: int) -> str:
+    return f"{length}:{crc:08x}"
 
 
 def peek_meta(path: str | os.PathLike) -> SnapshotMeta | None:
@@ -198,11 +211,13 @@ def peek_meta(path: str | os.PathLike) -> SnapshotMeta | None:
         return None
 
 
-def write_snapshot(path: str | os.PathLike, table: pa.Table) -> None:
-    """Atomically replace the snapshot at ``path`` (the old one becomes ``.prev``)."""
+def write_snapshot(path: str | os.PathLike, table: pa.Table) -> str:
+    """Atomically replace the snapshot at ``path`` (the old one becomes ``.prev``); returns its
+    identity (see :func:`open_snapshot`)."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     data = encode_snapshot(table)
+    length, crc = _TRAILER.unpack_from(data, len(data) - _TRAILER.size)[1:]
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         view = memoryview(data)
@@ -215,6 +230,7 @@ def write_snapshot(path: str | os.PathLike, table: pa.Table) -> None:
         os.replace(path, path.with_name(path.name + ".prev"))
     os.replace(tmp, path)
     fsync_dir(path.parent)
+    return _identity(length, crc)
 
 
 def fsync_dir(directory: Path) -> None:
@@ -237,12 +253,13 @@ def aside_name(path: Path) -> Path:
 
 
 def read_snapshot(path: str | os.PathLike, known: dict[str, tuple[str, ...]] | None = None
-                  ) -> tuple[pa.Table | None, list[str], str | None]:
-    """The newest valid snapshot, what happened on the way, and which file it came from.
+                  ) -> tuple[pa.Table | None, list[str], str | None, str]:
+    """The newest valid snapshot, what happened on the way, which file it came from and that
+    file's identity (:func:`open_snapshot`).
 
     A snapshot that fails its checksum or cannot be read is moved aside as
     ``<name>.corrupt.<timestamp>`` (with a warning); then the ``.prev`` one is tried.
-    ``(None, notes, None)`` means no valid snapshot exists.
+    ``(None, notes, None, "")`` means no valid snapshot exists.
     """
     path = Path(path)
     notes: list[str] = []
@@ -252,11 +269,12 @@ def read_snapshot(path: str | os.PathLike, known: dict[str, tuple[str, ...]] | N
         try:
             if not candidate.is_file():
                 raise CorruptStoreError("not a regular file")
-            return decode_snapshot(candidate.read_bytes(), known), notes, candidate.name
+            table, identity = open_snapshot(candidate.read_bytes(), known)
+            return table, notes, candidate.name, identity
         except (OSError, CorruptStoreError, MemoryError) as exc:
             aside = aside_name(candidate)
             os.replace(candidate, aside)
             note = f"snapshot {candidate.name} unreadable ({exc}); moved to {aside.name}"
             notes.append(note)
             warnings.warn(note, RuntimeWarning, stacklevel=3)
-    return None, notes, None
+    return None, notes, None, ""

@@ -1,0 +1,120 @@
+"""A reopened store's text columns kept as UTF-8 bytes and offsets (copied out of the snapshot)
+until something needs them as Python lists: a recall reads only its hits' rows, so a reopen need
+not make 2,000 strings, 500 tuples and three dicts (~2 ms of a 500-entry reopen).
+
+:class:`~maclaw_fast.memory.columns.EntryTable` holds a :class:`PackedText` right after a reopen
+and turns it into its lists on the first use that needs them (a write, a listing, a lookup by id).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+
+def _offsets(arr: pa.Array) -> np.ndarray:
+    """``arr``'s n + 1 value offsets (int32, read-only view of its buffer)."""
+    return np.frombuffer(arr.buffers()[1], np.int32, len(arr) + 1, arr.offset * 4)
+
+
+class PackedStrings:
+    """``n`` strings as one ``bytes`` and n + 1 byte offsets.
+
+    Examples
+    --------
+    >>> p = PackedStrings.of(pa.array(["tea", "", "部署"]))
+    >>> p[2], p.tolist(), p.byte_lengths().tolist()
+    ('部署', ['tea', '', '部署'], [3, 0, 6])
+    """
+
+    __slots__ = ("offsets", "data")
+
+    def __init__(self, offsets: np.ndarray, data: bytes) -> None:
+        self.offsets = offsets
+        self.data = data
+
+    @classmethod
+    def of(cls, arr: pa.Array) -> PackedStrings:
+        """A copy of a null-free Arrow string array (nothing of the source buffer is kept)."""
+        off = _offsets(arr)
+        start, end = int(off[0]), int(off[-1])
+        data = bytes(memoryview(arr.buffers()[2])[start:end]) if end > start else b""
+        return cls(off - np.int32(start), data)
+
+    def __len__(self) -> int:
+        return self.offsets.shape[0] - 1
+
+    def __getitem__(self, i: int) -> str:
+        o = self.offsets
+        return self.data[o[i]:o[i + 1]].decode()
+
+    def to_arrow(self) -> pa.StringArray:
+        return pa.StringArray.from_buffers(len(self), pa.py_buffer(self.offsets),
+                                           pa.py_buffer(self.data))
+
+    def tolist(self) -> list[str]:
+        return self.to_arrow().to_pylist()
+
+    def byte_lengths(self) -> np.ndarray:
+        return np.diff(self.offsets).astype(np.int64)
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.data) + self.offsets.nbytes
+
+
+class PackedLists:
+    """``n`` tuples of strings: list offsets over one :class:`PackedStrings`."""
+
+    __slots__ = ("offsets", "values")
+
+    def __init__(self, arr: pa.ListArray) -> None:
+        off = _offsets(arr)
+        start, end = int(off[0]), int(off[-1])
+        self.values = PackedStrings.of(arr.values.slice(start, end - start))
+        self.offsets = off - np.int32(start)
+
+    def __len__(self) -> int:
+        return self.offsets.shape[0] - 1
+
+    def __getitem__(self, i: int) -> tuple[str, ...]:
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        values = self.values
+        return tuple(values[j] for j in range(lo, hi))
+
+    def tolist(self) -> list[tuple[str, ...]]:
+        arr = pa.ListArray.from_arrays(pa.array(self.offsets), self.values.to_arrow())
+        return [tuple(x) if x else () for x in arr.to_pylist()]
+
+    @property
+    def nbytes(self) -> int:
+        return self.offsets.nbytes + self.values.nbytes
+
+
+class PackedText:
+    """A snapshot's ``id``, ``content``, ``tags`` and ``compact_form`` columns, packed."""
+
+    __slots__ = ("ids", "content", "tags", "compact")
+
+    def __init__(self, ids: pa.Array, content: pa.Array, tags: pa.ListArray,
+                 compact: pa.Array) -> None:
+        self.ids = PackedStrings.of(ids)
+        self.content = PackedStrings.of(content)
+        self.tags = PackedLists(tags)
+        self.compact = PackedStrings.of(compact)
+
+    @staticmethod
+    def packable(*columns: pa.Array) -> bool:
+        """Whether the columns (string, string, list of string, string) hold no null: what
+        :class:`PackedText` requires (a null reads back as None from a list, never here)."""
+        return not any(c.null_count for c in columns) and not columns[2].values.null_count
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def row(self, i: int) -> tuple[str, str, tuple[str, ...], str]:
+        return self.ids[i], self.content[i], self.tags[i], self.compact[i]
+
+    @property
+    def nbytes(self) -> int:
+        return self.ids.nbytes + self.content.nbytes + self.tags.nbytes + self.compact.nbytes

@@ -23,10 +23,25 @@ def embedder_from_args(args):
     """The ``embedder=`` value for the API (a name, or None for BM25 only), with the disk cache
     enabled unless ``--no-embed-cache``."""
     name = getattr(args, "embedder", "auto")
-    if name == "none":
-        return None
     if not getattr(args, "no_embed_cache", False):
         from maclaw_fast.embedding.cache import enable_disk_cache
 
-        enable_disk_cache(getattr(args, "embed_cache", None))
-    return name
+        directory = enable_disk_cache(getattr(args, "embed_cache", None)) if name != "none" \
+            else _cache_dir(getattr(args, "embed_cache", None))
+        if directory is not None:  # jieba's cuts of Han text beside the vectors
+            from maclaw_fast.text.segments import enable_cut_cache
+
+            enable_cut_cache(directory)
+    return None if name == "none" else name
+
+
+def _cache_dir(directory):
+    """The cache folder :func:`enable_disk_cache` would use (None when caching is off)."""
+    import os
+    from pathlib import Path
+
+    from maclaw_fast.embedding.cache import default_cache_dir
+
+    if os.environ.get("MACLAW_EMBED_CACHE", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    return Path(directory) if directory is not None else default_cache_dir()

@@ -22,6 +22,7 @@ import threading
 from bisect import bisect_right
 from contextlib import contextmanager
 from itertools import chain
+from typing import TYPE_CHECKING
 
 import numpy as np
 from maclaw_kernels.bm25 import build_csr, count_terms
@@ -31,8 +32,10 @@ from maclaw_fast.index.arrays import grow
 from maclaw_fast.index.bm25_persist import Bm25Persist
 from maclaw_fast.index.bm25_query import Bm25Queries
 from maclaw_fast.index.fieldnorm import FIELDNORM_TABLE, FIELDNORMS, encode_length
-from maclaw_fast.index.tantivy_mirror import TantivyMirror
 from maclaw_fast.text.tokenizer import Vocabulary
+
+if TYPE_CHECKING:  # tantivy is imported where a mirror is first made
+    from maclaw_fast.index.tantivy_mirror import TantivyMirror
 
 __all__ = ["FIELDNORM_TABLE", "PARALLEL_POSTINGS", "Bm25Index", "encode_length"]
 

@@ -14,7 +14,6 @@ from maclaw_kernels.bm25 import (
 )
 from maclaw_kernels.revival import idf_totals_batch, query_idf_total
 
-from maclaw_fast.index.tantivy_mirror import TantivyMirror
 
 _NO_TERMS = np.zeros(0, np.int64)  # the term ids given with a query the kernel splits itself
 
@@ -97,7 +96,7 @@ class Bm25Queries:
 
     def _term_ids(self, tokens: list[str]) -> np.ndarray:
         """The vocabulary ids of ``tokens`` (-1 for a token it lacks)."""
-        get = self.vocab.ids_dict.get
+        get = self.vocab.getter()
         return np.array([get(tok, -1) for tok in tokens], dtype=np.int64)
 
     def fused_query_args(self, query: str, tokens: list[str] | None = None) -> tuple:
@@ -121,7 +120,7 @@ class Bm25Queries:
     def query_arrays(self) -> tuple:
         """:meth:`query_args` after the term ids."""
         args = self._args  # kept while the index is unchanged and has no tail to scan
-        if args is None or args[-1].shape[0] < len(self.vocab.tokens):
+        if args is None or args[-1].shape[0] < len(self.vocab):
             with self._lock:
                 args = self._query_arrays()
         return args
@@ -188,6 +187,8 @@ class Bm25Queries:
             raise RuntimeError("this Bm25Index was built without tantivy")
         with self._lock:
             if self._tantivy is None or self._tantivy.deletes:
+                from maclaw_fast.index.tantivy_mirror import TantivyMirror
+
                 self._tantivy = TantivyMirror()
                 for key, d in self._key_doc.items():
                     self._tantivy.add(key, self._doc_tokens(d), replace=False)

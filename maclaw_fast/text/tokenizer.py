@@ -19,9 +19,9 @@ import threading
 import unicodedata
 from functools import lru_cache
 
-import rjieba
 import Stemmer
 
+from maclaw_fast.text.segments import cut as _cut
 from maclaw_fast.text.stopwords import DEFAULT_STOP_WORDS
 
 # Han runs go to jieba; everything else is split into word-character runs. jieba glues ASCII
@@ -115,9 +115,8 @@ class Analyzer:
             return self._words(_ascii_words(text))
         parts = _HAN_SPLIT.split(text)
         out = self._words(_word_runs(parts[0]))
-        cut = rjieba.cut_for_search if search_mode else rjieba.cut
         for i in range(1, len(parts), 2):
-            for raw in cut(parts[i]):
+            for raw in _cut(parts[i], search_mode):  # rjieba, imported on the first Han run
                 tok = raw.strip()
                 if tok and _keep(tok):
                     out.append(tok)

@@ -93,7 +93,8 @@ def oracle(world):
                for (name, toks, _, ok), slot in zip(records, order)]
     cfg = RouterConfig()
     py = PyRouter(py_tools, vecs.tolist(), cfg.core_tools, w_bm25=cfg.bm25_weight,
-                  w_cos=cfg.cos_weight, fieldnorm=lambda n: float(encode_length(n)))
+                  w_cos=cfg.cos_weight, fieldnorm=lambda n: float(encode_length(n)),
+                  norm=cfg.score_norm)
     return py, records
 
 

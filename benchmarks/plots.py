@@ -140,14 +140,20 @@ def recall_at_k_data(results: Path) -> dict[str, dict[str, dict[int, float]]]:
     summary = find_table(tools, "Tool retrieval quality", "≈ whole")
     # the fusion weights of the runs and of the shipped default, as the file states them
     text = (results / "quality_tools.md").read_text(encoding="utf-8")
-    m = re.search(r"Default fusion \(`RouterConfig`\): ([\d.]+)·minmax\(bm25\) \+ ([\d.]+)", text)
+    m = re.search(r"Default fusion \(`RouterConfig`\): ([\d.]+)·(?:minmax|z)\(bm25\) \+ ([\d.]+)",
+                  text)
     run_hybrid = f"hybrid {m.group(1)}/{m.group(2)}" if m else "hybrid"
     d = re.search(r"hybrid ([\d.]+/[\d.]+)", summary.columns[summary.column("hybrid")])
     default = f"hybrid {d.group(1)} (default), Hit@5" if d else "default fusion, Hit@5"
-    for label, set_name, split in (("MetaTool (Hit@k, 4,000 queries)", "MetaTool", "single-tool"),
+    for label, set_name, split in (("MetaTool (Hit@k, {n} queries)", "MetaTool", "single-tool"),
                                    ("HammerBench-zh IS (Hit@k)", "HammerBench-zh", "IS")):
         run = next(t for t in tools if "metric" in t.columns and any(
             r[0] == set_name and r[1] == split for r in t.rows))
+        if "queries" in run.columns:  # the size of the run's sample, as the table gives it
+            n = next(r[run.column("queries")] for r in run.rows if r[0] == set_name)
+            label = label.replace("{n}", n)
+        else:
+            label = label.replace(", {n} queries", "")
         series: dict[str, dict[int, float]] = {"BM25 only": {}, "vector only": {},
                                                run_hybrid: {}}
         for r in run.rows:

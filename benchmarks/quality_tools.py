@@ -12,14 +12,17 @@ Models: ``minilm`` (the bundled all-MiniLM-L6-v2), ``e5`` (multilingual-e5-small
 "query: " / "passage: " prefixes) and ``auto`` (what ``ToolRouter(embedder="auto")`` picks for
 the catalog: the out-of-the-box path). Each set is ranked by ``ToolRouter.retrieve`` as BM25 only,
 vector only and hybrid (the default ``RouterConfig``), then hybrid for every weight of the sweep
-and for the ablations. Query vectors are embedded in batches up front and cached on disk with the
+and for the ablations. Query vectors (each message's and its sentence clauses', see
+``RouterConfig.query_clauses``) are embedded in batches up front and cached on disk with the
 tool vectors, outside the repository (``--cache-dir``).
 
 Tuning protocol: every split's queries are shuffled once (seed 2026) and cut in two halves. The
-weights are chosen on the *tune* half alone: the bm25 weight ``w`` (cos ``1 − w``) with the best
-mean, over sets, of each set's mean over splits of its primary metric (Hit@5, Recall@5), taking
-each set through the model ``auto`` picks for it. The report gives the *held-out* half and the
-whole set; the data is read in place and never copied into the repository.
+fusion is chosen on the *tune* half alone: z-score or min-max normalisation and the bm25 weight
+``w`` (cos ``1 − w``) with the best mean, over sets, of each set's mean over splits of its
+primary metric (Hit@5, Recall@5), taking each set through the model ``auto`` picks for it; the
+foreign-query gate by the same mean over the sets whose queries the model cannot read. The
+report gives the *held-out* half and the whole set; the data is read in place and never copied
+into the repository.
 """
 
 from __future__ import annotations
@@ -39,13 +42,21 @@ from tool_sets import SETS  # noqa: E402
 from maclaw_fast.config import RouterConfig  # noqa: E402
 from maclaw_fast.embedding import DiskEmbeddingCache  # noqa: E402
 from maclaw_fast.errors import ValidationError  # noqa: E402
+from maclaw_fast.text.clauses import clauses  # noqa: E402
 from maclaw_fast.tools import Platform, ToolRegistry, ToolRouter  # noqa: E402
+from maclaw_fast.tools.fusion import foreign_query_scale  # noqa: E402
 
 MODES = ("bm25", "vector", "hybrid")
 SWEEP = tuple(round(0.1 * i, 1) for i in range(11))
 SEED = 2026
-ABLATIONS = {"raw cos, 0.4/0.6": {"cos_norm": "raw", "bm25_weight": 0.4,
-                                                "cos_weight": 0.6},
+FOREIGN_SWEEP = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+DEFAULT = "z-score"  # the default fusion's name in the sweep; SWEPT: the fusions swept over w
+SWEPT = (DEFAULT, "min-max fusion")
+ABLATIONS = {"min-max fusion": {"score_norm": "minmax"},
+             "one vector per message": {"query_clauses": False},
+             "min-max, one vector": {"score_norm": "minmax", "query_clauses": False},
+             "raw cos, one vector": {"score_norm": "minmax", "cos_norm": "raw",
+                                     "query_clauses": False},
              "names not split": {"split_names": False},
              "parameters not indexed": {"index_parameters": False}}
 
@@ -96,13 +107,15 @@ def halves(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def score_queries(router, queries, qvecs, mode="hybrid", weights=None) -> dict[str, np.ndarray]:
-    """Per-query Hit@1, Hit@5, Recall@5 and COMP@5."""
+    """Per-query Hit@1, Hit@5, Recall@5 and COMP@5. ``qvecs[i]``: the message's vector followed
+    by its clauses' (only the first row when the router's ``query_clauses`` is off)."""
     n = len(queries)
     out = {m: np.zeros(n) for m in ("Hit@1", "Hit@5", "Recall@5", "COMP@5")}
+    whole = not router.config.query_clauses
     for i, (q, gold) in enumerate(queries):
         top = [t.name for t in router.retrieve(
             q, 5, mode=mode, weights=weights,
-            query_vector=None if qvecs is None else qvecs[i])]
+            query_vector=None if qvecs is None else qvecs[i][:1] if whole else qvecs[i])]
         found = len(gold & set(top))
         out["Hit@1"][i] = bool(top) and top[0] in gold
         out["Hit@5"][i] = found > 0
@@ -129,22 +142,31 @@ def run_set(key: str, root: Path, model: str, args) -> dict:
     router.retrieve("warm up", 5)  # embeds the catalog
     router.close()
     t_index = time.perf_counter() - t0
-    # ablations: raw-cosine fusion at 0.4/0.6; camelCase names not split; parameters not indexed
-    ablations = {
-        name: ToolRouter(router.registry, embedder=tool_emb, platform=Platform(), cache_dir=cdir,
-                         config=RouterConfig(core_tools=(), embedding_cache_size=1_000_000, **kw))
-        for name, kw in ABLATIONS.items()}
+    # ablations: each change of the default off (ABLATIONS); the foreign-query gate's sweep
+    # where the model does not read the catalog's language
+    def variant(**kw):
+        return ToolRouter(router.registry, embedder=tool_emb, platform=Platform(), cache_dir=cdir,
+                          config=RouterConfig(core_tools=(), embedding_cache_size=1_000_000, **kw))
+    ablations = {name: variant(**kw) for name, kw in ABLATIONS.items()}
+    all_texts = [q for qs in splits.values() for q, _ in qs]
+    if foreign_query_scale(all_texts, tool_emb, cfg).min() < 1.0:
+        ablations.update({f"foreign={wf}": variant(foreign_query_bm25_weight=wf)
+                          for wf in FOREIGN_SWEEP})
     res = {"set": name, "key": key, "model": model, "label": label, "tools": len(tools),
            "index_s": t_index, "splits": {}}
     for split, queries in splits.items():
         t0 = time.perf_counter()
         texts = [q for q, _ in queries]
+        parts = [[q] + clauses(q, cfg.clause_min_chars, cfg.max_clauses) for q in texts]
+        flat = [p for ps in parts for p in ps]
         if cdir is not None:
             qc = DiskEmbeddingCache(cdir / "queries.arrow", query_emb)
-            qvecs = qc.embed(texts)
+            vecs = qc.embed(flat)
             qc.save()
         else:
-            qvecs = query_emb.embed(texts)
+            vecs = query_emb.embed(flat)
+        ends = np.cumsum([len(ps) for ps in parts])
+        qvecs = np.split(np.asarray(vecs, np.float32), ends[:-1])
         t_embed = time.perf_counter() - t0
         runs, us = {}, {}
         for mode in MODES:
@@ -152,7 +174,10 @@ def run_set(key: str, root: Path, model: str, args) -> dict:
             runs[mode] = score_queries(router, queries, qvecs, mode)
             us[mode] = (time.perf_counter() - t0) / max(len(queries), 1) * 1e6
         for w in args.sweep:
-            runs[f"w={w}"] = score_queries(router, queries, qvecs, "hybrid", (w, round(1 - w, 6)))
+            for fusion in SWEPT:
+                r_ = router if fusion == DEFAULT else ablations[fusion]
+                runs[f"{fusion} w={w}"] = score_queries(r_, queries, qvecs, "hybrid",
+                                                        (w, round(1 - w, 6)))
         for ab_name, ab_router in ablations.items():
             runs[ab_name] = score_queries(ab_router, queries, qvecs, "hybrid")
         res["splits"][split] = {"n": len(queries), "halves": halves(len(queries)),
@@ -182,22 +207,50 @@ def mean(runs, cfg, metric, idx=None) -> float:
     return float(x.mean() if idx is None else x[idx].mean()) if len(x) else float("nan")
 
 
-def choose_weight(results, pick: dict[str, str], sweep) -> tuple[float, dict]:
-    """The sweep weight with the best tune-half mean over sets (each set through the model of
-    ``pick``): returns it and ``{w: score}``."""
+def choose_weight(results, pick: dict[str, str], sweep) -> tuple[str, dict]:
+    """The swept fusion and weight (``"z-score w=0.4"``) with the best tune-half mean over sets
+    (each set through the model of ``pick``): returns it and ``{run name: score}``."""
     scores = {}
-    for w in sweep:
-        per_set = []
-        for r in results:
-            if pick.get(r["key"]) != r["model"]:
-                continue
-            metric = SETS[r["key"]][4]
-            per_set.append(np.mean([mean(s["runs"], f"w={w}", metric, s["halves"][0])
-                                    for s in r["splits"].values()]))
-        if per_set:
-            scores[w] = float(np.mean(per_set))
-    best = max(scores, key=lambda w: (scores[w], -abs(w - 0.5)))  # ties: the more balanced
+    for fusion in SWEPT:
+        for w in sweep:
+            per_set = []
+            for r in results:
+                if pick.get(r["key"]) != r["model"]:
+                    continue
+                metric = SETS[r["key"]][4]
+                per_set.append(np.mean([mean(s["runs"], f"{fusion} w={w}", metric,
+                                             s["halves"][0]) for s in r["splits"].values()]))
+            if per_set:
+                scores[f"{fusion} w={w}"] = float(np.mean(per_set))
+    # ties: the more balanced weight
+    best = max(scores, key=lambda k: (scores[k], -abs(float(k.rsplit("=", 1)[1]) - 0.5)))
     return best, scores
+
+
+def foreign_sweep(results) -> list[str]:
+    """The foreign-query gate's sweep on the sets whose queries the model cannot read, chosen by
+    the tune-half mean of the primary metric over their splits."""
+    rows = [(r, sp) for r in results for sp, s in r["splits"].items()
+            if f"foreign={FOREIGN_SWEEP[0]}" in s["runs"]]
+    if not rows:
+        return []
+    lines = ["", "## Foreign-query gate sweep", "",
+             "`foreign_query_bm25_weight` (a query in a language the model was not trained on "
+             "fuses as `wf : 1 − wf`); cells tune / held-out half; `tune mean` over the splits.",
+             "", "| wf | " + " | ".join(f"{r['set']} {sp} [{r['model']}]" for r, sp in rows)
+             + " | tune mean |", "|---" * (len(rows) + 2) + "|"]
+    tune = {}
+    for wf in FOREIGN_SWEEP:
+        key, cells, t = f"foreign={wf}", [], []
+        for r, sp in rows:
+            s, metric = r["splits"][sp], SETS[r["key"]][4]
+            t.append(mean(s["runs"], key, metric, s["halves"][0]))
+            cells.append(f"{t[-1]:.3f} / {mean(s['runs'], key, metric, s['halves'][1]):.3f}")
+        tune[wf] = float(np.mean(t))
+        lines.append(f"| {wf} | " + " | ".join(cells) + f" | {tune[wf]:.4f} |")
+    best = max(tune, key=lambda wf: (tune[wf], -wf))
+    return lines + ["", f"Chosen on the tune halves: wf = {best}; the default config holds "
+                        f"{RouterConfig().foreign_query_bm25_weight}."]
 
 
 def summary(results, pick, cfg: RouterConfig) -> list[str]:
@@ -223,10 +276,11 @@ def report(results, pick, best, scores, cfg: RouterConfig, sweep) -> str:
     dflt = cfg.bm25_weight
     lines = summary(results, pick, cfg) + [
         "", "## Every model and metric", "",
-        f"Default fusion (`RouterConfig`): {cfg.bm25_weight}·minmax(bm25) + "
-        f"{cfg.cos_weight}·minmax(cos) over the candidates, then min-max (SPEC R3). Retrieval "
-        "stage only. `hybrid held-out` is the half of each split the weights were not tuned "
-        "on; the other columns are whole splits. Models: "
+        f"Default fusion (`RouterConfig`): {cfg.bm25_weight}·z(bm25) + "
+        f"{cfg.cos_weight}·z(cos), z-scores over the candidates, then min-max; a tool's cosine "
+        "is its best over the message and its sentence clauses (`query_clauses`). Vector only "
+        "uses the clauses too. Retrieval stage only. `hybrid held-out` is the half of each "
+        "split the fusion was not tuned on; the other columns are whole splits. Models: "
         + "; ".join(sorted({f"`{r['model']}` = {r['label']}" for r in results})) + ".", "",
         "| set | split | model | queries | metric | BM25 only | vector only | hybrid | "
         "hybrid held-out | hybrid ≥ max − 0.01 |", "|---|---|---|---|---|---|---|---|---|---|"]
@@ -242,25 +296,31 @@ def report(results, pick, best, scores, cfg: RouterConfig, sweep) -> str:
                              + ("yes" if ok else "**no**") + " |")
     cols = [(r, split) for r in results for split in r["splits"]]
     lines += ["", "## Fusion weight sweep", "",
-              "Hybrid with bm25 weight `w` and cos weight `1 − w`; each cell is the split's "
-              "primary metric (Hit@5 or Recall@5) on its **tune** half / its **held-out** half. "
+              "Hybrid with bm25 weight `w` and cos weight `1 − w`, for z-score fusion (the "
+              "default) and min-max fusion (SPEC R3), both with clause vectors; each cell is the "
+              "split's primary metric (Hit@5 or Recall@5) on its **tune** half / its **held-out** "
+              "half. "
               "`tune mean` is the selection score: the mean over sets of each set's mean over "
               "splits on the tune halves, each set through the model `auto` picks for it ("
               + ", ".join(f"{k}: {v}" for k, v in pick.items()) + ").", "",
-              "| w | " + " | ".join(f"{r['set']} {sp} [{r['model']}]" for r, sp in cols)
+              "| fusion, w | " + " | ".join(f"{r['set']} {sp} [{r['model']}]" for r, sp in cols)
               + " | tune mean |", "|---" * (len(cols) + 2) + "|"]
-    for w in sweep:
+    for key in scores:
         cells = []
         for r, sp in cols:
             s, metric = r["splits"][sp], SETS[r["key"]][4]
-            cells.append(f"{mean(s['runs'], f'w={w}', metric, s['halves'][0]):.3f} / "
-                         f"{mean(s['runs'], f'w={w}', metric, s['halves'][1]):.3f}")
-        mark = " (chosen)" if w == best else ""
-        lines.append(f"| {w}{mark} | " + " | ".join(cells)
-                     + f" | {scores.get(w, float('nan')):.4f} |")
-    lines += ["", f"Chosen on the tune halves: w = {best} (cos {round(1 - best, 6)}); "
-              f"the default config holds {dflt} / {cfg.cos_weight}.", "",
-              "## Ablations (whole splits, primary metric)", "",
+            cells.append(f"{mean(s['runs'], key, metric, s['halves'][0]):.3f} / "
+                         f"{mean(s['runs'], key, metric, s['halves'][1]):.3f}")
+        mark = " (chosen)" if key == best else ""
+        lines.append(f"| {key}{mark} | " + " | ".join(cells) + f" | {scores[key]:.4f} |")
+    lines += ["", f"Chosen on the tune halves: {best}; the default config holds "
+              f"{cfg.score_norm} fusion at {dflt} / {cfg.cos_weight}."]
+    lines += foreign_sweep(results) + [
+              "", "## Ablations (whole splits, primary metric)", "",
+              "Each column turns one part of the default off (at the default weights): min-max "
+              "instead of z-score fusion; one vector per message instead of the message and its "
+              "clauses; both (the fusion before z-scores and clauses); raw cosine as in the "
+              "first build; camelCase names not split; parameters not indexed.", "",
               "| set | split | model | default hybrid | " + " | ".join(ABLATIONS)
               + " | BM25 only | vector only |", "|---" * (6 + len(ABLATIONS)) + "|"]
     for r in results:

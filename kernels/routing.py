@@ -56,44 +56,79 @@ def topk_masked(x, mask, tie, k, out_idx):
     return n
 
 
+# fuse_scores ``norm``: how the two signals are put on one scale over the hits
+NORM_RAW_COS = 0  # minmax(bm25) + max(cos, 0) (the first build's fusion)
+NORM_MINMAX = 1  # minmax(bm25) + minmax(cos) (SPEC R3)
+NORM_ZSCORE = 2  # z-scores of both: (x − mean)/std over the hits
+
+
 @njit(cache=True)
-def fuse_scores(bm25, cos, cand, tie, n_vec, w_bm25, w_cos, cos_minmax, hit, fused, scratch):
+def _moments(x, hit):
+    """Mean and population standard deviation of ``x`` over the rows with ``hit``."""
+    s = 0.0
+    m = 0
+    for i in range(x.shape[0]):
+        if hit[i]:
+            s += np.float64(x[i])
+            m += 1
+    if m == 0:
+        return 0.0, 0.0
+    mu = s / m
+    v = 0.0
+    for i in range(x.shape[0]):
+        if hit[i]:
+            d = np.float64(x[i]) - mu
+            v += d * d
+    return mu, np.sqrt(v / m)
+
+
+@njit(cache=True)
+def fuse_scores(bm25, cos, cand, tie, n_vec, w_bm25, w_cos, norm, hit, fused, scratch):
     """Hybrid retrieval over the candidate rows.
 
     ``hit`` = candidates with BM25 > 0, plus the ``n_vec`` best candidates with cos > 0 ([D]:
     vector-only matches count; ties by smaller ``tie``). Over the hits, ``fused =
-    minmax(w_bm25·minmax(bm25) + w_cos·c)`` with ``c = minmax(cos)`` when ``cos_minmax`` (SPEC
-    R3: raw cosines of e5-style models span ~0.03 and would vanish next to a min-max BM25) or
-    ``c = max(cos, 0)`` otherwise (the first build's fusion); 0 outside the hits. ``scratch`` is
-    an int64 buffer of at least ``n_vec`` rows. Returns the number of hits.
+    minmax(w_bm25·b + w_cos·c)``, 0 outside the hits, where by ``norm``:
+
+    * ``NORM_ZSCORE``: ``b``, ``c`` are z-scores over the hits (a signal whose scores are equal
+      gives 0). A signal that singles out a few rows has a long upper tail and so a large top
+      z; a flat one (a long multi-intent request's cosines) has a small one: each counts by how
+      much it separates the hits, which min-max hides by stretching any spread to [0, 1].
+    * ``NORM_MINMAX``: min-max of both (SPEC R3).
+    * ``NORM_RAW_COS``: min-max BM25 and ``max(cos, 0)``.
+
+    When every fused hit is equal, each gets 1.0 under z-scores, else 1.0 if it is > 0 (a lone
+    hit keeps its lead). ``scratch`` is an int64 buffer of at least ``n_vec`` rows. Returns the
+    number of hits.
     """
     n = bm25.shape[0]
     for i in range(n):
         hit[i] = cand[i] and cos[i] > 0.0
     m = topk_masked(cos, hit, tie, n_vec, scratch)
-    lo = np.inf
-    hi = -np.inf
     for i in range(n):
-        h = cand[i] and bm25[i] > 0.0
-        hit[i] = h
-        if h:
-            lo = min(lo, bm25[i])
-            hi = max(hi, bm25[i])
+        hit[i] = cand[i] and bm25[i] > 0.0
     for j in range(m):
         hit[scratch[j]] = True
-        lo = min(lo, bm25[scratch[j]])
-        hi = max(hi, bm25[scratch[j]])
-    clo = np.inf
-    chi = -np.inf
-    if cos_minmax:
+    # each signal as (x − offset)/spread; a spread of 0 means the signal ranks nothing
+    b0, bd, c0, cd = 0.0, 0.0, 0.0, 0.0
+    if norm == NORM_ZSCORE:
+        b0, bd = _moments(bm25, hit)
+        c0, cd = _moments(cos, hit)
+    else:
+        lo = np.inf
+        hi = -np.inf
+        clo = np.inf
+        chi = -np.inf
         for i in range(n):
             if hit[i]:
                 # widen first: without the JIT, NumPy would compare and subtract in float32
                 c = np.float64(cos[i])
+                lo = min(lo, bm25[i])
+                hi = max(hi, bm25[i])
                 clo = min(clo, c)
                 chi = max(chi, c)
-    span = hi - lo
-    cspan = chi - clo
+        b0, bd = lo, hi - lo
+        c0, cd = clo, chi - clo
     flo = np.inf
     fhi = -np.inf
     n_hit = 0
@@ -103,12 +138,16 @@ def fuse_scores(bm25, cos, cand, tie, n_vec, w_bm25, w_cos, cos_minmax, hit, fus
             continue
         n_hit += 1
         x = bm25[i]
-        nb = (x - lo) / span if span > 0.0 else (1.0 if x > 0.0 else 0.0)
         c = np.float64(cos[i])
-        if cos_minmax:
-            nc = (c - clo) / cspan if cspan > 0.0 else (1.0 if c > 0.0 else 0.0)
+        if norm == NORM_ZSCORE:
+            nb = (x - b0) / bd if bd > 0.0 else 0.0
+            nc = (c - c0) / cd if cd > 0.0 else 0.0
         else:
-            nc = max(c, 0.0)
+            nb = (x - b0) / bd if bd > 0.0 else (1.0 if x > 0.0 else 0.0)
+            if norm == NORM_MINMAX:
+                nc = (c - c0) / cd if cd > 0.0 else (1.0 if c > 0.0 else 0.0)
+            else:
+                nc = max(c, 0.0)
         f = w_bm25 * nb + w_cos * nc
         fused[i] = f
         flo = min(flo, f)
@@ -117,7 +156,10 @@ def fuse_scores(bm25, cos, cand, tie, n_vec, w_bm25, w_cos, cos_minmax, hit, fus
     for i in range(n):
         if hit[i]:
             f = fused[i]
-            fused[i] = (f - flo) / fspan if fspan > 0.0 else (1.0 if f > 0.0 else 0.0)
+            if fspan > 0.0:
+                fused[i] = (f - flo) / fspan
+            else:
+                fused[i] = 1.0 if (norm == NORM_ZSCORE or f > 0.0) else 0.0
     return n_hit
 
 
@@ -191,7 +233,7 @@ def fill_select(key, tie, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf
 
 @njit(cache=True)
 def route_one(bm25, cos, exp_by_uid, row_uid, prio, cand, group, tie, nonbuiltin, n_vec, w_bm25,
-              w_cos, cos_minmax, w_ret, w_exp, w_prio, slots, nb_slots, out_idx, hit, retrieval,
+              w_cos, norm, w_ret, w_exp, w_prio, slots, nb_slots, out_idx, hit, retrieval,
               experience, score):
     """Fusion, three-signal score and budgeted fill for one message. Ties are broken by the
     smaller ``tie`` (the router passes each row's rank by tool name, so the order is a function
@@ -203,7 +245,7 @@ def route_one(bm25, cos, exp_by_uid, row_uid, prio, cand, group, tie, nonbuiltin
     n = bm25.shape[0]
     key = np.empty(n, np.float64)
     scratch = np.empty(max(n_vec, 1), np.int64)
-    fuse_scores(bm25, cos, cand, tie, n_vec, w_bm25, w_cos, cos_minmax, hit, retrieval, scratch)
+    fuse_scores(bm25, cos, cand, tie, n_vec, w_bm25, w_cos, norm, hit, retrieval, scratch)
     rank_keys(retrieval, exp_by_uid, row_uid, prio, cand, hit, group, w_ret, w_exp, w_prio,
               experience, score, key)
     n_cand = 0
@@ -218,14 +260,14 @@ def route_one(bm25, cos, exp_by_uid, row_uid, prio, cand, group, tie, nonbuiltin
 
 @njit(cache=True, parallel=True)
 def route_batch_kernel(bm25, cos, exp_by_uid, row_uid, prio, cand, group, tie, nonbuiltin, n_vec,
-                       w_bm25, w_cos, cos_minmax, w_ret, w_exp, w_prio, slots, nb_slots,
+                       w_bm25, w_cos, norm, w_ret, w_exp, w_prio, slots, nb_slots,
                        out_idx, out_n, out_cand, hit, retrieval, experience, score):
     """:func:`route_one` for many messages; row ``q`` of every 2-D array belongs to message ``q``
     (``exp_by_uid`` is ``(nq, n_uid)``, ``group`` is ``(nq, n_rows)``, ``w_cos`` is ``(nq,)``).
     Each message runs the same serial kernel, so the results equal the single-message path."""
     for q in prange(bm25.shape[0]):
         n_sel, n_cand = route_one(bm25[q], cos[q], exp_by_uid[q], row_uid, prio, cand, group[q],
-                                  tie, nonbuiltin, n_vec, w_bm25, w_cos[q], cos_minmax, w_ret,
+                                  tie, nonbuiltin, n_vec, w_bm25, w_cos[q], norm, w_ret,
                                   w_exp, w_prio, slots, nb_slots, out_idx[q], hit[q],
                                   retrieval[q], experience[q], score[q])
         out_n[q] = n_sel

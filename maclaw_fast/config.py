@@ -283,13 +283,21 @@ class RouterConfig(Config, frozen=True, kw_only=True):
 
     max_tools: int = 28
     max_dynamic: int = 18
-    # fused = bm25_weight·minmax(bm25) + cos_weight·norm(cos) over the candidates, then min-max
-    # (SPEC R3); cos_norm "minmax" (default) or "raw" ([compat]: max(cos, 0)).
-    # 0.4/0.6 won the sweep on the tune halves of MetaTool, Seal-Tools and HammerBench-zh
-    # (benchmarks/results/quality_tools.md)
+    # fused = bm25_weight·norm(bm25) + cos_weight·norm(cos) over the candidates, then min-max.
+    # score_norm "zscore": (x − mean)/std over the candidates, so a signal that singles out a
+    # few tools outweighs a flat one; "minmax" (SPEC R3) then uses cos_norm for the cosine:
+    # "minmax" or "raw" ([compat]: max(cos, 0)). z-scores and 0.4/0.6 won the sweep on the tune
+    # halves of MetaTool, Seal-Tools and HammerBench-zh (benchmarks/results/quality_tools.md)
     bm25_weight: float = 0.4
     cos_weight: float = 0.6
+    score_norm: Literal["zscore", "minmax"] = "zscore"
     cos_norm: str = "minmax"
+    # a tool's cosine is its best over the message and the message's sentences (at least
+    # clause_min_chars characters, the first max_clauses): a request naming several tools has
+    # one vector between them (text/clauses.py; measured in quality_tools.md, ablation)
+    query_clauses: bool = True
+    clause_min_chars: Positive = 12
+    max_clauses: Positive = 16
     # add the words of a camelCase tool name to its BM25 text ("analyzeEvidence" → analyze,
     # evidence); measured in benchmarks/results/quality_tools.md (ablation)
     split_names: bool = True
@@ -350,10 +358,9 @@ class RouterConfig(Config, frozen=True, kw_only=True):
     deferred_search_k: int = 5
     embedding_disk_cache: bool = True
     # [D] a query mostly in a language the embedder was not trained on (Chinese with the
-    # English MiniLM) fuses as bm25_weight / (1 - this): its cosines are near-noise. Measured on
-    # HammerBench-zh: SPEC weights 0.4/0.6 lose to BM25 alone (Hit@1 0.558 vs 0.570), 0.7/0.3
-    # beat it (0.577); English sets keep the SPEC weights. 0 disables the gate.
-    foreign_query_bm25_weight: float = 0.7
+    # English MiniLM) fuses as this / (1 − this): its cosines are near-noise. 0.9 won the sweep
+    # on the tune halves of HammerBench-zh with MiniLM (quality_tools.md); 0 disables the gate.
+    foreign_query_bm25_weight: float = 0.9
     foreign_query_min_ratio: float = 0.3
     # numba threads for route_batch (0 = all cores); see maclaw_fast/threads.py for why 1
     batch_threads: int = 1

@@ -469,7 +469,7 @@ def test_foreign_language_gate_reweights_only_chinese_queries():
 
     from maclaw_fast.tools.fusion import foreign_query_scale
 
-    cfg = RouterConfig(bm25_weight=0.4, cos_weight=0.6)
+    cfg = RouterConfig(bm25_weight=0.4, cos_weight=0.6, foreign_query_bm25_weight=0.7)
     scale = foreign_query_scale(["查询数据库的工具", "query the database", "db 查询"],
                                 EnglishOnly(dim=32), cfg)
     assert scale[0] == pytest.approx((0.4 / 0.7) * 0.3 / 0.6)

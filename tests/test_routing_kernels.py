@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from maclaw_kernels.experience import (experience_all, experience_all_batch, experience_indexed,
                                       experience_indexed_batch, experience_postings)
 from maclaw_kernels.vectors import dot_scores
-from maclaw_kernels.routing import (cosine_batch, fill_select, fuse_scores, minmax_masked, rank_keys,
+from maclaw_kernels.routing import (NORM_MINMAX, NORM_RAW_COS, NORM_ZSCORE, cosine_batch,
+                                    fill_select, fuse_scores, minmax_masked, rank_keys,
                                     route_batch_kernel, route_one, topk_masked)
 
 # ---------------------------------------------------------------- references
@@ -34,15 +35,35 @@ def ref_topk(x, mask, k, tie):
     return sorted(rows, key=lambda i: (-x[i], tie[i]))[:k]
 
 
-def ref_fuse(bm, cos, cand, n_vec, wb, wc, tie, cos_minmax=True):
+def ref_zscore(x, mask):
+    vals = [float(x[i]) for i in range(len(x)) if mask[i]]
+    out = [0.0] * len(x)
+    if not vals:
+        return out
+    mu = sum(vals) / len(vals)
+    sd = math.sqrt(sum((v - mu) ** 2 for v in vals) / len(vals))
+    for i in range(len(x)):
+        if mask[i]:
+            out[i] = (x[i] - mu) / sd if sd > 0 else 0.0
+    return out
+
+
+def ref_fuse(bm, cos, cand, n_vec, wb, wc, tie, norm=NORM_MINMAX):
     vec = ref_topk(cos, [cand[i] and cos[i] > 0 for i in range(len(cos))], n_vec, tie)
     hit = [bool(cand[i] and bm[i] > 0) for i in range(len(bm))]
     for i in vec:
         hit[i] = True
-    nb = ref_minmax(bm, hit)
-    nc = ref_minmax(cos, hit) if cos_minmax else [max(c, 0.0) for c in cos]
+    if norm == NORM_ZSCORE:
+        nb, nc = ref_zscore(bm, hit), ref_zscore(cos, hit)
+    else:
+        nb = ref_minmax(bm, hit)
+        nc = ref_minmax(cos, hit) if norm == NORM_MINMAX else [max(c, 0.0) for c in cos]
     fused = [wb * nb[i] + wc * nc[i] if hit[i] else 0.0 for i in range(len(bm))]
-    return hit, ref_minmax(fused, hit)
+    out = ref_minmax(fused, hit)
+    vals = {fused[i] for i in range(len(bm)) if hit[i]}
+    if norm == NORM_ZSCORE and len(vals) == 1:  # equal hits all lead
+        out = [1.0 if hit[i] else 0.0 for i in range(len(bm))]
+    return hit, out
 
 
 def ref_fill(key, cand, nonbuiltin, slots, nb_slots, tie):
@@ -136,16 +157,17 @@ def test_topk_matches_reference(data, k):
 
 
 @given(scored(), st.integers(1, 10), st.sampled_from([(0.4, 0.6), (1.0, 0.0), (0.0, 1.0),
-                                                       (0.3, 0.7)]), st.booleans())
-@settings(max_examples=200, deadline=None)
-def test_fuse_matches_reference(data, n_vec, w, cos_minmax):
+                                                       (0.3, 0.7)]),
+       st.sampled_from([NORM_RAW_COS, NORM_MINMAX, NORM_ZSCORE]))
+@settings(max_examples=300, deadline=None)
+def test_fuse_matches_reference(data, n_vec, w, norm):
     bm, cos, cand, rng = data
     n = bm.shape[0]
     tie = shuffled_ties(rng, n)
     hit, fused = np.zeros(n, np.bool_), np.zeros(n)
-    n_hit = fuse_scores(bm, cos, cand, tie, n_vec, w[0], w[1], cos_minmax, hit, fused,
+    n_hit = fuse_scores(bm, cos, cand, tie, n_vec, w[0], w[1], norm, hit, fused,
                         np.empty(n_vec, np.int64))
-    rhit, rfused = ref_fuse(bm, cos.astype(np.float64), cand, n_vec, *w, tie, cos_minmax)
+    rhit, rfused = ref_fuse(bm, cos.astype(np.float64), cand, n_vec, *w, tie, norm)
     assert hit.tolist() == rhit and n_hit == sum(rhit)
     np.testing.assert_allclose(fused, rfused, atol=1e-9)
 
@@ -157,10 +179,38 @@ def test_minmax_cosine_spreads_compressed_cosines():
     cos = np.array([0.83, 0.81, 0.84, 0.82], np.float32)
     cand, tie = np.ones(4, np.bool_), np.arange(4, dtype=np.int64)
     hit, fused = np.zeros(4, np.bool_), np.zeros(4)
-    fuse_scores(bm, cos, cand, tie, 4, 0.3, 0.7, True, hit, fused, np.empty(4, np.int64))
+    fuse_scores(bm, cos, cand, tie, 4, 0.3, 0.7, NORM_MINMAX, hit, fused, np.empty(4, np.int64))
     assert int(np.argmax(fused)) == 2  # the best cosine wins at 0.3/0.7
-    fuse_scores(bm, cos, cand, tie, 4, 0.3, 0.7, False, hit, fused, np.empty(4, np.int64))
+    fuse_scores(bm, cos, cand, tie, 4, 0.3, 0.7, NORM_ZSCORE, hit, fused, np.empty(4, np.int64))
+    assert int(np.argmax(fused)) == 2  # z-scores are scale-free too
+    fuse_scores(bm, cos, cand, tie, 4, 0.3, 0.7, NORM_RAW_COS, hit, fused, np.empty(4, np.int64))
     assert int(np.argmax(fused)) == 1  # raw: BM25 decides
+
+
+def test_zscore_fusion_lets_a_standout_outweigh_a_flat_signal():
+    """One tool alone matches the words (BM25 10 vs 1 for the other 49 hits) while the cosines
+    rise evenly over 0.51–0.60 and put it last: min-max stretches the flat cosine to [0, 1] and
+    its top wins; as z-scores the BM25 standout lies ~7 deviations out and leads."""
+    n = 50
+    bm = np.ones(n)
+    bm[0] = 10.0
+    cos = np.concatenate([[0.50], np.linspace(0.51, 0.60, n - 1)]).astype(np.float32)
+    cand, tie = np.ones(n, np.bool_), np.arange(n, dtype=np.int64)
+    hit, fused = np.zeros(n, np.bool_), np.zeros(n)
+    fuse_scores(bm, cos, cand, tie, n, 0.4, 0.6, NORM_MINMAX, hit, fused, np.empty(n, np.int64))
+    assert int(np.argmax(fused)) == n - 1
+    fuse_scores(bm, cos, cand, tie, n, 0.4, 0.6, NORM_ZSCORE, hit, fused, np.empty(n, np.int64))
+    assert int(np.argmax(fused)) == 0 and fused.max() == 1.0 and fused.min() == 0.0
+
+
+def test_zscore_lone_hit_keeps_its_lead():
+    bm = np.array([0.0, 2.0, 0.0])
+    cos = np.zeros(3, np.float32)
+    cand, tie = np.ones(3, np.bool_), np.arange(3, dtype=np.int64)
+    hit, fused = np.zeros(3, np.bool_), np.zeros(3)
+    assert fuse_scores(bm, cos, cand, tie, 2, 0.4, 0.6, NORM_ZSCORE, hit, fused,
+                       np.empty(2, np.int64)) == 1
+    assert fused.tolist() == [0.0, 1.0, 0.0]
 
 
 @given(scored(), st.integers(0, 30), st.integers(0, 20))
@@ -209,13 +259,13 @@ def test_route_batch_kernel_equals_route_one():
     on, oc = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
     hit = np.zeros((nq, n), np.bool_)
     r, e, s = np.zeros((nq, n)), np.zeros((nq, n)), np.zeros((nq, n))
-    route_batch_kernel(bm, cos, exp, uid, prio, cand, group, tie, nonb, 10, 0.4, w_cos, True,
+    route_batch_kernel(bm, cos, exp, uid, prio, cand, group, tie, nonb, 10, 0.4, w_cos, NORM_ZSCORE,
                        *tail, o, on, oc, hit, r, e, s)
     for q in range(nq):
         o1, h1 = np.zeros(6, np.int64), np.zeros(n, np.bool_)
         r1, e1, s1 = np.zeros(n), np.zeros(n), np.zeros(n)
         n_sel, n_cand = route_one(bm[q], cos[q], exp[q], uid, prio, cand, group[q], tie, nonb,
-                                  10, 0.4, w_cos[q], True, *tail, o1, h1, r1, e1, s1)
+                                  10, 0.4, w_cos[q], NORM_ZSCORE, *tail, o1, h1, r1, e1, s1)
         assert (n_sel, n_cand) == (on[q], oc[q])
         assert o1[:n_sel].tolist() == o[q, :n_sel].tolist()
         assert np.array_equal(s1, s[q]) and np.array_equal(h1, hit[q])

@@ -3,8 +3,10 @@
 
 It mirrors ``ToolRouter.route``: BM25 over ``name description tags`` (k1 1.2, b 0.75, tantivy's
 length encoding), cosine over tool vectors, candidates = BM25 hits ∪ top vector hits, min-max
-fusion of min-max BM25 and min-max cosine (SPEC R3), ties by tool name, experience (one pass over the usage window, Python sets), priority, keyword groups, and
-the budgeted fill with core tools first.
+of the weighted sum of both signals as z-scores over the candidates (``norm="zscore"``, the
+default) or min-max (``"minmax"``, SPEC R3), ties by tool name, experience (one pass over the
+usage window, Python sets), priority, keyword groups, and the budgeted fill with core tools
+first.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections import Counter
 class PyRouter:
     def __init__(self, tools, vectors, core_names, *, k1=1.2, b=0.75, max_tools=28,
                  max_dynamic=18, n_vec=56, w_bm25=0.4, w_cos=0.6, weights=(0.6, 0.3, 0.1),
-                 fieldnorm=None):
+                 fieldnorm=None, norm="zscore"):
         """``tools``: dicts with name, tokens (BM25 tokens), category, priority, tags;
         ``vectors``: list of float lists (unit norm) per tool."""
         self.tools = tools
@@ -27,6 +29,7 @@ class PyRouter:
         self.k1, self.b = k1, b
         self.max_tools, self.max_dynamic, self.n_vec = max_tools, max_dynamic, n_vec
         self.w_bm25, self.w_cos, self.weights = w_bm25, w_cos, weights
+        self.norm = norm
         self.tf = [Counter(t["tokens"]) for t in tools]
         norm = fieldnorm or (lambda n: n)
         self.dl = [float(norm(len(t["tokens"]))) for t in tools]
@@ -54,6 +57,14 @@ class PyRouter:
         if hi > lo:
             return {k: (v - lo) / (hi - lo) for k, v in vals.items()}
         return {k: (1.0 if v > 0 else 0.0) for k, v in vals.items()}
+
+    @staticmethod
+    def zscore(vals):
+        if not vals:
+            return {}
+        mu = sum(vals.values()) / len(vals)
+        sd = math.sqrt(sum((v - mu) ** 2 for v in vals.values()) / len(vals))
+        return {k: ((v - mu) / sd if sd > 0 else 0.0) for k, v in vals.items()}
 
     @staticmethod
     def experience_all(records, q_tokens, now, per_tool=200, decay=0.01, fail_w=-0.3):
@@ -87,9 +98,12 @@ class PyRouter:
         tie = self.tie
         vec_hits = sorted((i for i in cand if cos[i] > 0), key=lambda i: (-cos[i], tie[i]))
         hits = {i for i in cand if bm[i] > 0} | set(vec_hits[: self.n_vec])
-        nb = self.minmax({i: bm[i] for i in hits})
-        nc = self.minmax({i: cos[i] for i in hits})
+        scale = self.zscore if self.norm == "zscore" else self.minmax
+        nb = scale({i: bm[i] for i in hits})
+        nc = scale({i: cos[i] for i in hits})
         fused = self.minmax({i: self.w_bm25 * nb[i] + self.w_cos * nc[i] for i in hits})
+        if self.norm == "zscore" and fused and len(set(fused.values())) == 1:
+            fused = dict.fromkeys(fused, 1.0)  # equal hits all lead
         exp = self.experience_all(records, q_tokens, now) if records else {}
         w_ret, w_exp, w_prio = self.weights if records else (0.9, 0.0, 0.1)
         key = {}

@@ -10,7 +10,7 @@ import numpy as np
 
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.text import tokenize
-from maclaw_fast.tools.fusion import foreign_query_scale
+from maclaw_fast.tools.fusion import foreign_query_scale, fusion_norm, split_query_vector
 from maclaw_fast.tools.types import ToolScore
 from maclaw_kernels.routing import fuse_scores, topk_masked
 
@@ -39,7 +39,9 @@ class RetrievalMixin:
                     "embedder_choice": self.embedder_choice,
                     "fusion": {"bm25_weight": self.config.bm25_weight,
                                "cos_weight": self.config.cos_weight,
-                               "cos_norm": self.config.cos_norm}}
+                               "score_norm": self.config.score_norm,
+                               "cos_norm": self.config.cos_norm,
+                               "query_clauses": self.config.query_clauses}}
 
     def retrieve(self, message: str, k: int = 5, *, mode: str = "hybrid",
                  query_vector: np.ndarray | None = None, deferred: bool | None = None,
@@ -49,7 +51,8 @@ class RetrievalMixin:
 
         ``mode``: ``hybrid``, ``bm25`` or ``vector``. ``deferred``: True = only deferred tools,
         False = none, None = both. ``weights``: ``(bm25, cos)`` fusion weights for this call
-        (default: the config's). Used by :meth:`search_deferred` and the quality benchmark.
+        (default: the config's). ``query_vector``: as in :meth:`route`. Used by
+        :meth:`search_deferred` and the quality benchmark.
 
         Examples
         --------
@@ -75,9 +78,12 @@ class RetrievalMixin:
             if not include_core:
                 cand &= ~c["core"][:n]
             tokens = [tokenize(message)]
-            qv = self._query_vectors([message], None if query_vector is None
-                                     else np.asarray(query_vector, np.float32)[None, :])
-            bm, cos, _ = self._signals(tokens, qv if mode != "bm25" else None, True)
+            qv, cv = None, None
+            if query_vector is not None and self.vectors is not None:
+                qv, cv = split_query_vector(query_vector, self.vectors.dim)
+            qv, clauses = (self._query_vectors([message], qv, cv) if mode != "bm25"
+                           else (None, None))
+            bm, cos, _ = self._signals(tokens, qv, True, clauses)
             if mode == "vector":
                 bm[:] = 0.0
             w_bm, w_cos = {"hybrid": tuple(weights), "bm25": (1.0, 0.0),
@@ -88,7 +94,7 @@ class RetrievalMixin:
                 w_cos *= foreign_query_scale([message], self.embedder, self.config)[0]
             tie = self._ties()
             fuse_scores(bm[0], cos[0], cand, tie, n_vec, float(w_bm), float(w_cos),
-                        self.config.cos_norm == "minmax", hit, fused, np.empty(n_vec, np.int64))
+                        fusion_norm(self.config), hit, fused, np.empty(n_vec, np.int64))
             idx = np.empty(k, np.int64)
             m = topk_masked(fused, hit, tie, k, idx)
             return [ToolScore(name=self._names[r], reason="ranked", score=float(fused[r]),

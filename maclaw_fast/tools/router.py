@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from maclaw_fast.config import RouterConfig
-from maclaw_fast.embedding import (DiskEmbeddingCache, QueryCache, check_vectors, embed_checked,
+from maclaw_fast.embedding import (DiskEmbeddingCache, QueryCache, embed_checked,
                                    resolve_embedder)
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.index import Bm25Index, VectorColumn
@@ -25,7 +25,8 @@ from maclaw_fast.text import tokenize
 from maclaw_fast.threads import numba_threads
 from maclaw_fast.tools.assemble import gather, selected, tool_scores
 from maclaw_fast.tools.enrichment import parameter_text
-from maclaw_fast.tools.fusion import foreign_query_scale
+from maclaw_fast.tools.fusion import (foreign_query_scale, fusion_norm, max_clause_cosines,
+                                      message_vectors, split_query_vector)
 from maclaw_fast.tools.groups import GroupActivator, match_skills
 from maclaw_fast.tools.lookup import RetrievalMixin
 from maclaw_fast.tools.registry import (Platform, RegisteredTool, ToolRegistry, is_available,
@@ -282,19 +283,11 @@ class ToolRouter(RetrievalMixin):
         self._states[session] = (self._version, st)
         return st
 
-    def _query_vectors(self, messages, query_vectors):
+    def _query_vectors(self, messages, query_vectors, clause_vectors=None):
         if self.vectors is None:
-            return None
-        if query_vectors is not None:
-            q = check_vectors(query_vectors, self.vectors.dim, what="query vector")
-            if q.shape[0] != len(messages):
-                raise ValidationError(f"{q.shape[0]} query vectors for {len(messages)} messages")
-            return q
-        out = np.zeros((len(messages), self.vectors.dim), np.float32)
-        idx = [i for i, m in enumerate(messages) if m.strip()]
-        if idx:
-            out[idx] = self.query_cache.get_many([messages[i] for i in idx])
-        return out
+            return None, None
+        return message_vectors(messages, query_vectors, clause_vectors, self.query_cache,
+                               self.vectors.dim, self.config)
 
     def _weights(self):
         c = self.config
@@ -327,7 +320,10 @@ class ToolRouter(RetrievalMixin):
               query_vector: np.ndarray | None = None) -> RouteResult:
         """Choose the tools for ``message`` (SPEC §12 steps 1-9).
 
-        ``query_vector`` skips embedding the message (it must come from the same embedder).
+        ``query_vector`` skips embedding the message (it must come from the same embedder):
+        the message's vector ``(dim,)``, or ``(m + 1, dim)``: it followed by the vectors of its
+        ``m`` sentence clauses (``RouterConfig.query_clauses``; given a single vector, the
+        router embeds the clauses itself).
 
         Examples
         --------
@@ -337,8 +333,10 @@ class ToolRouter(RetrievalMixin):
         """
         if not isinstance(message, str):
             raise ValidationError("message must be a string")
-        qv = None if query_vector is None else np.asarray(query_vector, np.float32)[None]
-        return self._route([message], session, qv, single=True)[0]
+        qv = cv = None
+        if query_vector is not None and self.vectors is not None:
+            qv, cv = split_query_vector(query_vector, self.vectors.dim)
+        return self._route([message], session, qv, single=True, clause_vectors=cv)[0]
 
     def route_batch(self, messages: list[str], *, session: str | None = None,
                     query_vectors: np.ndarray | None = None) -> list[RouteResult]:
@@ -367,7 +365,7 @@ class ToolRouter(RetrievalMixin):
         return pa.table(results_columns(self.route_batch(messages, session=session,
                                                          query_vectors=query_vectors)))
 
-    def _signals(self, tokens, qv, single):
+    def _signals(self, tokens, qv, single, clauses=None):
         n, nq = self.n_rows, len(tokens)
         bm = self.bm25.scores(tokens[0], n)[None] if single else self.bm25.scores_batch(tokens, n)
         cos = np.zeros((nq, n), np.float32)
@@ -377,13 +375,16 @@ class ToolRouter(RetrievalMixin):
             else:  # not BLAS: its rounding differs from the serial kernel and could flip ties
                 cosine_batch(self.vectors.matrix, n, self.vectors.has_vec,
                              np.ascontiguousarray(qv), 16, cos)
+            if clauses is not None:
+                max_clause_cosines(self.vectors, n, clauses[0], clauses[1], cos)
         exp = np.zeros((nq, 0))
         if self.usage is not None and len(self.usage) > 0:
             exp = (self.usage.experience_all(tokens[0])[None] if single
                    else self.usage.experience_batch(tokens))
         return bm, cos, exp
 
-    def _compute(self, messages, session, query_vectors, single) -> RouteBatch:
+    def _compute(self, messages, session, query_vectors, single,
+                 clause_vectors=None) -> RouteBatch:
         """Signals, fusion, scores and the fill for every message (caller holds the lock)."""
         cfg = self.config
         self._sync()
@@ -392,8 +393,8 @@ class ToolRouter(RetrievalMixin):
         if st.total <= cfg.max_tools:
             return b
         b.tokens = [tokenize(m) for m in messages]
-        b.bm, b.cos, exp = self._signals(b.tokens, self._query_vectors(messages, query_vectors),
-                                         single)
+        qv, clauses = self._query_vectors(messages, query_vectors, clause_vectors)
+        b.bm, b.cos, exp = self._signals(b.tokens, qv, single, clauses)
         nq, n = b.bm.shape
         b.tags = [self.groups.activate(m, t) for m, t in zip(messages, b.tokens)]
         b.group = np.zeros((nq, n), np.bool_)
@@ -408,25 +409,26 @@ class ToolRouter(RetrievalMixin):
         args = (c["uid"][:n], c["prio"][:n], st.cand)
         w_cos = cfg.cos_weight * foreign_query_scale(messages, self.embedder, cfg)
         n_vec = cfg.vector_candidates_factor * cfg.max_tools
-        minmax_cos = cfg.cos_norm == "minmax"
+        norm = fusion_norm(cfg)
         if single:
             n_sel, n_cand = route_one(
                 b.bm[0], b.cos[0], exp[0], *args, b.group[0], st.tie, c["nonbuiltin"][:n], n_vec,
-                cfg.bm25_weight, w_cos[0], minmax_cos, w_ret, w_exp, w_prio, st.slots,
+                cfg.bm25_weight, w_cos[0], norm, w_ret, w_exp, w_prio, st.slots,
                 st.nb_slots, b.out_idx[0], b.hit[0], b.ret[0], b.exp[0], b.score[0])
             b.out_n, b.out_cand = np.array([n_sel]), np.array([n_cand])
         else:
             b.out_n, b.out_cand = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
             route_batch_kernel(b.bm, b.cos, exp, *args, b.group, st.tie, c["nonbuiltin"][:n],
-                               n_vec, cfg.bm25_weight, w_cos, minmax_cos, w_ret, w_exp, w_prio,
+                               n_vec, cfg.bm25_weight, w_cos, norm, w_ret, w_exp, w_prio,
                                st.slots, st.nb_slots, b.out_idx, b.out_n, b.out_cand, b.hit,
                                b.ret, b.exp, b.score)
         return b
 
-    def _route(self, messages, session, query_vectors, single) -> list[RouteResult]:
+    def _route(self, messages, session, query_vectors, single,
+               clause_vectors=None) -> list[RouteResult]:
         cfg = self.config
         with self._lock:
-            b = self._compute(messages, session, query_vectors, single)
+            b = self._compute(messages, session, query_vectors, single, clause_vectors)
             st = b.st
             if st.total <= cfg.max_tools:  # step 1: the whole catalog fits
                 results = [RouteResult(tools=list(st.all), total=st.total,

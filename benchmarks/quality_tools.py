@@ -319,8 +319,8 @@ def report(results, pick, best, scores, cfg: RouterConfig, sweep) -> str:
               "", "## Ablations (whole splits, primary metric)", "",
               "Each column turns one part of the default off (at the default weights): min-max "
               "instead of z-score fusion; one vector per message instead of the message and its "
-              "clauses; both (the fusion before z-scores and clauses); raw cosine as in the "
-              "first build; camelCase names not split; parameters not indexed.", "",
+              "clauses; both; raw cosine (max(cos, 0)) with min-max BM25 and one vector; "
+              "camelCase names not split; parameters not indexed.", "",
               "| set | split | model | default hybrid | " + " | ".join(ABLATIONS)
               + " | BM25 only | vector only |", "|---" * (6 + len(ABLATIONS)) + "|"]
     for r in results:

@@ -237,3 +237,24 @@ def test_import_rejects_bad_file_and_changes_nothing(tmp_path):
         with pytest.raises(ValidationError):
             s.import_maclaw(bad)
         assert len(s) == 0
+
+
+def test_peek_meta_reads_the_metadata_only_through_the_checksum(tmp_path):
+    from maclaw_fast.memory.model_choice import recorded_fingerprint
+    from maclaw_fast.persist.snapshot import peek_meta
+
+    emb = HashEmbedder(64)
+    store = MemoryStore.open(tmp_path / "s", embedder=emb)
+    store.save("the deploy script needs AWS_REGION", category="project")
+    store.close()
+    snap = tmp_path / "s" / "snapshot.arrow"
+    meta = peek_meta(snap)
+    assert meta is not None and meta.dim == 64
+    assert recorded_fingerprint(tmp_path / "s") == emb.fingerprint
+    data = bytearray(snap.read_bytes())
+    data[len(data) // 2] ^= 0x10  # one flipped bit in the columns: the checksum fails
+    snap.write_bytes(bytes(data))
+    assert peek_meta(snap) is None and recorded_fingerprint(tmp_path / "s") is None
+    snap.write_bytes(bytes(data[:-20]))  # the trailer cut off a format 2 file
+    assert peek_meta(snap) is None
+    assert peek_meta(tmp_path / "missing.arrow") is None

@@ -204,3 +204,47 @@ def test_timers_run_in_order_and_cancel():
     later(0.08, done.set)
     assert done.wait(10)
     assert seen == ["a", "b"]
+
+
+def test_reopened_vectors_are_the_snapshots_bytes_and_stay_editable(tmp_path):
+    from maclaw_fast.persist.snapshot import read_snapshot, table_entries
+
+    store = MemoryStore.open(tmp_path / "s", embedder="hash", clock=lambda: 1.7e9)
+    ids = [store.save(f"deploy note {i} boat tea {i * 7}", category="project").id
+           for i in range(60)]
+    store.close()
+    _, expected = table_entries(read_snapshot(tmp_path / "s" / "snapshot.arrow")[0])
+    store = MemoryStore.open(tmp_path / "s", embedder="hash", clock=lambda: 1.7e9)
+    vc = store._vectors
+    assert vc.matrix.base is not None and vc.matrix.flags.writeable  # no copy was made
+    assert np.array_equal(vc.matrix[:60], expected) and vc.has_vec[:60].all()
+    # edits on the adopted rows: a delete, an update (re-embeds in place), growth past them
+    store.delete(ids[3])
+    store.update(ids[5], content="garden python friday")
+    more = [store.save(f"atlas garden {i}", category="preference").id for i in range(80)]
+    before = [[(h.entry.id, round(h.score, 12)) for h in store.recall(q, reinforce=False)]
+              for q in ("deploy boat", "garden python", "atlas garden 7")]
+    store.close()
+    store = MemoryStore.open(tmp_path / "s", embedder="hash", clock=lambda: 1.7e9)
+    after = [[(h.entry.id, round(h.score, 12)) for h in store.recall(q, reinforce=False)]
+             for q in ("deploy boat", "garden python", "atlas garden 7")]
+    assert after == before and ids[5] in {h[0] for h in after[1]}
+    assert len(store) == 139 and store.get(more[-1]) is not None
+    store.close()
+
+
+def test_vectors_are_copied_when_the_source_cannot_be_kept():
+    import pyarrow as pa
+
+    vecs = np.arange(12, dtype=np.float32).reshape(3, 4)
+    frozen = pa.Array.from_buffers(pa.float32(), 12, [None, pa.py_buffer(vecs.tobytes())])
+    col = pa.FixedSizeListArray.from_arrays(frozen, 4)
+    assert reload_module.writable_values(col, 4) is None  # an immutable source (bytes)
+    raw = np.frombuffer(vecs.tobytes(), np.uint8).copy()
+    flat = pa.Array.from_buffers(pa.float32(), 12, [None, pa.py_buffer(memoryview(raw))])
+    col = pa.FixedSizeListArray.from_arrays(flat, 4)
+    view = reload_module.writable_values(col, 4)
+    assert view is not None and np.array_equal(view, vecs) and view.flags.writeable
+    assert reload_module.writable_values(col, 3) is None  # another dimension
+    with_null = pa.FixedSizeListArray.from_arrays(flat, 4, mask=pa.array([False, True, False]))
+    assert reload_module.writable_values(with_null, 4) is None

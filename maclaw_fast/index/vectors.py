@@ -73,6 +73,20 @@ class VectorColumn:
             grown[:cap] = old
             setattr(self, name, grown)
 
+    def adopt(self, matrix: np.ndarray) -> None:
+        """Use ``matrix`` (``(n, dim)`` float32, writable, L2-normalised rows, every row with a
+        vector) as the rows of this empty column without copying it: a reopen hands over the
+        snapshot's embedding values read into a writable buffer. Rows are then 8-byte aligned
+        instead of on cache lines (a few µs per 500 × 384 query, against the 0.5+ ms copy); the
+        first growth copies them into an aligned matrix."""
+        if (self.quantized or matrix.dtype != np.float32 or matrix.ndim != 2
+                or matrix.shape[1] != self.dim or not matrix.flags.writeable
+                or not matrix.flags.c_contiguous or self.has_vec.any()):
+            raise ValueError("adopt takes a writable (n, dim) float32 matrix into an empty "
+                             "column")
+        self.matrix = matrix
+        self.has_vec = np.ones(matrix.shape[0], np.bool_)
+
     def set(self, row: int, vector: np.ndarray | None) -> None:
         """Store an L2-normalised vector at ``row`` (None clears it)."""
         self.reserve(row + 1)

@@ -75,6 +75,10 @@ def load_snapshot(store, table: pa.Table, *, vectors: bool, seq: int, directory=
 
 
 def _load_vectors(store, col: pa.FixedSizeListArray, n: int) -> None:
+    held = writable_values(col, store.dim)
+    if held is not None:  # the snapshot's own bytes, read into a writable buffer: no copy
+        store._vectors.adopt(held)
+        return
     valid = col.is_valid().to_numpy(zero_copy_only=False)
     flat = col.flatten().to_numpy()  # the valid rows' values, in order
     if col.type.list_size != store.dim or not valid.any():
@@ -82,6 +86,30 @@ def _load_vectors(store, col: pa.FixedSizeListArray, n: int) -> None:
     rows = np.flatnonzero(valid)
     store._vectors.reserve(n)
     store._vectors.set_rows(rows, flat.reshape(-1, store.dim))
+
+
+def writable_values(col: pa.FixedSizeListArray, dim: int) -> np.ndarray | None:
+    """The ``(n, dim)`` float32 values of a null-free embedding column as a writable view of
+    the buffer the snapshot was read into (``persist.snapshot.read_snapshot`` reads into a
+    writable one), or None (nulls, another size, an immutable source, or a file much larger
+    than its vectors: keeping all of it alive for them would cost more than the copy)."""
+    n = len(col)
+    if n == 0 or col.null_count or col.type.list_size != dim:
+        return None
+    values = col.values
+    buf = values.buffers()[1]
+    if buf is None or values.null_count:
+        return None
+    root = buf
+    while root.parent is not None:
+        root = root.parent
+    nbytes = n * dim * 4
+    if not root.is_mutable or root.size > nbytes + nbytes // 4:
+        return None
+    start = buf.address + (values.offset + col.offset * dim) * 4 - root.address
+    if start < 0 or start + nbytes > root.size or start % 4:
+        return None
+    return np.frombuffer(root, np.uint8)[start:start + nbytes].view(np.float32).reshape(n, dim)
 
 
 def _load_bm25(store, columns, seq: int, directory, snapshot_id: str) -> bool:

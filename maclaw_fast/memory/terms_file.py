@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import os
 import struct
-import zlib
 from pathlib import Path
 
 import msgspec
 import numpy as np
 
 from maclaw_fast.index.bm25_persist import Postings
+from maclaw_fast.persist.checksum import crc32
 from maclaw_fast.text.tokenizer import TOKENIZER_VERSION
 
 FILE_NAME = "terms.bin"
@@ -68,7 +68,7 @@ def write_terms(directory: Path, bm25, keys: np.ndarray, meta: TermsMeta) -> Non
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as fh:
         fh.write(body)
-        fh.write(_TRAILER.pack(_MAGIC, len(body), zlib.crc32(body)))
+        fh.write(_TRAILER.pack(_MAGIC, len(body), crc32(body)))
     os.replace(tmp, path)
     try:
         os.remove(directory / OLD_FILE_NAME)
@@ -86,7 +86,7 @@ def read_terms(directory: Path, meta: TermsMeta) -> Postings | None:
             return None
         magic, length, crc = _TRAILER.unpack_from(data, size)
         body = memoryview(data)[:size]
-        if magic != _MAGIC or length != size or zlib.crc32(body) != crc:
+        if magic != _MAGIC or length != size or crc32(body) != crc:
             return None  # damaged, or written by another layout
         saved = msgspec.msgpack.decode(body, type=_TermsFile)
         if saved.meta != meta or len(saved.arrays) != len(_ARRAYS):

@@ -15,7 +15,6 @@ import os
 import struct
 import time
 import warnings
-import zlib
 from pathlib import Path
 
 import msgspec
@@ -24,6 +23,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from maclaw_fast.errors import CorruptStoreError
+from maclaw_fast.persist.checksum import crc32
 from maclaw_fast.records import Entry
 
 ENTRY_SCHEMA_FIELDS = [
@@ -106,8 +106,10 @@ def table_entries(table: pa.Table) -> tuple[list[Entry], np.ndarray | None]:
     return entries, vectors
 
 
-def snapshot_meta(table: pa.Table) -> SnapshotMeta:
-    raw = (table.schema.metadata or {}).get(b"maclaw")
+def snapshot_meta(table: pa.Table | pa.Schema) -> SnapshotMeta:
+    """The metadata of a snapshot table (or of its schema alone)."""
+    schema = table if isinstance(table, pa.Schema) else table.schema
+    raw = (schema.metadata or {}).get(b"maclaw")
     if raw is None:
         raise CorruptStoreError("snapshot has no maclaw metadata")
     try:
@@ -163,7 +165,7 @@ def encode_snapshot(table: pa.Table) -> bytes:
     with ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
     body = sink.getvalue().to_pybytes()
-    return body + _TRAILER.pack(_MAGIC, len(body), zlib.crc32(body))
+    return body + _TRAILER.pack(_MAGIC, len(body), crc32(body))
 
 
 def decode_snapshot(data: bytes, known: dict[str, tuple[str, ...]] | None = None) -> pa.Table:
@@ -175,18 +177,7 @@ def open_snapshot(data: bytes, known: dict[str, tuple[str, ...]] | None = None
                   ) -> tuple[pa.Table, str]:
     """:func:`decode_snapshot`, and the file's identity: ``"<length>:<crc32>"`` of its Arrow
     bytes, what files derived from this snapshot (``terms.bin``) name it by."""
-    size = len(data)
-    if size >= _TRAILER.size and data[size - _TRAILER.size:size - _TRAILER.size + 8] == _MAGIC:
-        _, length, crc = _TRAILER.unpack_from(data, size - _TRAILER.size)
-        if length != size - _TRAILER.size:
-            raise CorruptStoreError(f"snapshot length {size} does not match its trailer")
-        body = memoryview(data)[:length]
-        if zlib.crc32(body) != crc:
-            raise CorruptStoreError("snapshot checksum mismatch")
-        legacy = False
-    else:
-        body, legacy = memoryview(data), True
-        crc = zlib.crc32(body)
+    body, crc, legacy = _checked_body(data)
     try:
         with ipc.open_file(pa.py_buffer(body)) as reader:
             table = reader.read_all()
@@ -198,6 +189,22 @@ def open_snapshot(data: bytes, known: dict[str, tuple[str, ...]] | None = None
     return table, _identity(len(body), crc)
 
 
+def _checked_body(data: bytes) -> tuple[memoryview, int, bool]:
+    """The Arrow bytes of a snapshot file once its trailer's checksum holds, their CRC-32, and
+    whether the file is format 1 (no trailer: the whole file, its CRC computed here)."""
+    size = len(data)
+    if size >= _TRAILER.size and data[size - _TRAILER.size:size - _TRAILER.size + 8] == _MAGIC:
+        _, length, crc = _TRAILER.unpack_from(data, size - _TRAILER.size)
+        if length != size - _TRAILER.size:
+            raise CorruptStoreError(f"snapshot length {size} does not match its trailer")
+        body = memoryview(data)[:length]
+        if crc32(body) != crc:
+            raise CorruptStoreError("snapshot checksum mismatch")
+        return body, crc, False
+    body = memoryview(data)
+    return body, crc32(body), True
+
+
 def _identity(length: int, crc: int) -> str:
     return f"{length}:{crc:08x}"
 
@@ -206,8 +213,13 @@ def peek_meta(path: str | os.PathLike) -> SnapshotMeta | None:
     """The metadata of the snapshot at ``path`` once its checksum holds (None: no snapshot, or
     a damaged one, which opening the store will deal with)."""
     try:
-        return snapshot_meta(decode_snapshot(Path(path).read_bytes()))
-    except (OSError, CorruptStoreError, MemoryError):
+        body, _, legacy = _checked_body(Path(path).read_bytes())
+        with ipc.open_file(pa.py_buffer(body)) as reader:  # the schema only: no columns read
+            meta = snapshot_meta(reader.schema)
+        if legacy and meta.format >= FORMAT:
+            return None
+        return meta
+    except (OSError, CorruptStoreError, MemoryError, pa.ArrowException, ValueError):
         return None
 
 
@@ -252,6 +264,21 @@ def aside_name(path: Path) -> Path:
     return candidate
 
 
+def _read_writable(path: Path) -> memoryview:
+    """The file's bytes in a writable buffer, so a reopen can keep the embedding values where
+    they were read instead of copying them (``memory.reload.writable_values``)."""
+    with open(path, "rb", buffering=0) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        buf = np.empty(size, np.uint8)
+        got = fh.readinto(buf) if size else 0
+        while got < size:  # a short read (a file still growing, a signal): finish it
+            more = fh.readinto(memoryview(buf)[got:])
+            if not more:
+                raise CorruptStoreError(f"snapshot shorter than its size ({got} of {size} bytes)")
+            got += more
+    return memoryview(buf)
+
+
 def read_snapshot(path: str | os.PathLike, known: dict[str, tuple[str, ...]] | None = None
                   ) -> tuple[pa.Table | None, list[str], str | None, str]:
     """The newest valid snapshot, what happened on the way, which file it came from and that
@@ -269,7 +296,7 @@ def read_snapshot(path: str | os.PathLike, known: dict[str, tuple[str, ...]] | N
         try:
             if not candidate.is_file():
                 raise CorruptStoreError("not a regular file")
-            table, identity = open_snapshot(candidate.read_bytes(), known)
+            table, identity = open_snapshot(_read_writable(candidate), known)
             return table, notes, candidate.name, identity
         except (OSError, CorruptStoreError, MemoryError) as exc:
             aside = aside_name(candidate)

@@ -10,7 +10,7 @@ from maclaw_kernels.recall_assemble import (KIND_RANKED, cos_range, norm_cos, pi
 from maclaw_kernels.revival import count_cued, revived_masks, terms_idf_total
 from maclaw_kernels.terms import ascii_query_terms
 from maclaw_kernels.topk import top_k_desc, top_k_known
-from maclaw_kernels.vectors import dot_scores, is_unit_vector
+from maclaw_kernels.vectors import dot_scores_wanted, is_unit_vector
 from maclaw_kernels.views import block, column
 
 
@@ -322,7 +322,8 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
                  w_rel, n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor,
                  adj_mix, max_identity, max_user_facts, lead_window, max_entries, budget, bm25, cos,
                  work, out_rows, out_parts, dormant, revive_bar, idf_out):
-    """One query end to end: BM25 into ``bm25``, cosines into ``cos``, then what
+    """One query end to end: BM25 into ``bm25``, cosines into ``cos`` (of the ``eligible`` and
+    ``dormant`` rows, 0 for the others: no other row's is read), then what
     :func:`recall_single` does, in one call (each call level of this many arrays costs ~1 µs).
 
     The query's terms: an ASCII query given as its bytes (``query_text``) is split and looked up
@@ -356,7 +357,8 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
                term_weight, bm25[:n])
     has_vector = query.shape[0] > 0
     if has_vector:
-        dot_scores(matrix, n, has_vec, query, cos)
+        # only the rows the query may return: the eligible ones and (revival on) the dormant
+        dot_scores_wanted(matrix, n, has_vec, query, eligible, dormant, cos)
     else:
         cos[:n] = 0.0
     idf_total = terms_idf_total(term_ids, df, n_live)

@@ -30,7 +30,8 @@ from maclaw_kernels.bm25 import (bm25_query, bm25_query_parallel, bm25_scores, b
 from maclaw_kernels.decay import decay_pass, decay_pass_batch, touch_rows
 from maclaw_kernels.graph import propagate_reached, propagate_relevance
 from maclaw_kernels.topk import top_k_desc
-from maclaw_kernels.vectors import dot_scores, dot_scores_batch, dot_scores_parallel, is_unit_vector
+from maclaw_kernels.vectors import (dot_scores, dot_scores_batch, dot_scores_parallel,
+                                    dot_scores_wanted, is_unit_vector)
 from maclaw_kernels.views import view_table
 
 from maclaw_fast.index.bm25 import Bm25Index
@@ -559,6 +560,30 @@ def test_dot_scores_match_faiss_and_numpy(seed):
         col.set(r, matrix[r] if has_vec[r] else None)
     np.testing.assert_allclose(col.scores_batch(queries, n_rows), fa, atol=2e-6)
     np.testing.assert_allclose(col.scores(queries[0], n_rows), fa[0], atol=2e-6)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_dot_scores_wanted_only_marked_rows(seed):
+    # the rows marked in either mask get the cosine (the same bits as dot_scores), every other
+    # row 0; a second mask shorter than the rows counts as none
+    rng = np.random.default_rng(100 + seed)
+    d = int(rng.choice([4, 16, 384]))
+    cap = int(rng.integers(1, 300))
+    n_rows = int(rng.integers(0, cap + 1))
+    matrix = unit_rows(rng, cap, d)
+    has_vec = rng.random(cap) < 0.85
+    query = unit_rows(rng, 1, d)[0]
+    wanted = rng.random(cap) < 0.5
+    also = rng.random(cap) < 0.3 if seed % 2 else np.zeros(0, np.bool_)
+    full = np.full(n_rows, np.nan, np.float32)
+    dot_scores(matrix, n_rows, has_vec, query, full)
+    out = np.full(n_rows, np.nan, np.float32)
+    dot_scores_wanted(matrix, n_rows, has_vec, query, wanted, also, out)
+    keep = wanted[:n_rows] | (also[:n_rows] if also.shape[0] else False)
+    ref = (matrix[:n_rows].astype(np.float64) @ query.astype(np.float64)) * has_vec[:n_rows]
+    np.testing.assert_allclose(out, np.where(keep, ref, 0.0), atol=2e-6)
+    np.testing.assert_array_equal(out[keep], full[keep])
+    assert (out[~keep] == 0.0).all()
 
 
 # ================================================================== kernels/topk.py

@@ -583,9 +583,11 @@ def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
                     np.empty((7, n)), rows, parts, NO_DORMANT, 0.3, np.zeros(1))
             m = recall_query(text, term_ids, qvec, True, now, *rest)
             ctx = f"plan {plan}, vector {qvec.size}"
+            # cosines of the eligible rows only (no dormant ones here), 0 for the rest
+            cos_eligible = np.where(q["eligible"][:n], cos, np.float32(0.0)).tolist()
             assert m == m_ref and rows[:m].tolist() == rows_ref[:m].tolist(), ctx
             assert parts[:, :m].tolist() == parts_ref[:, :m].tolist(), ctx
-            assert cos_out[:n].tolist() == cos.tolist() and bm25_out[:n].tolist() == bm25.tolist()
+            assert cos_out[:n].tolist() == cos_eligible and bm25_out[:n].tolist() == bm25.tolist()
             # the same arguments read through an address table
             views = view_table(rest, VIEWED_ARGS)
             assert views is not None
@@ -593,7 +595,7 @@ def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
             assert recall_viewed(text, term_ids, qvec, True, now, *views) == m, ctx
             assert rows[:m].tolist() == rows_ref[:m].tolist(), ctx
             assert parts[:, :m].tolist() == parts_ref[:, :m].tolist(), ctx
-            assert cos_out[:n].tolist() == cos.tolist() and bm25_out[:n].tolist() == bm25.tolist()
+            assert cos_out[:n].tolist() == cos_eligible and bm25_out[:n].tolist() == bm25.tolist()
             # the same query as text, its words split and looked up inside the kernel
             text = ". ".join(t.upper() if len(t) % 2 else t for t in terms)
             rows_t, parts_t = np.full(width, -1, np.int64), np.zeros((9, width))

@@ -269,7 +269,7 @@ def main() -> None:
               f"{cold['recall'][1]} |",
               "", f"Load average while measuring: {os.getloadavg()[0]:.1f} on "
               f"{os.cpu_count()} cores."]
-    print("\n".join(lines[-3:]), flush=True)
+    print("\n".join(lines[-6:]), flush=True)
     lines += ["", "Chinese sample (`data/memories_zh.json`, 60 memories, 44 queries written as "
               "paraphrases): expected memory in the top 5", "",
               "| embedder | model | vector only | store `recall` | store `recall_dynamic` |",

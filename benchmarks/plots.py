@@ -25,6 +25,8 @@ Figures (file → results it reads):
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import re
 import sys
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 IMG = HERE.parent / "docs" / "img"
+DIGEST_KEY = "Source-Digest"  # PNG text chunk: digest of the numbers a figure was drawn from
 
 COLOURS = {"engine": "#d1495b", "bm25": "#00798c", "vector": "#edae49", "hybrid": "#d1495b",
            "default": "#30638e"}
@@ -212,9 +215,33 @@ def _plt():
     return plt
 
 
-def _save(fig, path: Path) -> Path:
+def data_digest(data) -> str:
+    """A short digest of a figure's numbers; stored in the PNG so a stale figure can be found."""
+    text = json.dumps(data, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def figure_digests(results: Path = RESULTS) -> dict[str, str]:
+    """The digest each figure drawn from ``results`` carries, by file name."""
+    sizes, lat, batches, qps = scaling_data(results)
+    return {"recall_at_k.png": data_digest(recall_at_k_data(results)),
+            "memory_ablations.png": data_digest(ablation_data(results)),
+            "recall_500.png": data_digest(recall_500_data(results)),
+            "recall_vs_store_size.png": data_digest([sizes, lat]),
+            "batch_throughput.png": data_digest([batches, qps])}
+
+
+def stored_digest(png: Path) -> str | None:
+    """The digest a drawn PNG carries (its ``Source-Digest`` text chunk), or None."""
+    from PIL import Image
+
+    with Image.open(png) as image:
+        return image.text.get(DIGEST_KEY)
+
+
+def _save(fig, path: Path, data) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    fig.savefig(path, dpi=110, metadata={"Software": None, DIGEST_KEY: data_digest(data)})
     fig.clf()
     return path
 
@@ -248,7 +275,7 @@ def plot_recall_at_k(results: Path, out: Path) -> Path:
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=8, loc="lower right")
     axes[0].set_ylabel("recall@k / Hit@k")
-    return _save(fig, out / "recall_at_k.png")
+    return _save(fig, out / "recall_at_k.png", data)
 
 
 def plot_ablations(results: Path, out: Path) -> Path:
@@ -265,7 +292,7 @@ def plot_ablations(results: Path, out: Path) -> Path:
     ax.set_xlim(0, 1)
     ax.set_xlabel("LoCoMo turn R@10 (memories saved at their session dates)")
     ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
-    return _save(fig, out / "memory_ablations.png")
+    return _save(fig, out / "memory_ablations.png", rows)
 
 
 def plot_recall_500(results: Path, out: Path) -> Path:
@@ -284,7 +311,7 @@ def plot_recall_500(results: Path, out: Path) -> Path:
     ax.set_xscale("log")
     ax.set_xlim(right=max(r[1] for r in rows) * 1e6 * 12)
     ax.set_xlabel("one recall, 500 entries: p50 (µs, log scale), interleaved rounds")
-    return _save(fig, out / "recall_500.png")
+    return _save(fig, out / "recall_500.png", rows)
 
 
 def plot_scaling(results: Path, out: Path) -> list[Path]:
@@ -299,7 +326,7 @@ def plot_scaling(results: Path, out: Path) -> list[Path]:
     ax.set_xlabel("memories in the store")
     ax.set_ylabel("one recall, p50 (ms)")
     ax.legend(fontsize=8)
-    first = _save(fig, out / "recall_vs_store_size.png")
+    first = _save(fig, out / "recall_vs_store_size.png", [sizes, lat])
     fig, ax = plt.subplots(figsize=(6.0, 3.8))
     for i, (name, ys) in enumerate(qps.items()):
         ax.plot(batches, ys, marker="o", label=name,
@@ -309,7 +336,7 @@ def plot_scaling(results: Path, out: Path) -> list[Path]:
     ax.set_xlabel("queries per call (500 memories)")
     ax.set_ylabel("queries per second")
     ax.legend(fontsize=8)
-    return [first, _save(fig, out / "batch_throughput.png")]
+    return [first, _save(fig, out / "batch_throughput.png", [batches, qps])]
 
 
 def draw_all(results: Path = RESULTS, out: Path = IMG) -> list[Path]:

@@ -118,3 +118,28 @@ def test_a_results_file_without_its_table_is_a_clear_error(tmp_path):
     shutil.copy(tmp_path / "memory.md", tmp_path / "scaling.md")
     with pytest.raises(KeyError, match="store size"):
         plots.scaling_data(tmp_path)
+
+
+def test_the_committed_figures_are_drawn_from_the_current_results():
+    """A results file rerun without `python benchmarks/plots.py` leaves a stale figure: each PNG
+    carries a digest of the numbers it was drawn from, compared here with the results files."""
+    expected = plots.figure_digests()
+    assert sorted(expected) == sorted(FIGURES)
+    stale = [name for name, digest in expected.items()
+             if plots.stored_digest(ROOT / "docs" / "img" / name) != digest]
+    assert not stale, f"redraw with `python benchmarks/plots.py`: {stale} are stale"
+
+
+def test_a_changed_number_changes_the_digest(tmp_path):
+    _write_results(tmp_path)
+    before = plots.figure_digests(tmp_path)
+    scaling = tmp_path / "scaling.md"
+    scaling.write_text(scaling.read_text(encoding="utf-8").replace("| 55.0 |", "| 56.0 |"),
+                       encoding="utf-8")
+    after = plots.figure_digests(tmp_path)
+    assert after["recall_vs_store_size.png"] != before["recall_vs_store_size.png"]
+    assert {k: v for k, v in after.items() if k != "recall_vs_store_size.png"} == \
+        {k: v for k, v in before.items() if k != "recall_vs_store_size.png"}
+    drawn = plots.draw_all(tmp_path, tmp_path / "img")
+    for path in drawn:
+        assert plots.stored_digest(path) == after[path.name]

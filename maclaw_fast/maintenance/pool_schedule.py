@@ -17,11 +17,12 @@ import time
 
 from maclaw_fast.errors import StoreClosedError, ValidationError
 from maclaw_fast.maintenance.records import seconds_until_due
+from maclaw_fast.maintenance.schedule import BackgroundSchedule
 
 log = logging.getLogger("maclaw_fast.maintenance")
 
 
-class PoolMaintenanceSchedule:
+class PoolMaintenanceSchedule(BackgroundSchedule):
     """Run each open pool store's maintenance whenever it is due.
 
     Parameters
@@ -50,55 +51,34 @@ class PoolMaintenanceSchedule:
     >>> sched.stop(); pool.close()
     """
 
+    thread_name = "maclaw-pool-maintenance"
+
     def __init__(self, pool, make, *, recheck_s: float = 300.0) -> None:
         if not callable(make):
             raise ValidationError("make must be callable: make(store) -> Maintenance")
         if not recheck_s > 0:
             raise ValidationError("recheck_s must be > 0")
-        self.pool, self.make, self.recheck_s = pool, make, float(recheck_s)
+        super().__init__(recheck_s=recheck_s, keep_finished=256)
+        self.pool, self.make = pool, make
         self._runners: dict[str, object] = {}  # name → its Maintenance
         self._opened: collections.deque = collections.deque()
-        self._finished: collections.deque = collections.deque(maxlen=256)
         self._lock = threading.Lock()  # _opened and _idle change together
         self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._idle = threading.Event()
-        self._thread: threading.Thread | None = None
         self.runs = 0
 
     def start(self) -> PoolMaintenanceSchedule:
         """Start the daemon thread and listen for stores opening (a no-op when running)."""
-        if self._thread is not None and self._thread.is_alive():
-            return self
-        self._stop.clear()
-        self._idle.clear()
         if self._note_open not in self.pool.on_open:
             self.pool.on_open.append(self._note_open)
-        self._thread = threading.Thread(target=self._loop, daemon=True,
-                                        name="maclaw-pool-maintenance")
-        self._thread.start()
-        return self
+        return super().start()
 
     def stop(self, timeout: float | None = 30.0) -> None:
         """Stop the thread (a run in progress finishes first, up to ``timeout``)."""
         if self._note_open in self.pool.on_open:
             self.pool.on_open.remove(self._note_open)
-        self._stop.set()
+        self._stop.set()  # before the wake-up, so the woken loop sees it and ends
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
-
-    def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait until every open store has been looked at and none is in maintenance."""
-        return self._idle.wait(timeout)
-
-    def take_finished(self) -> list:
-        """``(store name, MaintenanceReport)`` of the runs finished since the last call."""
-        out = []
-        while self._finished:
-            out.append(self._finished.popleft())
-        return out
+        super().stop(timeout)
 
     def _note_open(self, name: str) -> None:
         with self._lock:

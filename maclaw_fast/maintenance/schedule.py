@@ -15,7 +15,53 @@ from maclaw_fast.maintenance.records import seconds_until_due
 log = logging.getLogger("maclaw_fast.maintenance")
 
 
-class MaintenanceSchedule:
+class BackgroundSchedule:
+    """A daemon thread that runs maintenance in the background: start/stop, an idle signal and
+    a queue of finished runs. Subclasses implement ``_loop`` (and may extend ``start``/``stop``).
+    """
+
+    thread_name = "maclaw-maintenance"
+
+    def __init__(self, *, recheck_s: float, keep_finished: int) -> None:
+        self.recheck_s = float(recheck_s)
+        self._finished: collections.deque = collections.deque(maxlen=keep_finished)
+        self._stop = threading.Event()
+        self._idle = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self):
+        """Start the daemon thread (a no-op when it runs); returns the schedule."""
+        if self._thread is not None and self._thread.is_alive():
+            return self
+        self._stop.clear()
+        self._idle.clear()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name=self.thread_name)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float | None = 30.0) -> None:
+        """Stop the thread (a run in progress finishes first, up to ``timeout``)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until nothing is due or in progress (True), or ``timeout`` passes."""
+        return self._idle.wait(timeout)
+
+    def take_finished(self) -> list:
+        """The runs finished since the last call, oldest first."""
+        out = []
+        while self._finished:
+            out.append(self._finished.popleft())
+        return out
+
+    def _loop(self) -> None:
+        raise NotImplementedError
+
+
+class MaintenanceSchedule(BackgroundSchedule):
     """Run ``maintenance.run_once(scheduled=True)`` whenever it is due.
 
     Parameters
@@ -33,19 +79,17 @@ class MaintenanceSchedule:
     >>> s = MemoryStore.in_memory(embedder=None)
     >>> _ = s.save("likes tea", category="preference")
     >>> sched = MaintenanceSchedule(Maintenance(s))
-    >>> sched.start(); sched.wait_idle(10); sched.stop()
+    >>> _ = sched.start(); sched.wait_idle(10); sched.stop()
     True
     >>> [r.scheduled for r in sched.take_finished()]
     [True]
     """
 
+    thread_name = "maclaw-maintenance-schedule"
+
     def __init__(self, maintenance, *, recheck_s: float = 300.0) -> None:
+        super().__init__(recheck_s=recheck_s, keep_finished=16)
         self.maintenance = maintenance
-        self.recheck_s = float(recheck_s)
-        self._finished: collections.deque = collections.deque(maxlen=16)
-        self._stop = threading.Event()
-        self._idle = threading.Event()
-        self._thread: threading.Thread | None = None
         self._running = False
 
     @property
@@ -57,34 +101,6 @@ class MaintenanceSchedule:
         """Seconds until the next run (0 = due now)."""
         m = self.maintenance
         return seconds_until_due(m.store, m.config.interval_h, float(m.clock()))
-
-    def start(self) -> None:
-        """Start the daemon thread (a no-op when it runs)."""
-        if self._thread is not None and self._thread.is_alive():
-            return
-        self._stop.clear()
-        self._idle.clear()
-        self._thread = threading.Thread(target=self._loop, daemon=True,
-                                        name="maclaw-maintenance-schedule")
-        self._thread.start()
-
-    def stop(self, timeout: float | None = 30.0) -> None:
-        """Stop the thread (a run in progress finishes first, up to ``timeout``)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
-
-    def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait until no run is due or in progress (True), or ``timeout`` passes."""
-        return self._idle.wait(timeout)
-
-    def take_finished(self) -> list:
-        """The reports of the runs finished since the last call, oldest first."""
-        out = []
-        while self._finished:
-            out.append(self._finished.popleft())
-        return out
 
     def _loop(self) -> None:
         while not self._stop.is_set():

@@ -47,12 +47,27 @@ def topk_masked(x, mask, tie, k, out_idx):
     """Write the rows of the ``k`` largest ``x`` among ``mask`` into ``out_idx`` (descending, ties
     by smaller ``tie``) and return how many were written. Insertion into a sorted buffer: O(n)
     when most rows fall below the current k-th value, which is the common case."""
+    return topk_where(x, mask, mask, True, tie, k, out_idx)
+
+
+@njit(cache=True)
+def topk_where(x, mask, flag, want, tie, k, buf):
+    """:func:`topk_masked` over the rows with ``mask[i]`` and ``flag[i] == want``.
+
+    The insertion is written out in the loop: a call to a function that writes into ``buf`` is
+    not inlined and costs ~0.1 µs, which per row was most of a route's kernel time."""
     n = 0
     if k <= 0:
         return 0
     for i in range(x.shape[0]):
-        if mask[i]:
-            n = topk_push(x, tie, i, out_idx, n, k)
+        if mask[i] and flag[i] == want and (n < k or _before(x, tie, i, buf[k - 1])):
+            j = n if n < k else k - 1
+            while j > 0 and _before(x, tie, i, buf[j - 1]):
+                buf[j] = buf[j - 1]
+                j -= 1
+            buf[j] = i
+            if n < k:
+                n += 1
     return n
 
 
@@ -189,34 +204,13 @@ def rank_keys(retrieval, exp_by_uid, row_uid, prio, cand, hit, group, w_ret, w_e
 
 
 @njit(cache=True)
-def topk_push(x, tie, i, buf, n, k):
-    """Insert row ``i`` into ``buf[:n]`` (rows by ``x`` descending, ties by smaller ``tie``)
-    keeping at most ``k``; returns the new length."""
-    if k <= 0 or (n == k and not _before(x, tie, i, buf[n - 1])):
-        return n
-    j = n if n < k else k - 1
-    while j > 0 and _before(x, tie, i, buf[j - 1]):
-        buf[j] = buf[j - 1]
-        j -= 1
-    buf[j] = i
-    return n + 1 if n < k else n
-
-
-@njit(cache=True)
 def fill_select(key, tie, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf_n):
     """The budgeted fill (SPEC §12 step 7): walk candidates by ``key`` descending (ties by
     smaller ``tie``), taking builtin rows freely and at most ``nb_slots`` non-builtin ones, until
-    ``slots`` are taken. Equals the merge of the top builtin and the top non-builtin rows (one
-    pass, :func:`topk_push` into each), which needs no full sort."""
-    nb = 0
-    nn = 0
-    k_n = min(nb_slots, slots)
-    for i in range(key.shape[0]):
-        if cand[i]:
-            if nonbuiltin[i]:
-                nn = topk_push(key, tie, i, buf_n, nn, k_n)
-            else:
-                nb = topk_push(key, tie, i, buf_b, nb, slots)
+    ``slots`` are taken. Equals the merge of the top builtin and the top non-builtin rows
+    (:func:`topk_where` of each), which needs no full sort."""
+    nb = topk_where(key, cand, nonbuiltin, False, tie, slots, buf_b)
+    nn = topk_where(key, cand, nonbuiltin, True, tie, min(nb_slots, slots), buf_n)
     a = 0
     c = 0
     t = 0
@@ -292,3 +286,26 @@ def cosine_batch(matrix, n_rows, has_vec, queries, q_block, out):
             else:
                 for q in range(q0, q1):
                     out[q, i] = 0.0
+
+
+@njit(cache=True)
+def selected_fields(out_idx, out_n, score, retrieval, experience, prio, bm25, cos, group, hit,
+                    rows, fields):
+    """Every message's selected rows flattened in order into ``rows`` (message ``q`` owns the
+    next ``out_n[q]``) and, per selected (message, row) pair ``j``, ``fields[:, j]`` = score,
+    retrieval, experience, priority, bm25, cosine, group, hit (the last two as 1.0/0.0). One pass
+    instead of a fancy index per field: building a routed list is then one ``tolist``."""
+    j = 0
+    for q in range(out_idx.shape[0]):
+        for p in range(out_n[q]):
+            r = out_idx[q, p]
+            rows[j] = r
+            fields[0, j] = score[q, r]
+            fields[1, j] = retrieval[q, r]
+            fields[2, j] = experience[q, r]
+            fields[3, j] = prio[r]
+            fields[4, j] = bm25[q, r]
+            fields[5, j] = cos[q, r]
+            fields[6, j] = 1.0 if group[q, r] else 0.0
+            fields[7, j] = 1.0 if hit[q, r] else 0.0
+            j += 1

@@ -13,7 +13,7 @@ from maclaw_kernels.experience import (experience_all, experience_all_batch, exp
 from maclaw_kernels.vectors import dot_scores
 from maclaw_kernels.routing import (NORM_MINMAX, NORM_RAW_COS, NORM_ZSCORE, cosine_batch,
                                     fill_select, fuse_scores, minmax_masked, rank_keys,
-                                    route_batch_kernel, route_one, topk_masked)
+                                    route_batch_kernel, route_one, selected_fields, topk_masked)
 
 # ---------------------------------------------------------------- references
 
@@ -270,6 +270,31 @@ def test_route_batch_kernel_equals_route_one():
         assert o1[:n_sel].tolist() == o[q, :n_sel].tolist()
         assert np.array_equal(s1, s[q]) and np.array_equal(h1, hit[q])
         assert sum(nonb[o1[:n_sel]]) <= 3
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(1, 6), st.integers(1, 40))
+@settings(max_examples=60, deadline=None)
+def test_selected_fields_matches_per_pair_reads(seed, nq, n):
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, n + 1))
+    out_n = rng.integers(0, k + 1, nq)
+    out_idx = np.stack([rng.permutation(n)[:k] for _ in range(nq)]).astype(np.int64)
+    score, ret, exp, bm = (rng.random((nq, n)) for _ in range(4))
+    cos = rng.uniform(-1, 1, (nq, n)).astype(np.float32)
+    group, hit = rng.random((nq, n)) < 0.3, rng.random((nq, n)) < 0.5
+    prio = rng.random(n)
+    total = int(out_n.sum())
+    rows, fields = np.empty(total, np.int64), np.empty((8, total))
+    selected_fields(out_idx, out_n, score, ret, exp, prio, bm, cos, group, hit, rows, fields)
+    want_rows, want = [], []
+    for q in range(nq):
+        for p in range(out_n[q]):
+            r = int(out_idx[q, p])
+            want_rows.append(r)
+            want.append([score[q, r], ret[q, r], exp[q, r], prio[r], bm[q, r], float(cos[q, r]),
+                         float(group[q, r]), float(hit[q, r])])
+    assert rows.tolist() == want_rows
+    assert fields.T.tolist() == want
 
 
 # ---------------------------------------------------------------- experience

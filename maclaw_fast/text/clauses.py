@@ -13,6 +13,7 @@ import re
 # a sentence ends at . ! ? ; followed by white space, or at the full-width 。！？； (Chinese
 # needs no space after them)
 _SPLIT = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])")
+_ENDS = ".!?;。！？；"
 
 
 def clauses(text: str, min_chars: int = 12, max_clauses: int = 16) -> list[str]:
@@ -29,6 +30,8 @@ def clauses(text: str, min_chars: int = 12, max_clauses: int = 16) -> list[str]:
     >>> clauses("查一下天气吗？再订一张火车票。", min_chars=5)
     ['查一下天气吗？', '再订一张火车票。']
     """
+    if not any(mark in text for mark in _ENDS):  # one clause (most messages): no regex pass
+        return []
     parts = [p.strip() for p in _SPLIT.split(text)]
     parts = [p for p in parts if len(p) >= min_chars]
     return parts[:max_clauses] if len(parts) > 1 else []

@@ -28,15 +28,22 @@ def foreign_query_scale(messages: list[str], embedder, config: RouterConfig) -> 
     [0.286, 1.0]
     """
     scale = np.ones(len(messages))
-    langs = getattr(embedder, "languages", None)
-    w = config.foreign_query_bm25_weight
-    if not w or not langs or "zh" in langs:
+    if not foreign_scaling(embedder, config):
         return scale
+    w = config.foreign_query_bm25_weight
     factor = (config.bm25_weight / w) * (1.0 - w) / config.cos_weight
     for i, m in enumerate(messages):
         if cjk_ratio(m) >= config.foreign_query_min_ratio:
             scale[i] = factor
     return scale
+
+
+def foreign_scaling(embedder, config: RouterConfig) -> bool:
+    """Whether :func:`foreign_query_scale` can be below 1: the weight is set and the embedder
+    names its languages, Chinese not among them (else every factor is 1 and a caller can skip
+    the per-message check)."""
+    langs = getattr(embedder, "languages", None)
+    return bool(config.foreign_query_bm25_weight and langs and "zh" not in langs)
 
 
 def fusion_norm(config: RouterConfig) -> int:
@@ -87,12 +94,13 @@ def max_clause_cosines(vectors, n_rows: int, clause_vecs: np.ndarray, owner: np.
 
 
 def message_vectors(messages, given, clause_vectors, query_cache, dim: int,
-                    config: RouterConfig) -> tuple[np.ndarray, tuple | None]:
+                    config: RouterConfig, checked: bool = False) -> tuple[np.ndarray, tuple | None]:
     """``(message vectors (nq, dim), (clause vectors, their messages) or None)``: the messages'
-    vectors as ``given`` (checked) or from ``query_cache`` (0 for a blank message); the clauses'
-    as given (all of the one message) or embedded through ``query_cache``."""
+    vectors as ``given`` (checked here unless ``checked``: :func:`split_query_vector` already
+    did) or from ``query_cache`` (0 for a blank message); the clauses' as given (all of the one
+    message) or embedded through ``query_cache``."""
     if given is not None:
-        q = check_vectors(given, dim, what="query vector")
+        q = given if checked else check_vectors(given, dim, what="query vector")
         if q.shape[0] != len(messages):
             raise ValidationError(f"{q.shape[0]} query vectors for {len(messages)} messages")
     else:

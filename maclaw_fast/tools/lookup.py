@@ -81,7 +81,7 @@ class RetrievalMixin:
             qv, cv = None, None
             if query_vector is not None and self.vectors is not None:
                 qv, cv = split_query_vector(query_vector, self.vectors.dim)
-            qv, clauses = (self._query_vectors([message], qv, cv) if mode != "bm25"
+            qv, clauses = (self._query_vectors([message], qv, cv, checked=True) if mode != "bm25"
                            else (None, None))
             bm, cos, _ = self._signals(tokens, qv, True, clauses)
             if mode == "vector":

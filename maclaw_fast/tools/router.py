@@ -4,8 +4,9 @@ and keyword groups, with an optional LLM rerank.
 Layout: every registered tool owns a *row*; per-row NumPy columns (priority, builtin, available,
 deferred, core, group bits, usage id) sit beside a :class:`Bm25Index` and a
 :class:`VectorColumn` keyed by the same rows. The registry's change callbacks keep them in step
-incrementally; tool vectors are embedded lazily, in one batch, before the next route. Scoring,
-fusion and the fill are numba kernels shared by ``route`` and ``route_batch`` (same answers).
+incrementally; tool vectors are embedded lazily, in one batch, before the next route (all of it in
+:mod:`maclaw_fast.tools.catalog`). Scoring, fusion and the fill are numba kernels shared by
+``route`` and ``route_batch`` (same answers).
 """
 
 from __future__ import annotations
@@ -16,21 +17,18 @@ from pathlib import Path
 import numpy as np
 
 from maclaw_fast.config import RouterConfig
-from maclaw_fast.embedding import (DiskEmbeddingCache, QueryCache, embed_checked,
-                                   resolve_embedder)
+from maclaw_fast.embedding import DiskEmbeddingCache, QueryCache, resolve_embedder
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.index import Bm25Index, VectorColumn
-from maclaw_fast.index.arrays import grow
 from maclaw_fast.text import tokenize
 from maclaw_fast.threads import numba_threads
 from maclaw_fast.tools.assemble import gather, selected, tool_scores
-from maclaw_fast.tools.enrichment import parameter_text
-from maclaw_fast.tools.fusion import (foreign_query_scale, fusion_norm, max_clause_cosines,
-                                      message_vectors, split_query_vector)
+from maclaw_fast.tools.catalog import CatalogMixin, new_columns
+from maclaw_fast.tools.fusion import (foreign_query_scale, foreign_scaling, fusion_norm,
+                                      max_clause_cosines, message_vectors, split_query_vector)
 from maclaw_fast.tools.groups import GroupActivator, match_skills
 from maclaw_fast.tools.lookup import RetrievalMixin
-from maclaw_fast.tools.registry import (Platform, RegisteredTool, ToolRegistry, is_available,
-                                        name_words)
+from maclaw_fast.tools.registry import Platform, RegisteredTool, ToolRegistry
 from maclaw_fast.tools.rerank import rerank_fill
 from maclaw_fast.tools.routelog import RouteLog
 from maclaw_fast.tools.types import (RouteBatch, RouteResult, RouteState, ToolScore,
@@ -38,7 +36,7 @@ from maclaw_fast.tools.types import (RouteBatch, RouteResult, RouteState, ToolSc
 from maclaw_kernels.routing import cosine_batch, route_batch_kernel, route_one
 
 
-class ToolRouter(RetrievalMixin):
+class ToolRouter(CatalogMixin, RetrievalMixin):
     """Routes messages to tools.
 
     Parameters
@@ -102,10 +100,7 @@ class ToolRouter(RetrievalMixin):
         self._names: list[str | None] = []
         self._tools: list[RegisteredTool | None] = []
         self._free: list[int] = []  # rows of unregistered tools, reused first
-        self._cols = {"prio": np.zeros(64), "nonbuiltin": np.zeros(64, np.bool_),
-                      "routable": np.zeros(64, np.bool_), "deferred": np.zeros(64, np.bool_),
-                      "core": np.zeros(64, np.bool_), "gbits": np.zeros(64, np.int64),
-                      "uid": np.full(64, -1, np.int32)}
+        self._cols = new_columns()
         self._pending_vec: set[int] = set()
         self._sessions: dict[str, set[str]] = {}
         self._version, self.n_rows, self._uid_key = 0, 0, (-1, -1)
@@ -116,178 +111,11 @@ class ToolRouter(RetrievalMixin):
             enrichment.on_change(self._on_enrichment)
         self._index_tools(registry.list())
 
-    # ------------------------------------------------------------------ index maintenance
-    def _on_change(self, event: str, name: str, tool: RegisteredTool | None) -> None:
-        if event == "unregister":
-            self._drop(name)
-        elif event == "status" and name in self._rows:
-            with self._lock:
-                self._cols["routable"][self._rows[name]] = is_available(tool, self.platform)
-                self._version += 1
-        else:
-            self._index_tools([tool])
-
-    def _on_enrichment(self, name: str) -> None:
-        with self._lock:
-            if name in self._rows:
-                self._index_tools([self._tools[self._rows[name]]])
-
-    def _bm25_text(self, t: RegisteredTool) -> str:
-        words = name_words(t.name) if self.config.split_names else ""
-        base = f"{t.name} {words} {t.description}" if words else f"{t.name} {t.description}"
-        if self.config.index_parameters and t.input_schema:
-            base += " " + parameter_text(t.input_schema, self.config.parameter_chars)
-        if self.enrichment is not None:
-            return self.enrichment.search_text(t.name, base, t.tags)
-        return base + (" " + " ".join(t.tags) if t.tags else "")
-
-    def _index_tools(self, tools) -> None:
-        with self._lock:
-            self._version += 1
-            for t in tools:
-                row = self._rows.get(t.name)
-                if row is None:
-                    row = self._free.pop() if self._free else self.n_rows
-                    self.n_rows = max(self.n_rows, row + 1)
-                    for k, v in self._cols.items():
-                        self._cols[k] = grow(v, self.n_rows, -1 if k == "uid" else 0)
-                    while len(self._names) < self.n_rows:
-                        self._names.append(None)
-                        self._tools.append(None)
-                    self._rows[t.name] = row
-                self._names[row], self._tools[row] = t.name, t
-                c = self._cols
-                c["prio"][row] = min(max(t.priority * 0.1, 0.0), 1.0)
-                c["nonbuiltin"][row] = t.category != "builtin"
-                c["routable"][row] = is_available(t, self.platform)
-                c["deferred"][row] = t.deferred
-                c["core"][row] = t.name in self._core_names
-                bits = 0
-                for tag in t.tags:
-                    bits |= self._group_bit.get(tag.lower(), 0)
-                c["gbits"][row] = bits
-                self.bm25.add(row, tokenize(self._bm25_text(t)))
-                if self.vectors is not None:
-                    self._pending_vec.add(row)
-
-    def _drop(self, name: str) -> None:
-        with self._lock:
-            row = self._rows.pop(name, None)
-            if row is None:
-                return
-            self._version += 1
-            self._names[row] = self._tools[row] = None
-            self._cols["routable"][row] = self._cols["core"][row] = False
-            self.bm25.remove(row)
-            if self.vectors is not None:
-                self.vectors.set(row, None)
-            self._pending_vec.discard(row)
-            self._free.append(row)
-
-    def _sync(self) -> None:
-        """Embed tools registered since the last call (one batch) and map rows to usage ids."""
-        if self._pending_vec:
-            rows = sorted(self._pending_vec)
-            texts = [f"{self._tools[r].name} {self._tools[r].description}\n"
-                     f"{self._tools[r].body_summary}" for r in rows]
-            vecs = (self.disk_cache.embed(texts) if self.disk_cache is not None
-                    else embed_checked(self.embedder, texts))
-            self.vectors.reserve(self.n_rows)
-            for r, v in zip(rows, vecs):
-                self.vectors.set(r, v)
-            self._pending_vec.clear()
-            if self.disk_cache is not None and self.disk_cache.dirty:
-                self._schedule_save()
-        if self.usage is not None and self._uid_key != (len(self.usage.tools), self._version):
-            get, uid = self.usage.tools.get, self._cols["uid"]
-            uid[:] = -1
-            for name, row in self._rows.items():
-                uid[row] = get(name)
-            self._uid_key = (len(self.usage.tools), self._version)
-
-    def _schedule_save(self) -> None:
-        # debounce: a burst of registrations writes the cache file once
-        if self._save_timer is None or not self._save_timer.is_alive():
-            self._save_timer = threading.Timer(self.config.embedding_cache_debounce_s,
-                                               self.flush)
-            self._save_timer.daemon = True
-            self._save_timer.start()
-
-    def flush(self) -> None:
-        """Write the tool-embedding disk cache now (if it changed)."""
-        if self.disk_cache is not None and self.disk_cache.dirty:
-            self.disk_cache.save()
-
-    def close(self) -> None:
-        """Cancel the pending cache save and write it now."""
-        if self._save_timer is not None:
-            self._save_timer.cancel()
-        self.flush()
-
-    # ------------------------------------------------------------------ sessions
-    def activate(self, session: str, names) -> None:
-        """Treat ``names`` as core tools for ``session`` until :meth:`reset_session`."""
-        with self._lock:
-            self._sessions.setdefault(session, set()).update(n for n in names if n in self._rows)
-            self._version += 1
-
-    def reset_session(self, session: str) -> None:
-        with self._lock:
-            self._sessions.pop(session, None)
-            self._version += 1
-
-    def session_tools(self, session: str) -> list[str]:
-        return sorted(self._sessions.get(session, ()))
-    # ------------------------------------------------------------------ shared pieces
-    def _ties(self) -> np.ndarray:
-        """Each row's rank by tool name (free rows last): the kernels' tie-break, so equal
-        scores come back in the same order however the rows were assigned (prompt caching)."""
-        if self._tie[0] != self._version:
-            n = self.n_rows
-            tie = np.full(n, n, np.int64)
-            live = sorted((name, row) for name, row in self._rows.items())
-            tie[[r for _, r in live]] = np.arange(len(live))
-            self._tie = (self._version, tie)
-        return self._tie[1]
-
-    def _state(self, session) -> RouteState:
-        hit = self._states.get(session)
-        if hit is not None and hit[0] == self._version:
-            return hit[1]
-        n, c, cfg = self.n_rows, self._cols, self.config
-        core = c["core"][:n].copy()
-        active = self._sessions.get(session, ()) if session is not None else ()
-        for name in active:
-            if name in self._rows:
-                core[self._rows[name]] = True
-        st = RouteState()
-        st.routable = c["routable"][:n] & (~c["deferred"][:n] | core)
-        st.core = core & st.routable
-        st.cand = st.routable & ~st.core
-        st.total = int(st.routable.sum())
-        st.slots = max(cfg.max_tools - int(st.core.sum()), 0)
-        st.nb_slots = max(cfg.max_dynamic - int((st.core & c["nonbuiltin"][:n]).sum()), 0)
-        st.n_cand = int(st.cand.sum())
-        st.core_list = [ToolScore(name=x, reason="core") for x in cfg.core_tools
-                        if x in self._rows and st.core[self._rows[x]]]
-        st.core_list += [ToolScore(name=x, reason="session") for x in sorted(active)
-                         if x not in self._core_names and x in self._rows
-                         and st.core[self._rows[x]]]
-        st.tie = self._ties()
-        # a catalog within budget: core tools first (fixed order), then the rest by name
-        st.all = list(st.core_list) + [
-            ToolScore(name=x, reason="all") for x in sorted(self._rows)
-            if st.routable[self._rows[x]] and not st.core[self._rows[x]]]
-        if len(self._states) > 1024:
-            self._states.clear()
-        self._states[session] = (self._version, st)
-        return st
-
-    def _query_vectors(self, messages, query_vectors, clause_vectors=None):
+    def _query_vectors(self, messages, query_vectors, clause_vectors=None, checked=False):
         if self.vectors is None:
             return None, None
         return message_vectors(messages, query_vectors, clause_vectors, self.query_cache,
-                               self.vectors.dim, self.config)
+                               self.vectors.dim, self.config, checked)
 
     def _weights(self):
         c = self.config
@@ -336,7 +164,8 @@ class ToolRouter(RetrievalMixin):
         qv = cv = None
         if query_vector is not None and self.vectors is not None:
             qv, cv = split_query_vector(query_vector, self.vectors.dim)
-        return self._route([message], session, qv, single=True, clause_vectors=cv)[0]
+        return self._route([message], session, qv, single=True, clause_vectors=cv,
+                           checked=True)[0]
 
     def route_batch(self, messages: list[str], *, session: str | None = None,
                     query_vectors: np.ndarray | None = None) -> list[RouteResult]:
@@ -383,8 +212,8 @@ class ToolRouter(RetrievalMixin):
                    else self.usage.experience_batch(tokens))
         return bm, cos, exp
 
-    def _compute(self, messages, session, query_vectors, single,
-                 clause_vectors=None) -> RouteBatch:
+    def _compute(self, messages, session, query_vectors, single, clause_vectors=None,
+                 checked=False) -> RouteBatch:
         """Signals, fusion, scores and the fill for every message (caller holds the lock)."""
         cfg = self.config
         self._sync()
@@ -393,7 +222,7 @@ class ToolRouter(RetrievalMixin):
         if st.total <= cfg.max_tools:
             return b
         b.tokens = [tokenize(m) for m in messages]
-        qv, clauses = self._query_vectors(messages, query_vectors, clause_vectors)
+        qv, clauses = self._query_vectors(messages, query_vectors, clause_vectors, checked)
         b.bm, b.cos, exp = self._signals(b.tokens, qv, single, clauses)
         nq, n = b.bm.shape
         b.tags = [self.groups.activate(m, t) for m, t in zip(messages, b.tokens)]
@@ -405,30 +234,32 @@ class ToolRouter(RetrievalMixin):
         # the kernels write every row of these: no zeroing (memset of nq × n) needed
         b.hit = np.empty((nq, n), np.bool_)
         b.ret, b.exp, b.score = np.empty((nq, n)), np.empty((nq, n)), np.empty((nq, n))
-        c = self._cols
-        args = (c["uid"][:n], c["prio"][:n], st.cand)
-        w_cos = cfg.cos_weight * foreign_query_scale(messages, self.embedder, cfg)
+        # a message's cosine weight differs from the config's only for an embedder that cannot
+        # read the message's language (checked per message only then)
+        w_cos = (cfg.cos_weight * foreign_query_scale(messages, self.embedder, cfg)
+                 if foreign_scaling(self.embedder, cfg) else None)
         n_vec = cfg.vector_candidates_factor * cfg.max_tools
-        norm = fusion_norm(cfg)
+        args = (st.uid, st.prio, st.cand)
+        tail = (n_vec, cfg.bm25_weight)
+        weights = (fusion_norm(cfg), w_ret, w_exp, w_prio, st.slots, st.nb_slots)
         if single:
             n_sel, n_cand = route_one(
-                b.bm[0], b.cos[0], exp[0], *args, b.group[0], st.tie, c["nonbuiltin"][:n], n_vec,
-                cfg.bm25_weight, w_cos[0], norm, w_ret, w_exp, w_prio, st.slots,
-                st.nb_slots, b.out_idx[0], b.hit[0], b.ret[0], b.exp[0], b.score[0])
+                b.bm[0], b.cos[0], exp[0], *args, b.group[0], st.tie, st.nonbuiltin, *tail,
+                cfg.cos_weight if w_cos is None else w_cos[0], *weights, b.out_idx[0], b.hit[0],
+                b.ret[0], b.exp[0], b.score[0])
             b.out_n, b.out_cand = np.array([n_sel]), np.array([n_cand])
         else:
             b.out_n, b.out_cand = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
-            route_batch_kernel(b.bm, b.cos, exp, *args, b.group, st.tie, c["nonbuiltin"][:n],
-                               n_vec, cfg.bm25_weight, w_cos, norm, w_ret, w_exp, w_prio,
-                               st.slots, st.nb_slots, b.out_idx, b.out_n, b.out_cand, b.hit,
-                               b.ret, b.exp, b.score)
+            route_batch_kernel(b.bm, b.cos, exp, *args, b.group, st.tie, st.nonbuiltin, *tail,
+                               np.full(nq, cfg.cos_weight) if w_cos is None else w_cos, *weights,
+                               b.out_idx, b.out_n, b.out_cand, b.hit, b.ret, b.exp, b.score)
         return b
 
-    def _route(self, messages, session, query_vectors, single,
-               clause_vectors=None) -> list[RouteResult]:
+    def _route(self, messages, session, query_vectors, single, clause_vectors=None,
+               checked=False) -> list[RouteResult]:
         cfg = self.config
         with self._lock:
-            b = self._compute(messages, session, query_vectors, single, clause_vectors)
+            b = self._compute(messages, session, query_vectors, single, clause_vectors, checked)
             st = b.st
             if st.total <= cfg.max_tools:  # step 1: the whole catalog fits
                 results = [RouteResult(tools=list(st.all), total=st.total,

@@ -62,7 +62,7 @@ class RouteState:
     messages (recomputed when either changes)."""
 
     __slots__ = ("core", "routable", "cand", "total", "slots", "nb_slots", "core_list", "all",
-                 "n_cand", "tie")
+                 "n_cand", "tie", "uid", "prio", "nonbuiltin")
 
 
 class RouteBatch:

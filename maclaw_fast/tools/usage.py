@@ -187,8 +187,8 @@ class UsageTracker:
     def _query(self, query) -> tuple[np.ndarray, int]:
         tokens = tokenize(query) if isinstance(query, str) else list(query or [])
         uniq = dict.fromkeys(tokens)
-        get = self.vocab.get
-        ids = [i for i in (get(t) for t in uniq) if i >= 0]
+        get = self.vocab.getter()
+        ids = [i for i in (get(t, -1) for t in uniq) if i >= 0]
         return np.array(ids, np.int32), len(uniq)
 
     def _postings(self) -> tuple:

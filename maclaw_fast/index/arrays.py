@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -35,7 +37,8 @@ def aligned_zeros(shape, dtype, align: int = 64) -> np.ndarray:
     """
     dtype = np.dtype(dtype)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     buf = np.zeros(nbytes + align, np.uint8)
-    start = (-buf.ctypes.data) % align
+    # the address from the array interface: ``buf.ctypes.data`` costs ~15 µs a call
+    start = (-buf.__array_interface__["data"][0]) % align
     return buf[start:start + nbytes].view(dtype).reshape(shape)

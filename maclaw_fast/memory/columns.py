@@ -344,6 +344,32 @@ class EntryTable:
         self._cache[row] = e
         return e
 
+    def entries(self, rows: list[int], related: list) -> list[Entry]:
+        """:meth:`entry` of many distinct ``rows`` at once (``related``: each row's edges),
+        each column gathered once: a recall's hits on a reopened store decode their text
+        here instead of row by row (20 hits: ~4× faster)."""
+        idx = np.asarray(rows, np.int64)
+        if self._packed is None:
+            text = (gather(self.ids, rows), gather(self.content, rows),
+                    gather(self.tags, rows), gather(self.compact, rows))
+        else:
+            text = self._packed.rows(idx)
+        status, scope = STATUS, SCOPE
+        out = []
+        for r, id_, content, tags, compact, cat, created, updated, access, strength, st, sc, \
+                pin, rel in zip(rows, *text, self.category[idx].tolist(),
+                                self.created_at[idx].tolist(), self.updated_at[idx].tolist(),
+                                self.access[idx].tolist(), self.strength[idx].tolist(),
+                                self.status[idx].tolist(), self.scope[idx].tolist(),
+                                self.pinned[idx].tolist(), related):
+            e = self._cache[r] = Entry(
+                id=id_, content=content, category=CATEGORIES[cat], tags=tags, created_at=created,
+                updated_at=updated, access_count=access, related_ids=rel[0],
+                related_strengths=rel[1], strength=strength, status=status[st],
+                scope=scope[sc], pinned=pin, compact_form=compact)
+            out.append(e)
+        return out
+
     def live_rows(self) -> np.ndarray:
         """Alive rows in store order (seq ascending)."""
         rows = np.flatnonzero(self.alive[: self.n_rows])

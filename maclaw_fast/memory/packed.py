@@ -48,6 +48,12 @@ class PackedStrings:
         o = self.offsets
         return self.data[o[i]:o[i + 1]].decode()
 
+    def take(self, rows: np.ndarray) -> list[str]:
+        """The strings of ``rows`` (an int64 array): one gather of their offsets, then a
+        slice and decode each (indexing the offsets per string costs more than the decode)."""
+        o, data = self.offsets, self.data
+        return [data[a:b].decode() for a, b in zip(o[rows].tolist(), o[rows + 1].tolist())]
+
     def to_arrow(self) -> pa.StringArray:
         return pa.StringArray.from_buffers(len(self), pa.py_buffer(self.offsets),
                                            pa.py_buffer(self.data))
@@ -82,6 +88,18 @@ class PackedLists:
         values = self.values
         return tuple(values[j] for j in range(lo, hi))
 
+    def take(self, rows: np.ndarray) -> list[tuple[str, ...]]:
+        """The tuples of ``rows`` (an int64 array)."""
+        o, vo, data = self.offsets, self.values.offsets, self.values.data
+        out = []
+        for lo, hi in zip(o[rows].tolist(), o[rows + 1].tolist()):
+            if lo == hi:
+                out.append(())
+                continue
+            ends = vo[lo:hi + 1].tolist()  # the row's values' byte offsets
+            out.append(tuple(data[a:b].decode() for a, b in zip(ends, ends[1:])))
+        return out
+
     def tolist(self) -> list[tuple[str, ...]]:
         arr = pa.ListArray.from_arrays(pa.array(self.offsets), self.values.to_arrow())
         return [tuple(x) if x else () for x in arr.to_pylist()]
@@ -114,6 +132,12 @@ class PackedText:
 
     def row(self, i: int) -> tuple[str, str, tuple[str, ...], str]:
         return self.ids[i], self.content[i], self.tags[i], self.compact[i]
+
+    def rows(self, rows: np.ndarray) -> tuple[list[str], list[str], list[tuple[str, ...]],
+                                               list[str]]:
+        """:meth:`row` of many rows (an int64 array) at once: ids, contents, tags, compacts."""
+        return (self.ids.take(rows), self.content.take(rows), self.tags.take(rows),
+                self.compact.take(rows))
 
     @property
     def nbytes(self) -> int:

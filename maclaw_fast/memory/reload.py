@@ -10,23 +10,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from maclaw_fast.memory.columns import CATEGORY_CODE, SCOPE_CODE, STATUS_CODE
+from maclaw_fast.config import CATEGORIES
+from maclaw_fast.memory.columns import SCOPE, STATUS
 from maclaw_fast.memory.packed import PackedText
 from maclaw_fast.memory.terms_file import LAYOUT, TermsMeta, read_terms, tokenizer_version
+from maclaw_fast.persist.strings import value_codes
 from maclaw_fast.text.tokenizer import analysed_text, tokenize
 
 
-def _codes(column: pa.ChunkedArray, table: dict[str, int]) -> np.ndarray:
-    """A string column as codes (a few distinct values: decode the dictionary only)."""
-    enc = column.combine_chunks().dictionary_encode()
-    lookup = np.array([table[v] for v in enc.dictionary.to_pylist()], np.int8)
-    return lookup[enc.indices.to_numpy()]  # no nulls (checked on read): a zero-copy view
-
-
-def _byte_lengths(column: pa.ChunkedArray) -> np.ndarray:
+def _byte_lengths(arr: pa.Array) -> np.ndarray:
     """UTF-8 bytes of each string (0 for a null), from the offsets: no compute kernel (a
     ``pyarrow.compute`` call costs more than the whole column here)."""
-    arr = column.combine_chunks()
     off = np.frombuffer(arr.buffers()[1], np.int32, len(arr) + 1, arr.offset * 4)
     return np.diff(off).astype(np.int64)
 
@@ -47,12 +41,12 @@ def load_snapshot(store, table: pa.Table, *, vectors: bool, seq: int, directory=
     text = [table.column(name).combine_chunks()
             for name in ("id", "content", "tags", "compact_form")]
     # budget tokens: utf-8 bytes // 4 of compact_form, else content (SPEC §6)
-    compact_len = _byte_lengths(table.column("compact_form"))
-    shown_len = np.where(compact_len > 0, compact_len, _byte_lengths(table.column("content")))
-    numeric = {
-        "category": _codes(table.column("category"), CATEGORY_CODE),
-        "status": _codes(table.column("status"), STATUS_CODE),
-        "scope": _codes(table.column("scope"), SCOPE_CODE),
+    compact_len = _byte_lengths(text[3])
+    shown_len = np.where(compact_len > 0, compact_len, _byte_lengths(text[1]))
+    numeric = {  # codes = positions in these tuples (columns.CATEGORY_CODE, STATUS_CODE...)
+        "category": value_codes(table.column("category"), CATEGORIES, "category"),
+        "status": value_codes(table.column("status"), STATUS, "status"),
+        "scope": value_codes(table.column("scope"), SCOPE, "scope"),
         "access": _numpy(table, "access_count", np.int64),
         "created_at": _numpy(table, "created_at", np.float64),
         "updated_at": _numpy(table, "updated_at", np.float64),

@@ -43,6 +43,15 @@ class StoreReads:
             return cached
         return self._table.entry(row, self._related(row))
 
+    def _entries(self, rows: list[int], cached: list[Entry | None]) -> list[Entry]:
+        """The entries of ``rows`` given those cached (None: not cached), the others made
+        together (:meth:`EntryTable.entries`)."""
+        missing = list(dict.fromkeys(r for r, e in zip(rows, cached) if e is None))
+        edged = self._graph.has_edges(np.asarray(missing, np.int64)).tolist()
+        related = [self._related(r) if e else _NO_EDGES for r, e in zip(missing, edged)]
+        made = dict(zip(missing, self._table.entries(missing, related)))
+        return [e or made[r] for r, e in zip(rows, cached)]
+
     def get(self, entry_id: str) -> Entry:
         """The entry with ``entry_id`` (``NotFoundError`` if none)."""
         with self._lock:

@@ -29,6 +29,10 @@ def _memory_kernels():
                   np.zeros(2, np.int64), np.ones(2, np.int32), np.zeros(2, np.int32),
                   np.ones(2, np.float32), *args[5:], np.zeros(4), np.zeros(n))
     bm25.bm25_query(*query_args)
+    saved = (np.array([0], np.int32), np.array([0], np.int32), np.array([0, 1], np.int64),
+             np.ones(1, np.int64), np.array([0, 1], np.int64))
+    for arrays in (saved, tuple(_ro(a) for a in saved)):  # a file's arrays are read-only
+        bm25.check_postings(*arrays, 1, np.zeros(1, np.int64))
     bm25.bm25_query_parallel(*query_args, 2)
     bm25.bm25_scores_batch(np.array([0, 1], np.int64), np.array([0], np.int64), *args[1:],
                            np.zeros((1, n)))

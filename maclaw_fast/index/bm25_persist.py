@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import msgspec
 import numpy as np
-from maclaw_kernels.bm25 import build_csr
+from maclaw_kernels.bm25 import build_csr, check_postings
 
 from maclaw_fast.index.fieldnorm import encode_length
 
@@ -34,20 +34,19 @@ class Postings(msgspec.Struct, kw_only=True):
             return w.count("\n") + 1 if w else 0
         return len(w)
 
-    def check(self) -> bool:
-        """Whether the arrays are consistent (a damaged file must never reach a kernel)."""
+    def check(self, df_out: np.ndarray | None = None) -> bool:
+        """Whether the arrays are consistent (a damaged file must never reach a kernel);
+        ``df_out`` (int64, at least ``max(n_words, 1)`` entries): each term's document count,
+        filled on the way."""
         n, v, nnz = self.lengths.shape[0], self.n_words, self.terms.shape[0]
-        return bool(
-            self.offsets.shape[0] == n + 1 and self.tfs.shape[0] == nnz
-            and self.docs.shape[0] == nnz and self.doc_tfs.shape[0] == nnz
-            and self.indptr.shape[0] == v + 1
-            and (nnz == 0 or (int(self.terms.min()) >= 0 and int(self.terms.max()) < v
-                              and int(self.docs.min()) >= 0 and int(self.docs.max()) < n))
-            and int(self.offsets[0]) == 0 and int(self.offsets[-1]) == nnz
-            and int(self.indptr[0]) == 0 and int(self.indptr[-1]) == nnz
-            and bool((np.diff(self.offsets) >= 0).all())
-            and bool((np.diff(self.indptr) >= 0).all())
-            and bool((self.lengths >= 0).all()))
+        if not (self.offsets.shape[0] == n + 1 and self.tfs.shape[0] == nnz
+                and self.docs.shape[0] == nnz and self.doc_tfs.shape[0] == nnz
+                and self.indptr.shape[0] == v + 1):
+            return False
+        if df_out is None:
+            df_out = np.empty(max(v, 1), np.int64)
+        return bool(check_postings(self.terms, self.docs, self.offsets, self.lengths,
+                                   self.indptr, v, df_out))
 
 
 def _distinct(keys: np.ndarray) -> bool:
@@ -100,9 +99,10 @@ class Bm25Persist:
         """Fill this empty index with ``p`` under ``keys`` (one per document, distinct); returns
         False, changing nothing, when the index is not empty or ``p`` is inconsistent."""
         keys = np.array(keys, np.int64)
+        df = np.empty(max(p.n_words, 1), np.int64)
         with self._lock:
             if (self._n_docs or len(self.vocab) or keys.shape[0] != p.lengths.shape[0]
-                    or not _distinct(keys) or not p.check()
+                    or not _distinct(keys) or not p.check(df)
                     or not self.vocab.fill(p.words)):  # ids 0..len-1, as saved
                 return False
             n, nnz = keys.shape[0], p.terms.shape[0]
@@ -119,8 +119,7 @@ class Bm25Persist:
             self._doc_live = np.ones(n, np.bool_)
             self._n_docs = n
             self._key_doc = dict(zip(keys.tolist(), range(n)))
-            self._df = np.bincount(self._fwd_terms, minlength=max(len(self.vocab), 1)).astype(
-                np.int64)
+            self._df = df  # counted by the check
             self._total_len = int(self._doc_len.sum())
             self._main = (np.array(p.indptr, np.int64), np.array(p.docs, np.int32),
                           np.array(p.doc_tfs, np.float32))

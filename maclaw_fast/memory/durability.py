@@ -15,6 +15,7 @@ import numpy as np
 from maclaw_fast.config import CATEGORIES, PersistConfig
 from maclaw_fast.embedding import embed_checked
 from maclaw_fast.errors import CorruptStoreError, ValidationError
+from maclaw_fast.memory.carried import CarriedVectors
 from maclaw_fast.memory.linking import (adjacency_state, replay_adjacent, replay_relink,
                                         restore_adjacency)
 from maclaw_fast.memory.reload import load_snapshot, save_terms
@@ -87,6 +88,13 @@ class Durability:
             self._terms_saved = load_snapshot(
                 store, rec.table, vectors=bool(store.dim) and meta.fingerprint == _fp(store),
                 seq=meta.seq, directory=self.dir, snapshot_id=rec.snapshot_id)
+            if not store.dim and meta.dim and meta.fingerprint \
+                    and "embedding" in rec.table.column_names:
+                # no model here: keep the model's vectors for the next snapshot (carried.py)
+                store._carried = CarriedVectors(
+                    meta.fingerprint, meta.dim, rec.table.column("id").combine_chunks(),
+                    rec.table.column("content").combine_chunks(),
+                    rec.table.column("embedding").combine_chunks())
             restore_adjacency(store, meta.adjacency, meta.threads)
         self.seq = rec.seq
         for record in rec.records:
@@ -133,6 +141,9 @@ class Durability:
         """Replay one journal operation onto the store."""
         store, t = self.store, self.store._table
         if isinstance(op, PutOp):
+            if store._carried is not None and op.vector_set:
+                store._carried.set(op.entry.id, op.entry.content, None if op.vector is None
+                                   else np.frombuffer(op.vector, dtype=np.float32))
             vec = None
             if op.vector_set and op.vector is not None and store.dim:
                 vec = np.frombuffer(op.vector, dtype=np.float32)
@@ -176,6 +187,11 @@ class Durability:
         if not store.dim:
             return
         t = store._table
+        has = store._vectors.has_vec
+        if t.n_rows <= has.shape[0] and has[:t.n_rows].all():  # (dead rows too: a superset)
+            if snap_fp and snap_fp != _fp(store):
+                self._dirty = True
+            return  # the usual reopen: every vector came with the snapshot
         live = t.live_rows()
         # a snapshot loaded without its vectors (another model) left the column unsized
         store._vectors.reserve(int(live.max()) + 1 if len(live) else 0)
@@ -217,7 +233,10 @@ class Durability:
         ``rotate``: replace ``journal.bin.prev`` even when nothing was appended (recovery)."""
         store = self.store
         pairs, threads = adjacency_state(store)
-        meta = SnapshotMeta(seq=self.seq, fingerprint=_fp(store), dim=store.dim,
+        carried = store._carried
+        meta = SnapshotMeta(seq=self.seq,
+                            fingerprint=carried.fingerprint if carried else _fp(store),
+                            dim=carried.dim if carried else store.dim,
                             meta=dict(store.meta), adjacency=pairs, threads=threads)
         table = store_table(store, meta)
         self.snapshot_id = write_snapshot(self.snapshot_path, table)
@@ -245,11 +264,15 @@ def store_table(store, meta: SnapshotMeta | None = None):
     """The store's entries and vectors (NaN rows where none) as one Arrow table, store order."""
     t = store._table
     rows = t.live_rows()
-    vecs = None
+    entries = [store._entry(int(r)) for r in rows]
+    vecs, dim = None, store.dim
     if store.dim:
         vecs = store._vectors.matrix[rows].copy()
         vecs[~store._vectors.has_vec[rows]] = np.nan
-    return entries_table([store._entry(int(r)) for r in rows], vecs, store.dim, meta)
+    elif store._carried is not None:  # no model here: the vectors the snapshot came with
+        dim = store._carried.dim
+        vecs = store._carried.matrix([e.id for e in entries], [e.content for e in entries])
+    return entries_table(entries, vecs, dim, meta)
 
 
 def _fp(store) -> str:

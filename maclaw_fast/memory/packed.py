@@ -29,16 +29,21 @@ class PackedStrings:
 
     __slots__ = ("offsets", "data")
 
-    def __init__(self, offsets: np.ndarray, data: bytes) -> None:
+    def __init__(self, offsets: np.ndarray, data: bytes | memoryview) -> None:
         self.offsets = offsets
         self.data = data
 
     @classmethod
-    def of(cls, arr: pa.Array) -> PackedStrings:
-        """A copy of a null-free Arrow string array (nothing of the source buffer is kept)."""
+    def of(cls, arr: pa.Array, share: bool = False) -> PackedStrings:
+        """A null-free Arrow string array's text: a copy (nothing of the source buffer is
+        kept), or with ``share`` a view of its buffer (for a source kept alive anyway)."""
         off = _offsets(arr)
         start, end = int(off[0]), int(off[-1])
-        data = bytes(memoryview(arr.buffers()[2])[start:end]) if end > start else b""
+        if end <= start:
+            data = b""
+        else:
+            data = memoryview(arr.buffers()[2])[start:end]
+            data = data if share else bytes(data)
         return cls(off - np.int32(start), data)
 
     def __len__(self) -> int:
@@ -46,13 +51,14 @@ class PackedStrings:
 
     def __getitem__(self, i: int) -> str:
         o = self.offsets
-        return self.data[o[i]:o[i + 1]].decode()
+        return str(self.data[o[i]:o[i + 1]], "utf-8")
 
     def take(self, rows: np.ndarray) -> list[str]:
         """The strings of ``rows`` (an int64 array): one gather of their offsets, then a
         slice and decode each (indexing the offsets per string costs more than the decode)."""
         o, data = self.offsets, self.data
-        return [data[a:b].decode() for a, b in zip(o[rows].tolist(), o[rows + 1].tolist())]
+        return [str(data[a:b], "utf-8") for a, b in zip(o[rows].tolist(),
+                                                         o[rows + 1].tolist())]
 
     def to_arrow(self) -> pa.StringArray:
         return pa.StringArray.from_buffers(len(self), pa.py_buffer(self.offsets),
@@ -74,10 +80,10 @@ class PackedLists:
 
     __slots__ = ("offsets", "values")
 
-    def __init__(self, arr: pa.ListArray) -> None:
+    def __init__(self, arr: pa.ListArray, share: bool = False) -> None:
         off = _offsets(arr)
         start, end = int(off[0]), int(off[-1])
-        self.values = PackedStrings.of(arr.values.slice(start, end - start))
+        self.values = PackedStrings.of(arr.values.slice(start, end - start), share)
         self.offsets = off - np.int32(start)
 
     def __len__(self) -> int:
@@ -97,7 +103,7 @@ class PackedLists:
                 out.append(())
                 continue
             ends = vo[lo:hi + 1].tolist()  # the row's values' byte offsets
-            out.append(tuple(data[a:b].decode() for a, b in zip(ends, ends[1:])))
+            out.append(tuple(str(data[a:b], "utf-8") for a, b in zip(ends, ends[1:])))
         return out
 
     def tolist(self) -> list[tuple[str, ...]]:
@@ -115,11 +121,13 @@ class PackedText:
     __slots__ = ("ids", "content", "tags", "compact")
 
     def __init__(self, ids: pa.Array, content: pa.Array, tags: pa.ListArray,
-                 compact: pa.Array) -> None:
-        self.ids = PackedStrings.of(ids)
-        self.content = PackedStrings.of(content)
-        self.tags = PackedLists(tags)
-        self.compact = PackedStrings.of(compact)
+                 compact: pa.Array, share: bool = False) -> None:
+        # ``share``: views of the columns' buffers instead of copies (a reopen whose vector
+        # column keeps the buffer the snapshot was read into alive anyway)
+        self.ids = PackedStrings.of(ids, share)
+        self.content = PackedStrings.of(content, share)
+        self.tags = PackedLists(tags, share)
+        self.compact = PackedStrings.of(compact, share)
 
     @staticmethod
     def packable(*columns: pa.Array) -> bool:

@@ -54,32 +54,37 @@ def load_snapshot(store, table: pa.Table, *, vectors: bool, seq: int, directory=
         "pinned": _numpy(table, "pinned", np.bool_),
         "tokens": shown_len // 4,
     }
+    # the vectors first: kept in the buffer the snapshot was read into, they keep all of it
+    # alive, and the text then needs no copy either
+    adopted = False
+    if vectors and store.dim and "embedding" in table.column_names:
+        adopted = _load_vectors(store, table.column("embedding").combine_chunks(), n)
     if PackedText.packable(*text):  # the text stays packed until a use needs Python lists
-        t.load_packed(PackedText(*text), numeric)
+        t.load_packed(PackedText(*text, share=adopted), numeric)
     else:
         t.load_rows(text[0].to_pylist(), text[1].to_pylist(),
                     [tuple(x) if x else () for x in text[2].to_pylist()], text[3].to_pylist(),
                     numeric)
     store._graph.reserve(n)
-    if vectors and store.dim and "embedding" in table.column_names:
-        _load_vectors(store, table.column("embedding").combine_chunks(), n)
     loaded = _load_bm25(store, text[:3], seq, directory, snapshot_id)
     _load_edges(store, table)
     return loaded
 
 
-def _load_vectors(store, col: pa.FixedSizeListArray, n: int) -> None:
+def _load_vectors(store, col: pa.FixedSizeListArray, n: int) -> bool:
+    """Returns whether the snapshot's buffer was adopted (kept alive by the vector column)."""
     held = writable_values(col, store.dim)
     if held is not None:  # the snapshot's own bytes, read into a writable buffer: no copy
         store._vectors.adopt(held)
-        return
+        return True
     valid = col.is_valid().to_numpy(zero_copy_only=False)
     flat = col.flatten().to_numpy()  # the valid rows' values, in order
     if col.type.list_size != store.dim or not valid.any():
-        return
+        return False
     rows = np.flatnonzero(valid)
     store._vectors.reserve(n)
     store._vectors.set_rows(rows, flat.reshape(-1, store.dim))
+    return False
 
 
 def writable_values(col: pa.FixedSizeListArray, dim: int) -> np.ndarray | None:

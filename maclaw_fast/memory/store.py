@@ -69,6 +69,8 @@ class MemoryStore(StoreReads, StoreWrites):
             QueryCache(self.embedder, config.query_cache_size)
             if self.embedder is not None else None)
         self.meta: dict[str, str] = {}
+        # without a model (dim 0): the vectors a snapshot came with, written back with it
+        self._carried = None
         self._plan_cache: dict = {}  # recall masks per (version, dynamic, category)
         self._footprint: tuple | None = None  # resident_bytes' (key, value)
         self._closed = False

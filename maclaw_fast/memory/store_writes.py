@@ -188,7 +188,9 @@ class StoreWrites:
             self._index(row)
             if vec is not None:
                 self._vectors.set(row, vec)
-            self._log(PutOp(entry, vec_bytes(vec), vec is not None))
+            # new text without a model here: the record clears the vector it had, so an open
+            # with the model replaying it embeds the entry again
+            self._log(PutOp(entry, vec_bytes(vec), vec is not None or text_changed))
             return self._entry(row)
 
     def set_fields(self, entry_id: str, **fields) -> Entry:

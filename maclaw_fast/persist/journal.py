@@ -139,9 +139,8 @@ class Journal:
         tail). The file itself is opened by the first append and closed again by
         :meth:`reset`: an idle store holds no journal descriptor, and opening one without a
         torn tail costs no fsync."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            size = self.path.stat().st_size
+        try:  # (no directory made here: the first append makes it, _handle)
+            size = os.stat(self.path).st_size
         except FileNotFoundError:
             size = 0
         if size > valid_length:

@@ -1,0 +1,66 @@
+"""The vectors of a store opened without a model (``embedder="none"``), kept for its next
+snapshot: a process that cannot embed must not drop what a model made. The snapshot it writes
+holds the vectors and fingerprint it read, for the entries whose content is unchanged; an entry
+saved or edited here gets none (a null row), so the next open with the model embeds only those
+(``Durability._reembed_missing``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+class CarriedVectors:
+    """A snapshot's vectors by entry id, each valid for the content it was read with.
+
+    Examples
+    --------
+    >>> emb = pa.FixedSizeListArray.from_arrays(pa.array([1.0, 0.0, 0.0, 1.0], pa.float32()), 2)
+    >>> c = CarriedVectors("m:2", 2, pa.array(["a", "b"]), pa.array(["tea", "boat"]), emb)
+    >>> c.matrix(["b", "a", "z"], ["boat", "coffee", "x"]).tolist()
+    [[0.0, 1.0], [nan, nan], [nan, nan]]
+    """
+
+    def __init__(self, fingerprint: str, dim: int, ids: pa.Array, content: pa.Array,
+                 embedding: pa.FixedSizeListArray) -> None:
+        self.fingerprint, self.dim = fingerprint, int(dim)
+        self._ids, self._content = ids, content
+        self._embedding = embedding
+        # a journal replayed over the snapshot: id -> (content, vector or None)
+        self._changes: dict[str, tuple[str, np.ndarray | None]] = {}
+
+    def set(self, entry_id: str, content: str, vector: np.ndarray | None) -> None:
+        """What a replayed journal record says ``entry_id``'s vector is now (None: none)."""
+        if vector is not None and vector.shape != (self.dim,):
+            vector = None
+        self._changes[entry_id] = (content, vector)
+
+    def matrix(self, ids: list[str], contents: list[str]) -> np.ndarray:
+        """``(len(ids), dim)`` float32: each entry's vector, NaN where it has none (a new
+        entry, or one whose content changed since its vector was made)."""
+        out = np.full((len(ids), self.dim), np.nan, np.float32)
+        if not ids:
+            return out
+        pos = pc.index_in(pa.array(ids, pa.string()), value_set=self._ids)
+        pos = pos.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        have = np.flatnonzero(pos >= 0)
+        if have.size:
+            src = pos[have]
+            emb = self._embedding.take(pa.array(src))
+            was = self._content.take(pa.array(src)).to_pylist()
+            same = np.array([a == contents[i] for a, i in zip(was, have.tolist())], np.bool_)
+            valid = same & emb.is_valid().to_numpy(zero_copy_only=False)
+            values = emb.flatten().to_numpy(zero_copy_only=False)  # the valid rows, in order
+            rows = np.flatnonzero(emb.is_valid().to_numpy(zero_copy_only=False))
+            full = np.full((have.size, self.dim), np.nan, np.float32)
+            full[rows] = values.reshape(-1, self.dim)
+            out[have[valid]] = full[valid]
+        if self._changes:
+            for i, (entry_id, content) in enumerate(zip(ids, contents)):
+                change = self._changes.get(entry_id)
+                if change is not None:
+                    ok = change[1] is not None and change[0] == content
+                    out[i] = change[1] if ok else np.nan
+        return out

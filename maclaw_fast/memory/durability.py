@@ -25,6 +25,7 @@ from maclaw_fast.persist.lock import StoreLock
 from maclaw_fast.persist.recovery import recover
 from maclaw_fast.persist.snapshot import (SnapshotMeta, entries_table, snapshot_meta,
                                           write_snapshot)
+from maclaw_fast.persist.strings import one_array
 from maclaw_fast.records import Entry
 from maclaw_fast.timers import Timer, later
 from maclaw_fast.text.tokenizer import analysed_text
@@ -92,9 +93,9 @@ class Durability:
                     and "embedding" in rec.table.column_names:
                 # no model here: keep the model's vectors for the next snapshot (carried.py)
                 store._carried = CarriedVectors(
-                    meta.fingerprint, meta.dim, rec.table.column("id").combine_chunks(),
-                    rec.table.column("content").combine_chunks(),
-                    rec.table.column("embedding").combine_chunks())
+                    meta.fingerprint, meta.dim, one_array(rec.table.column("id")),
+                    one_array(rec.table.column("content")),
+                    one_array(rec.table.column("embedding")))
             restore_adjacency(store, meta.adjacency, meta.threads)
         self.seq = rec.seq
         for record in rec.records:

@@ -14,7 +14,7 @@ from maclaw_fast.config import CATEGORIES
 from maclaw_fast.memory.columns import SCOPE, STATUS
 from maclaw_fast.memory.packed import PackedText
 from maclaw_fast.memory.terms_file import LAYOUT, TermsMeta, read_terms, tokenizer_version
-from maclaw_fast.persist.strings import value_codes
+from maclaw_fast.persist.strings import one_array, value_codes
 from maclaw_fast.text.tokenizer import analysed_text, tokenize
 
 
@@ -38,7 +38,7 @@ def load_snapshot(store, table: pa.Table, *, vectors: bool, seq: int, directory=
     tokenised)."""
     n = table.num_rows
     t = store._table
-    text = [table.column(name).combine_chunks()
+    text = [one_array(table.column(name))
             for name in ("id", "content", "tags", "compact_form")]
     # budget tokens: utf-8 bytes // 4 of compact_form, else content (SPEC §6)
     compact_len = _byte_lengths(text[3])
@@ -58,7 +58,7 @@ def load_snapshot(store, table: pa.Table, *, vectors: bool, seq: int, directory=
     # alive, and the text then needs no copy either
     adopted = False
     if vectors and store.dim and "embedding" in table.column_names:
-        adopted = _load_vectors(store, table.column("embedding").combine_chunks(), n)
+        adopted = _load_vectors(store, one_array(table.column("embedding")), n)
     if PackedText.packable(*text):  # the text stays packed until a use needs Python lists
         t.load_packed(PackedText(*text, share=adopted), numeric)
     else:
@@ -127,16 +127,16 @@ def _load_bm25(store, columns, seq: int, directory, snapshot_id: str) -> bool:
 
 
 def _load_edges(store, table: pa.Table) -> None:
-    col = table.column("related_ids").combine_chunks()
+    col = one_array(table.column("related_ids"))
     off = _list_offsets(col)
     if off[-1] == off[0]:  # no edges (nulls have empty ranges)
         return
-    strengths = table.column("related_strengths").combine_chunks()
+    strengths = one_array(table.column("related_strengths"))
     if (strengths.null_count or col.values.null_count or strengths.values.null_count
             or not np.array_equal(off - off[0], (s_off := _list_offsets(strengths)) - s_off[0])):
         _load_edges_by_id(store, table)  # not as this build writes them: entry by entry
         return
-    ids = table.column("id").combine_chunks()
+    ids = one_array(table.column("id"))
     targets = col.values.slice(int(off[0]), int(off[-1] - off[0]))
     # each target id's row (-1: not in the store), in C: no id → row dict for a reopen
     rows = pc.index_in(targets, value_set=ids).fill_null(-1).to_numpy().astype(np.int64)

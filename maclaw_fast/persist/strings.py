@@ -33,7 +33,9 @@ def string_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return data, offsets
 
 
-def _one_array(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+def one_array(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """The column as one array: its only chunk as it is (``combine_chunks`` copies even one
+    chunk, which would also take a reopen's vectors out of the snapshot's buffer)."""
     if isinstance(column, pa.ChunkedArray):
         return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     return column
@@ -51,7 +53,7 @@ def value_codes(column: pa.ChunkedArray | pa.Array, allowed: tuple[str, ...],
                 name: str = "") -> np.ndarray:
     """Each value's index in ``allowed`` (int8, at most 127 values), or
     :class:`CorruptStoreError` for a null or a value not in it."""
-    arr = _one_array(column)
+    arr = one_array(column)
     if arr.null_count:
         raise CorruptStoreError(f"snapshot column {name!r} has missing values")
     data, offsets = string_buffers(arr)
@@ -65,7 +67,7 @@ def value_codes(column: pa.ChunkedArray | pa.Array, allowed: tuple[str, ...],
 
 def distinct_nonempty(column: pa.ChunkedArray | pa.Array) -> bool:
     """Whether every string of a null-free column is non-empty and different from the others."""
-    arr = _one_array(column)
+    arr = one_array(column)
     data, offsets = string_buffers(arr)
     size = 2
     while size < 2 * len(arr):

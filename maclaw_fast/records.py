@@ -5,7 +5,10 @@ from __future__ import annotations
 import msgspec
 
 
-class Entry(msgspec.Struct, kw_only=True, frozen=True):
+# gc=False: an entry holds strings, numbers and tuples of them, so it can never be part of a
+# reference cycle; untracked, the thousands a store makes (its hits, listings) never trigger
+# or lengthen a garbage collection
+class Entry(msgspec.Struct, kw_only=True, frozen=True, gc=False):
     """One memory (SPEC §1), as a read-only snapshot. Times are UTC unix seconds (float).
 
     Entries are immutable: change one through the store (``update``, ``pin``, ...). The vector is

@@ -3,7 +3,8 @@
 One store per conversation; every turn is a memory ``"{speaker}: {text}"`` (+ ``" [image:
 {caption}]"``) saved in order through ``MemoryStore.save`` (auto-link and the conversation links
 as a user's saves make them) with its precomputed MiniLM vector, category
-``conversation_summary``; ``reinforce=False``; ``max_entries`` = every turn and no token budget,
+``conversation_summary`` and its session as its ``thread`` (as an agent passes its session);
+``reinforce=False``; ``max_entries`` = every turn and no token budget,
 so the store ranks everything. Two clocks:
 
 * **(a) now** — every turn saved at one instant and recalled then (no recency differences);
@@ -126,15 +127,17 @@ class Variant:
     graph: tuple = ()
     vectors: bool = True
     tokenizer: str | None = None  # None: the default; "plain": see analyzer()
+    threads: bool = True  # each turn saved with its session as its thread
 
     @property
     def build(self) -> tuple:
-        return (self.bm25, self.graph, self.vectors, self.tokenizer)
+        return (self.bm25, self.graph, self.vectors, self.tokenizer, self.threads)
 
 
-def variant(label: str, *, bm25=None, graph=None, vectors=True, tokenizer=None, **recall):
+def variant(label: str, *, bm25=None, graph=None, vectors=True, tokenizer=None, threads=True,
+            **recall):
     return Variant(label, tuple(sorted(recall.items())), bm25,
-                   tuple(sorted((graph or {}).items())), vectors, tokenizer)
+                   tuple(sorted((graph or {}).items())), vectors, tokenizer, threads)
 
 
 @contextmanager
@@ -185,10 +188,11 @@ def _build(conv: dict, vecs, embedder, v: Variant, clock_name: str):
     store = MemoryStore.in_memory(embedder=embedder if use_vec else None, config=_config(v, n),
                                   clock=clock)
     id_turns: dict[str, list[str]] = defaultdict(list)
-    for i, (dia_id, _s, text, ts) in enumerate(conv["turns"]):
+    for i, (dia_id, session, text, ts) in enumerate(conv["turns"]):
         if clock_name == "dated":
             clock.t = ts
         e = store.save(text, category="conversation_summary",
+                       thread=f"session {session}" if v.threads else None,
                        vector=vecs[i] if use_vec else None)
         id_turns[e.id].append(dia_id)
     clock.t = NOW_A if clock_name == "now" else max(t[3] for t in conv["turns"])
@@ -279,10 +283,14 @@ def sweep_table(res: dict, labels: list[str], clocks=CLOCKS) -> list[str]:
     return lines
 
 
+# the thread prior off (the single-signal rows: BM25 alone, vector alone)
+NO_PRIOR = {"thread_bm25_weight": 0.0, "thread_cos_weight": 0.0}
+
+
 def sweep_variants() -> dict[str, list[Variant]]:
     """The candidates the defaults were chosen from (tuning half), by question."""
     k1b = [variant(f"BM25 only, k1 {k1} b {b}", bm25=(k1, b), vectors=False, graph_hops=0,
-                   adjacency_hops=0) for k1, b in ((1.2, 0.75), (0.9, 0.4), (1.2, 0.4),
+                   adjacency_hops=0, **NO_PRIOR) for k1, b in ((1.2, 0.75), (0.9, 0.4), (1.2, 0.4),
                                                    (0.9, 0.75), (0.6, 0.3), (1.5, 0.5))]
     wrel = [variant(f"weight_relevance {w:g}", weight_relevance=w)
             for w in (1.0, 3.0, 5.0, 10.0, 20.0, 50.0)]
@@ -302,6 +310,11 @@ def sweep_variants() -> dict[str, list[Variant]]:
               variant("adjacency mix 0 (the larger value), no similarity walk",
                       adjacency_mix=0.0, graph_hops=0)]
     seeds = [variant(f"graph_seeds {s}", graph_seeds=s) for s in (3, 5, 10)]
+    prior = [variant(f"thread prior BM25 {b:g} / cosine {c:g}", thread_bm25_weight=b,
+                     thread_cos_weight=c)
+             for b, c in ((0.0, 0.0), (0.1, 0.1), (0.2, 0.05), (0.2, 0.1), (0.3, 0.05),
+                          (0.3, 0.1), (0.3, 0.15), (0.3, 0.2), (0.4, 0.1), (0.4, 0.15),
+                          (0.5, 0.1), (0.3, 0.0), (0.0, 0.1))]
     combos = [variant("bm25 0.5 / cos 0.5, adjacency 0.9 × 2", bm25_weight=0.5, cos_weight=0.5,
                       adjacency_factor=0.9),
               variant("bm25 0.5 / cos 0.5, adjacency 0.9 × 2, weight_relevance 20",
@@ -316,6 +329,7 @@ def sweep_variants() -> dict[str, list[Variant]]:
             "conversation links (factor, hops)": adj,
             "how a linked turn combines its own relevance with the walk's (mix, factor)": mixes,
             "graph seeds": seeds,
+            "thread prior (BM25 weight, centroid cosine weight)": prior,
             "combinations of the best single changes": combos}
 
 
@@ -327,11 +341,13 @@ def ablation_variants() -> list[Variant]:
            variant("adjacency off", adjacency_hops=0, graph={"adjacency": False}),
            variant("adjacency mix off (a linked turn takes the larger value)",
                    adjacency_mix=0.0),
+           variant("thread prior off", **NO_PRIOR),
+           variant("saved without threads (links by the 30-minute gap alone)", threads=False),
            variant("BM25 k1 1.2 b 0.75 (long-document defaults)", bm25=(1.2, 0.75)),
            variant("relevance only (recency, importance weight 0)", weight_recency=0.0,
                    weight_importance=0.0),
-           variant("BM25 alone", vectors=False, graph_hops=0, adjacency_hops=0),
+           variant("BM25 alone", vectors=False, graph_hops=0, adjacency_hops=0, **NO_PRIOR),
            variant("vector alone", bm25_weight=0.0, cos_weight=1.0, graph_hops=0,
-                   adjacency_hops=0)]
+                   adjacency_hops=0, **NO_PRIOR)]
     out.insert(1, variant("tokenizer off (no stop words, no stemming)", tokenizer="plain"))
     return out

@@ -429,23 +429,28 @@ def recall_batch(base, bm25, cos, affinity, eligible, scored, scope_of, updated_
                  n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix,
                  max_identity, max_user_facts, lead_window, max_entries, budget, out_rows,
                  out_score, out_bm25, out_rel, out_graph, out_reason, out_count, dormant, idf,
-                 has_vector, revive_bar):
+                 has_vector, revive_bar, prior):
     """:func:`recall_one` per query row of ``bm25``/``cos``; query ``q`` takes its masks from
     row ``scope_of[q]`` of ``affinity``/``eligible``/``scored``/``dormant`` (one row per
     distinct project, not one per query). Revival as in :func:`recall_query`, in the same
     pass: ``dormant`` rows (columns 0: revival off) the query cues at least ``revive_bar``
     strongly (its ``idf_total`` ``idf[q]``) and those linked to them compete, and are marked
-    :data:`REASON_REVIVED` when selected."""
+    :data:`REASON_REVIVED` when selected. ``prior``: each query's thread prior per row
+    (:mod:`maclaw_kernels.thread_prior`), added to the base scores as ``w_rel × prior``; no
+    rows: none."""
     n = base.shape[0]
     for q in prange(bm25.shape[0]):
         s = scope_of[q]
+        base_q = base
+        if prior.shape[0] > 0:
+            base_q = base + w_rel * prior[q, :n]
         el, sc = eligible[s], scored[s]
         if count_cued(dormant[s], bm25[q], cos[q], idf[q], bm25_w, cos_w, has_vector,
                       revive_bar) > 0:
             el, sc = revived_masks(dormant[s], bm25[q], cos[q], idf[q], bm25_w, cos_w,
                                    has_vector, revive_bar, prev, nxt, adj_hops, eligible[s],
                                    scored[s])
-        m = recall_one(base, bm25[q], cos[q], affinity[s], el, sc, updated_at, access, seq,
+        m = recall_one(base_q, bm25[q], cos[q], affinity[s], el, sc, updated_at, access, seq,
                        tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel,
                        n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor,
                        adj_mix, max_identity, max_user_facts, lead_window, max_entries, budget,

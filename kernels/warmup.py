@@ -83,7 +83,8 @@ def _memory_kernels():
     outs_b = [np.zeros((1, 8), np.int64)] + [np.zeros((1, 8)) for _ in range(5)]
     recall.recall_batch(base, f64[None], np.zeros((1, n), np.float32), f64[None], bools[None],
                         bools[None], np.zeros(1, np.int64), f64, *common, *outs_b,
-                        np.zeros(1, np.int64), bools[None], np.ones(1), True, 0.3)
+                        np.zeros(1, np.int64), bools[None], np.ones(1), True, 0.3,
+                        np.zeros((0, 0)))
     return ["bm25", "vectors", "decay", "recall", "recall_large"]
 
 

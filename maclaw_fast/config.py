@@ -121,7 +121,8 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     """Scoring and assembly of recall (SPEC §6 with R3–R5).
 
     ``relevance = bm25_weight·norm(bm25) + cos_weight·norm(cos) + affinity``;
-    ``score = weight_recency·recency + weight_importance·importance + weight_relevance·relevance``.
+    ``score = weight_recency·recency + weight_importance·importance + weight_relevance·relevance``
+    (+ ``weight_relevance·thread prior`` in a store of conversations: ``thread_*`` below).
     The defaults were chosen on LoCoMo's tuning half (conversations 0–4; the sweep is in
     ``benchmarks/results/quality_memory.md``): normalised relevance (≤ 1 + affinity) weighted so
     that it decides, recency and importance ordering memories of similar relevance.
@@ -147,6 +148,15 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     # how a reached row combines its own relevance with the walk's: 0 keeps the larger, m > 0
     # adds m × the walk's value to its own (a reply keeps its match and gains its question's)
     adjacency_mix: float = 0.4
+    # the thread prior: each conversation thread scored as one document (BM25 of its rows'
+    # text with these k1/b, the cosine of its rows' centroid); a row's score gains
+    # weight_relevance × (bm25 weight × its thread's BM25 / the best + cos weight × min-max
+    # centroid cosine), after the graph walk, once the store holds two conversations (threads
+    # of two or more entries). 0 and 0: off
+    thread_bm25_weight: float = 0.3
+    thread_cos_weight: float = 0.1  # the thread prior's centroid-cosine weight
+    thread_k1: float = 1.2  # BM25 k1 of a thread as one document (threads are long)
+    thread_b: float = 0.75  # BM25 b of a thread as one document
     # the always-on block (SPEC R4): self-identity entries that lead every recall; user facts
     # that lead when among the query's results (recall_dynamic ranks them instead)
     max_identity: int = 3

@@ -439,10 +439,14 @@ def test_the_reply_to_a_revived_question_comes_back_with_it():
     """A dormant question the query cues strongly is revived; the dormant reply linked after it
     (which the query barely cues) competes too and is returned through the link walk, by
     ``recall`` and ``recall_batch`` alike; without conversation links it stays dormant."""
-    def build(adjacency_hops):
+    def build(adjacency_hops, prior=0.0):
         from maclaw_fast.config import RecallConfig
 
-        cfg = MemoryConfig(recall=RecallConfig(adjacency_hops=adjacency_hops))
+        # the thread prior off unless asked: it lifts the reply on its own, as a turn of the
+        # conversation the query matches, and this test is about the link walk
+        cfg = MemoryConfig(recall=RecallConfig(adjacency_hops=adjacency_hops,
+                                               thread_bm25_weight=prior,
+                                               thread_cos_weight=prior))
         store = MemoryStore.in_memory(embedder=None, config=cfg, clock=lambda: 1.8e9)
         for i in range(20):
             store.save(f"note {i} about the weather and the garden", category="project")
@@ -464,6 +468,13 @@ def test_the_reply_to_a_revived_question_comes_back_with_it():
     store, q, a = build(0)
     hits = {h.entry.id: h for h in store.recall(query, reinforce=False)}
     assert hits[q.id].reason == "revived" and a.id not in hits
+    # with the thread prior (two conversations: the notes' chain and "talk") the reply is
+    # revived with its question too, and ranks as a turn of the conversation that matches
+    store, q, a = build(2, prior=0.3)
+    hits = {h.entry.id: h for h in store.recall(query, reinforce=False)}
+    assert hits[q.id].reason == "revived" and hits[a.id].reason == "revived"
+    batch = {h.entry.id: h.reason for h in store.recall_batch([query], reinforce=False)[0]}
+    assert batch.get(q.id) == "revived" and batch.get(a.id) == "revived"
 
 
 def _reinforce_world(clock):

@@ -494,7 +494,8 @@ def test_recall_one_and_batch_match_reference(seed):
         scope_of = np.arange(nq)[::-1].copy()
         stack[2:] = [m[::-1].copy() for m in stack[2:]]
         recall_batch(c["base"], *stack, scope_of, c["updated"], *plan_args(c, plan), rows,
-                     *parts, counts, np.zeros((nq, 0), np.bool_), np.ones(nq), True, 0.3)
+                     *parts, counts, np.zeros((nq, 0), np.bool_), np.ones(nq), True, 0.3,
+                     np.zeros((0, 0)))
         for qi, (got, gparts) in enumerate(results):
             assert rows[qi, :counts[qi]].tolist() == got.tolist()
             for p, gp in zip(parts, gparts):

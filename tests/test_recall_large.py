@@ -155,6 +155,7 @@ def test_store_recall_paths_are_identical(monkeypatch, embedder):
     switches lowered, the large-store kernel (vectors) and BM25 across threads then ranking."""
     import maclaw_fast.index.bm25 as bm25_module
     import maclaw_fast.memory.recall as recall_module
+    from maclaw_fast.config import MemoryConfig, RecallConfig
     from maclaw_fast.memory.store import MemoryStore
 
     rng = np.random.default_rng(5)
@@ -164,7 +165,10 @@ def test_store_recall_paths_are_identical(monkeypatch, embedder):
     now = [1.7e9]
     switches = [(recall_module, "PARALLEL_ELEMENTS")] if embedder else []
     switches.append((bm25_module, "PARALLEL_POSTINGS"))
-    with MemoryStore.in_memory(embedder=embedder, clock=lambda: now[0]) as store:
+    # the thread prior off: with it, a store of conversations takes one path of its own (the
+    # oracle checks it, tests/test_recall_oracle.py); these saves make such conversations
+    config = MemoryConfig(recall=RecallConfig(thread_bm25_weight=0.0, thread_cos_weight=0.0))
+    with MemoryStore.in_memory(embedder=embedder, clock=lambda: now[0], config=config) as store:
         for i in range(260):
             now[0] += float(rng.choice([60.0, 3600.0, 86400.0]))
             text = " ".join(rng.choice(words, int(rng.integers(3, 12))))

@@ -347,6 +347,7 @@ class Coverage(Counter):
         self["cos"] += sum(bd["cos"] > 0 for _, _, bd in expected)
         self["bm25"] += sum(bd["bm25"] > 0 for _, _, bd in expected)
         self["skipped"] += oracle.last_skipped
+        self["thread_prior"] += len(set(oracle.last_prior.values())) > 1  # it orders threads
         totals = sorted(s for s, _ in oracle.last_scores.values())
         self["exact_ties"] += sum(a == b for a, b in itertools.pairwise(totals))
 
@@ -486,7 +487,8 @@ def test_recall_batch_matches_recall_and_oracle(seed, n, mode, config):
 
 @pytest.mark.parametrize("seed,mode", [(11, "none"), (12, "dyadic"), (13, "float")])
 def test_random_stores_exercise_every_rule(seed, mode):
-    """The random stores really reach the graph, budget, affinity, tie and cosine paths."""
+    """The random stores really reach the graph, budget, affinity, tie, cosine and thread-prior
+    paths."""
     cov = Coverage()
     small = {"token_budget": 300, "max_entries": 8, "graph_hop_factor": 0.9, "graph_hops": 2}
     for i, changes in enumerate(({"bm25_norm": "raw"}, {"bm25_norm": "max"},
@@ -495,7 +497,7 @@ def test_random_stores_exercise_every_rule(seed, mode):
         check_world(World(seed + 100 * i, 250, mode, cfg), n_queries=12, cov=cov)
     assert cov["graph"] > 0 and cov["skipped"] > 0 and cov["affinity"] > 0
     assert cov["lead_user_facts"] > 0 and cov["adjacent"] > 0
-    assert cov["bm25"] > 0 and cov["exact_ties"] > 0
+    assert cov["bm25"] > 0 and cov["exact_ties"] > 0 and cov["thread_prior"] > 0
     assert (cov["cos"] > 0) == (mode != "none")
 
 

@@ -205,7 +205,7 @@ def test_recall_batch_revives_as_recall_one_over_widened_masks(seed):
                 stack = [np.stack([q[k] for q in qs]) for k in ("bm25", "cos", "affinity",
                                                                   "eligible", "scored")]
                 recall_batch(c["base"], *stack, np.arange(nq), c["updated"], *plan_args(c, plan),
-                             rows, *parts, counts, d, idf, has_vector, bar)
+                             rows, *parts, counts, d, idf, has_vector, bar, np.zeros((0, 0)))
                 for qi, q in enumerate(qs):
                     back = set() if off else ref_revived(
                         dormant[qi], q["bm25"], q["cos"], idf[qi], 0.4, 0.6, has_vector, bar,

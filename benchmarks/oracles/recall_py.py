@@ -39,6 +39,15 @@ Decisions where the SPEC leaves room (the engine is expected to agree):
   best ``graph_seeds``; a row's relevance becomes the best value that reached it when higher,
   except along the conversation links with ``adjacency_mix`` > 0, which add ``mix × value`` to
   the row's own relevance.
+* The thread prior (``thread_bm25_weight``, ``thread_cos_weight``): threads are the chains of
+  ``prev``/``next`` links among every entry given; each thread's *members* are its active and
+  dormant entries in the category filter (any project). A thread scores as one document of its members'
+  tokens: BM25 with ``thread_k1``/``thread_b``, N = the threads with a member of some length,
+  df = the threads holding the term, length = the sum of its members' field-norm lengths over
+  their mean; and, with a query vector, the cosine of its members' vector sum (min-max over
+  the threads with a vector). A candidate's base score gains ``weight_relevance × (w_bm25 ×
+  BM25 / best + w_cos × min-max cosine)``; applied only when at least two threads have two or
+  more members.
 * The leading block (SPEC R4): the ``max_identity`` self-identity candidates of highest
   importance, then most recent, then first saved, always (they count towards the entry limit);
   then the user facts among the first ``user_fact_window`` ranked entries whose relevance (after
@@ -130,6 +139,7 @@ class PyRecall:
         self.last_scores: dict[str, tuple[float, dict]] = {}  # every candidate of the last call
         self.last_skipped = 0  # entries the last budget loop skipped
         self.last_kinds: dict[str, str] = {}  # id -> "self_identity" / "user_fact" of the leaders
+        self.last_prior: dict[str, float] = {}  # id -> thread prior of the last call
 
     # ------------------------------------------------------------------ pieces
     def bm25(self, q_tokens: list[str], entry_id: str) -> float:
@@ -204,6 +214,75 @@ class PyRecall:
                     if v > best.get(node, 0.0):
                         best[node] = v
         return best
+
+    def threads(self) -> dict[str, int]:
+        """id -> thread number: entries joined by ``prev``/``next`` links share one."""
+        parent = {e["id"]: e["id"] for e in self.entries}
+
+        def find(x):
+            while parent[x] != x:
+                x = parent[x]
+            return x
+
+        for e in self.entries:
+            for side in ("prev", "next"):
+                other = e.get(side)
+                if other is not None and other in parent:
+                    parent[find(e["id"])] = find(other)
+        numbers: dict[str, int] = {}
+        return {e["id"]: numbers.setdefault(find(e["id"]), len(numbers)) for e in self.entries}
+
+    def thread_prior(self, q_tokens: list[str], q_vec, category: str | None) -> dict[str, float]:
+        """id -> thread prior of every member (see the module notes); empty when off."""
+        rc = self.config.recall
+        if rc.thread_bm25_weight <= 0.0 and rc.thread_cos_weight <= 0.0:
+            return {}
+        label = self.threads()
+        members = [e for e in self.entries if e["status"] in ("active", "dormant")
+                   and (category is None or e["category"] == category)]
+        groups: dict[int, list[dict]] = {}
+        for e in members:
+            groups.setdefault(label[e["id"]], []).append(e)
+        if sum(len(g) >= 2 for g in groups.values()) < 2:  # fewer than two conversations
+            return {}
+        length = {t: sum(self.dl[e["id"]] for e in g) for t, g in groups.items()}
+        with_doc = [t for t, g in groups.items() if any(self.dl[e["id"]] > 0 for e in g)]
+        if not with_doc:
+            return {}
+        n = len(with_doc)
+        avg = max(sum(length[t] for t in with_doc) / n, 1e-9)
+        k1, b = rc.thread_k1, rc.thread_b
+        tbm = {t: 0.0 for t in groups}
+        for tok in dict.fromkeys(q_tokens):
+            tf = {t: sum(self.tf[e["id"]].get(tok, 0) for e in g) for t, g in groups.items()}
+            df = sum(1 for x in tf.values() if x > 0)
+            if df == 0:
+                continue
+            idf = math.log((n - df + 0.5) / (df + 0.5) + 1.0)
+            for t, x in tf.items():
+                if x > 0:
+                    tbm[t] += idf * x * (k1 + 1.0) / (x + k1 * (1.0 - b + b * length[t] / avg))
+        cent: dict[int, float] = {}
+        if q_vec is not None and not self.bm25_only and rc.thread_cos_weight > 0.0:
+            for t, g in groups.items():
+                vecs = [self.unit[e["id"]] for e in g if self.unit[e["id"]] is not None]
+                if not vecs:
+                    continue
+                total = [sum(col) for col in zip(*vecs)]
+                size = math.sqrt(sum(x * x for x in total))
+                if size > 0.0:
+                    cent[t] = sum(sum(a * c for a, c in zip(q_vec, v)) for v in vecs) / size
+        b_hi = max(tbm.values())
+        c_lo = min(cent.values()) if cent else 0.0
+        c_hi = max(cent.values()) if cent else 0.0
+        out = {}
+        for t, g in groups.items():
+            v = rc.thread_bm25_weight * tbm[t] / b_hi if b_hi > 0.0 else 0.0
+            if t in cent and c_hi > c_lo:
+                v += rc.thread_cos_weight * (cent[t] - c_lo) / (c_hi - c_lo)
+            for e in g:
+                out[e["id"]] = v
+        return out
 
     # ------------------------------------------------------------------ recall
     def recall(self, query: str, q_tokens: list[str] | None, q_vec, project: str | None,
@@ -290,6 +369,14 @@ class PyRecall:
             info[e["id"]] = {"recency": recency, "importance": importance, "bm25": bm,
                              "cos": cos, "affinity": affinity, "graph": 0.0, "rel": rel,
                              "base": base, "total": base + rc.weight_relevance * rel}
+
+        # the thread prior (raises the base score; the graph walk does not pass it on)
+        prior = self.last_prior = self.thread_prior(q_tokens, q_vec, category)
+        for e in cands:
+            d = info[e["id"]]
+            p = rc.weight_relevance * prior.get(e["id"], 0.0)
+            d["base"] += p
+            d["total"] += p
 
         # 2. every candidate ranked on its score
         scored = list(cands)

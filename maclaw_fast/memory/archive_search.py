@@ -25,7 +25,7 @@ from maclaw_kernels.revival import cue_strengths
 
 def with_archive(store, static, cues: QueryCues | None, hits: list[RecallHit],
                  rows: np.ndarray, project, dynamic: bool, category, reinforce: bool,
-                 now: float) -> list[RecallHit]:
+                 now: float, prior: np.ndarray | None = None) -> list[RecallHit]:
     """Archive search (SPEC §0 R9): when no returned entry's cue reaches
     ``forgetting.archive_below``, up to ``archive_max_hits`` archived entries of the query's
     scope with a cue of at least ``archive_min_cue`` join the ranked hits
@@ -34,7 +34,10 @@ def with_archive(store, static, cues: QueryCues | None, hits: list[RecallHit],
     normalised by this query's ranges over the store's candidates. So do the archived entries
     within ``adjacency_hops`` conversation links of them (:func:`_linked_hits`). The recall's
     entry and token limits hold. A reinforcing recall restores the archived entries it returns into the store
-    (SPEC §9: ``updated_at = now``, access 1, re-indexed, then the capacity check)."""
+    (SPEC §9: ``updated_at = now``, access 1, re-indexed, then the capacity check).
+    ``prior``: the query's thread prior per row when it applies (``hits`` are ``rows``): an
+    archived entry has no thread in the store, so the merge compares the store's hits without
+    it."""
     fc = store.config.forgetting
     if cues is None or not fc.archive_search or len(store.archive) == 0:
         return hits
@@ -57,7 +60,12 @@ def with_archive(store, static, cues: QueryCues | None, hits: list[RecallHit],
     extra += _linked_hits(store, seeds, cues.tokens, qvec, ranges, now,
                           lambda e: _in_scope(store, e, project, dynamic, category))
     lead = sum(1 for h in hits if h.reason in ("self_identity", "user_fact"))
-    ranked = sorted(hits[lead:] + extra, key=lambda h: -h.score)  # stable: store order kept
+    key = {}  # the store hits' scores without the thread prior (by position)
+    if prior is not None:
+        w = rc.weight_relevance
+        key = {id(h): h.score - w * float(prior[r]) for h, r in zip(hits, rows.tolist())}
+    ranked = sorted(hits[lead:] + extra,  # stable: store order kept
+                    key=lambda h: -key.get(id(h), h.score))
     merged = hits[:lead] + ranked
     limit = rc.dynamic_max_entries if dynamic else rc.max_entries
     budget = rc.dynamic_token_budget if dynamic else rc.token_budget

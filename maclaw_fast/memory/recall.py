@@ -15,6 +15,7 @@ from maclaw_fast.memory.archive_search import (batch_with_archive, restore_retur
 from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, USER_FACT
 from maclaw_fast.memory.hits import REASONS, arrow_hits, batch_hits, hits_from_parts
 from maclaw_fast.memory.revival import dormant_mask, reactivate, revive_single
+from maclaw_fast.memory.thread_prior import query_prior, recall_threaded, thread_plan
 from maclaw_fast.persist.journal import TouchOp
 from maclaw_fast.records import RecallHit
 from maclaw_fast.text.tokenizer import tokenize
@@ -28,6 +29,7 @@ NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
 COS_MODES = {"raw": 0, "minmax": 1}
 _NO_VECTOR = np.zeros(0, np.float32)  # the query vector of a query without one
 _NO_DORMANT = np.zeros(0, np.bool_)  # the fused kernel's dormant mask with revival off
+_NO_PRIOR = np.zeros((0, 0))  # the batch kernel's thread prior when it does not apply
 # rows per block of the large-store pass, a multiple of 4 (the dot kernel's step); measured at
 # 100k × 384: 1,024 and 2,048 equal, 512 and 4,096 slower (block overhead, cache misses)
 LARGE_BLOCK = 2048
@@ -108,6 +110,7 @@ class _Static:
         self._batch = None
         # per project: the fused kernel's arguments after the five that change per call
         self.fused_tails: dict[str | None, _FusedArgs] = {}
+        self.threads = None  # the thread prior's ThreadPlan, made on first use
 
     def scratch(self) -> tuple[np.ndarray, ...]:
         """Per-row cosines, scores and score bounds for the large-store kernel, reused under
@@ -246,7 +249,15 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         if fused is None or fused.tail[0] is not store._vectors.matrix:  # it moves as stores grow
             fused = static.fused_tails[project] = _FusedArgs(store, static, project)
         large = store._bm25.is_large or static.n * store.dim >= PARALLEL_ELEMENTS
-        if large:
+        threads = thread_plan(store, static)
+        prior = None
+        if threads is not None:  # the thread prior applies: scores first, then the ranking
+            if unchecked:
+                qvec, unchecked = _checked(store, qvec), False
+            tokens = tokenize(query) if tokens is None else tokens
+            m, prior = recall_threaded(store, static, threads, tokens, qvec, now, project)
+            ran_fused = False
+        elif large:
             m, ran_fused = _recall_other(store, static, query, tokens, qvec, unchecked, now,
                                          project, fused)
         else:
@@ -255,12 +266,12 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         # the fused kernel has ranked them already, the other paths rank again
         m, cues = revive_single(store, static, project, query, tokens, qvec, now, m,
                                 float(static.idf_out[0]) if ran_fused else None, dynamic,
-                                category)
+                                category, prior)
         rows, parts = static.single[0], static.single[1]
         hits = hits_from_parts(store, rows[:m], parts[:, :m], fused.has_affinity)
         # the archive, when nothing here matches strongly (SPEC R9; memory/archive_search.py)
         out = with_archive(store, static, cues, hits, rows[:m], project, dynamic, category,
-                           False, now)
+                           False, now, prior)
         if reinforce and out is not hits:  # merged: the limits may have cut some of rows[:m]
             out = _reinforce_hits(store, out, now)
         elif reinforce and m:
@@ -420,6 +431,7 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         dormant = (np.stack([dormant_mask(store, p) for p in uniq] or [dormant_mask(store, None)])
                    if fc.revive else np.zeros((eligible.shape[0], 0), np.bool_))
         revives = bool(dormant.any())
+        threads = thread_plan(store, static)
         width = static.width
         rows = np.full((nq, width), -1, np.int64)
         parts = [np.zeros((nq, width)) for _ in range(5)]  # score, bm25, rel, graph, reason
@@ -438,11 +450,17 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
                     cos.fill(0.0)
                 idf = (store._bm25.idf_totals(token_lists[lo:hi]) if revives
                        else np.zeros(hi - lo))
+                prior = _NO_PRIOR
+                if threads is not None:  # the thread prior, query by query
+                    prior = np.empty((hi - lo, n))
+                    for q in range(lo, hi):
+                        query_prior(store, threads, store._bm25.query_args(token_lists[q]),
+                                    cos[q - lo], qvecs is not None, prior[q - lo])
                 recall_batch_kernel(plan.base, bm25, cos, affinity, eligible, scored,
                                     scope_of[lo:hi], static.recency_args[0],
                                     *static.kernel_args, rows[lo:hi],
                                     *(p[lo:hi] for p in parts), counts[lo:hi], dormant, idf,
-                                    qvecs is not None, float(fc.revive_min_cue))
+                                    qvecs is not None, float(fc.revive_min_cue), prior)
                 weak_queries(store, bm25, cos, rows[lo:hi], counts[lo:hi], token_lists[lo:hi],
                              qvecs is not None, weak[lo:hi])
                 if n:  # -1 marks an unused slot: any valid column will do there

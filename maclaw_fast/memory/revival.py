@@ -20,6 +20,7 @@ import msgspec
 import numpy as np
 
 from maclaw_fast.memory.columns import CATEGORY_CODE, USER_FACT
+from maclaw_fast.memory.thread_prior import rank_with_prior
 from maclaw_fast.persist.journal import PutOp
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_kernels.recall import REASON_REVIVED, recall_single
@@ -150,8 +151,8 @@ class QueryCues:
 
 
 def revive_single(store, static, project, query: str, tokens, qvec, now: float, m: int,
-                  fused_idf: float | None, dynamic: bool = False, category: str | None = None
-                  ) -> tuple[int, QueryCues | None]:
+                  fused_idf: float | None, dynamic: bool = False, category: str | None = None,
+                  prior: np.ndarray | None = None) -> tuple[int, QueryCues | None]:
     """After a single recall's kernel has selected ``m`` rows into ``static.single``: run the
     ranking again with the dormant rows this query cues strongly, unless the fused kernel has
     ranked them already; returns the new count and the query's cues (None when neither
@@ -159,7 +160,8 @@ def revive_single(store, static, project, query: str, tokens, qvec, now: float, 
 
     ``fused_idf``: the query's ``idf_total`` from the fused kernel, which revives in its own
     pass and leaves the BM25 and cosine of every row in ``static.single``; None after the
-    other paths (their scores are computed here, the ranking runs again).
+    other paths (their scores are computed here, the ranking runs again). ``prior``: the
+    query's thread prior when it applies (:mod:`maclaw_fast.memory.thread_prior`).
     """
     fc = store.config.forgetting
     wants_archive = fc.archive_search and len(store.archive) > 0
@@ -185,8 +187,12 @@ def revive_single(store, static, project, query: str, tokens, qvec, now: float, 
     back = with_linked_dormant(store, cued[:k], drows)
     eligible[back] = True
     scored[back] = True
-    m = recall_single(*static.recency_args, now, *static.recency_knobs, cues.bm25, cues.cos,
-                      affinity, eligible, scored, *static.kernel_args, work, rows, parts)
+    if prior is not None:
+        m = rank_with_prior(static, now, prior, cues.bm25, cues.cos, affinity, eligible, scored)
+    else:
+        m = recall_single(*static.recency_args, now, *static.recency_knobs, cues.bm25,
+                          cues.cos, affinity, eligible, scored, *static.kernel_args, work, rows,
+                          parts)
     _mark(store, rows[:m], parts[8, :m])
     return m, cues
 

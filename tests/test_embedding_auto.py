@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -227,3 +228,19 @@ def test_the_bundled_chinese_sample_picks_e5_and_e5_finds_the_expected_memories(
                      axis=1)[:, :5]
     hit5 = np.mean([keys.index(q["expect"]) in top[i] for i, q in enumerate(qs)])
     assert hit5 >= 0.9
+
+
+def test_e5_thread_count_from_the_environment(monkeypatch):
+    from maclaw_fast.embedding import e5
+
+    monkeypatch.delenv("MACLAW_EMBED_THREADS", raising=False)
+    assert e5.threads_from_env() == e5.DEFAULT_THREADS == min(2, os.cpu_count() or 1)
+    monkeypatch.setenv("MACLAW_EMBED_THREADS", " 3 ")
+    assert e5.threads_from_env() == 3
+    assert e5.E5Embedder().threads == 3
+    monkeypatch.setenv("MACLAW_EMBED_THREADS", "")
+    assert e5.threads_from_env() == e5.DEFAULT_THREADS
+    for bad in ("two", "0", "-1", "1.5"):
+        monkeypatch.setenv("MACLAW_EMBED_THREADS", bad)
+        with pytest.raises(ValidationError, match="MACLAW_EMBED_THREADS"):
+            e5.threads_from_env()

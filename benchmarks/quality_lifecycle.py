@@ -140,6 +140,7 @@ def settings() -> list[tuple[str, dict]]:
     no_arch = msgspec.structs.replace(f, archive_search=False)
     none = msgspec.structs.replace(f, revive=False, archive_search=False)
     no_links = msgspec.structs.replace(f, archive_links=False)
+    vector_cues = msgspec.structs.replace(f, revive_needs_term=False)
     rows = [("(a) all turns saved at one time, no forgetting", dict(lifecycle=False,
                                                                     capacity=None,
                                                                     same_time=True)),
@@ -150,6 +151,8 @@ def settings() -> list[tuple[str, dict]]:
             (f"{cap_label}: tiered decay off", dict(lifecycle=True, capacity=cap,
                                                      forgetting=no_tier)),
             (f"{cap_label}: revival off", dict(lifecycle=True, capacity=cap, forgetting=no_rev)),
+            (f"{cap_label}: cues from the vector alone too (revive_needs_term off)",
+             dict(lifecycle=True, capacity=cap, forgetting=vector_cues)),
             (f"{cap_label}: archive search off", dict(lifecycle=True, capacity=cap,
                                                        forgetting=no_arch)),
             (f"{cap_label}: revival and archive search off", dict(lifecycle=True,
@@ -253,7 +256,8 @@ def findings(results) -> list[str]:
             "tiered decay changes nothing here (the 60-day and 180-day timelines in "
             "`tests/test_forgetting.py` cover the semantic categories). Without revival, decay "
             "leaves only the last month's turns recallable; with it, a dormant turn comes back "
-            "when the question cues it (absolute cue strength ≥ `revive_min_cue`) and its score "
+            "when the question cues it (absolute cue strength ≥ `revive_min_cue`, and by default "
+            "a term of the question in the turn: `revive_needs_term`) and its score "
             "earns a place. At capacity 500, GC moves about a third of each conversation to the "
             "archive; archive search brings those turns back when no returned turn is cued "
             "above `archive_below`, scored as the store's rows (BM25 and cosine normalised "

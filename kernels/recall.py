@@ -7,7 +7,8 @@ from maclaw_kernels.bm25 import bm25_query
 from maclaw_kernels.graph import propagate_linked
 from maclaw_kernels.recall_assemble import (KIND_RANKED, cos_range, norm_cos, pick_identity,
                                             select_hits)
-from maclaw_kernels.revival import count_cued, revived_masks, terms_idf_total
+from maclaw_kernels.revival import (count_cued, linked_cosines, revived_masks,
+                                    terms_idf_total)
 from maclaw_kernels.terms import ascii_query_terms
 from maclaw_kernels.topk import top_k_desc, top_k_known
 from maclaw_kernels.vectors import dot_scores_wanted, is_unit_vector
@@ -321,7 +322,7 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
                  access, seq, tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w,
                  w_rel, n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor,
                  adj_mix, max_identity, max_user_facts, lead_window, max_entries, budget, bm25, cos,
-                 work, out_rows, out_parts, dormant, revive_bar, idf_out):
+                 work, out_rows, out_parts, dormant, revive_bar, needs_term, idf_out):
     """One query end to end: BM25 into ``bm25``, cosines into ``cos`` (of the ``eligible`` and
     ``dormant`` rows, 0 for the others: no other row's is read), then what
     :func:`recall_single` does, in one call (each call level of this many arrays costs ~1 µs).
@@ -341,7 +342,10 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
     scope; an empty array: revival off) the query cues at least ``revive_bar`` strongly
     (:func:`maclaw_kernels.revival.cue_strength`), and the dormant rows within ``adj_hops``
     conversation links of one, compete with the eligible rows; a dormant row selected has the
-    reason code :data:`REASON_REVIVED`. ``idf_out[0]``: the query's ``idf_total``, the scale of
+    reason code :data:`REASON_REVIVED`. ``needs_term`` (1.0 or 0.0; a float so that it fits the
+    knobs of :func:`recall_viewed`): only a dormant row holding a query term is cued, so only
+    those rows' cosines are computed first and the rows linked to a cued one's after the cue
+    test (:func:`maclaw_kernels.revival.linked_cosines`). ``idf_out[0]``: the query's ``idf_total``, the scale of
     its cue strengths (:func:`maclaw_kernels.revival.query_idf_total`).
     """
     if check_unit and query.shape[0] and not is_unit_vector(query, 1e-6):
@@ -358,7 +362,9 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
     has_vector = query.shape[0] > 0
     if has_vector:
         # only the rows the query may return: the eligible ones and (revival on) the dormant
-        dot_scores_wanted(matrix, n, has_vec, query, eligible, dormant, cos)
+        # ones it may cue (those holding a query term, when cues need one)
+        dot_scores_wanted(matrix, n, has_vec, query, eligible, dormant,
+                          bm25[:n] if needs_term != 0.0 else bm25[:0], cos)
     else:
         cos[:n] = 0.0
     idf_total = terms_idf_total(term_ids, df, n_live)
@@ -368,12 +374,15 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
             adj_mix, max_identity, max_user_facts, lead_window, max_entries, budget)
     recency = (updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
                memo_factor, log_table)
-    if count_cued(dormant, bm25[:n], cos[:n], idf_total, bm25_w, cos_w, has_vector,
+    term = needs_term != 0.0
+    if count_cued(dormant, bm25[:n], cos[:n], idf_total, bm25_w, cos_w, has_vector, term,
                   revive_bar) == 0:
         return recall_single(*recency, bm25[:n], cos[:n], affinity, eligible, scored, *plan,
                              work, out_rows, out_parts)
     el, sc = revived_masks(dormant, bm25[:n], cos[:n], idf_total, bm25_w, cos_w, has_vector,
-                           revive_bar, prev, nxt, adj_hops, eligible, scored)
+                           term, revive_bar, prev, nxt, adj_hops, eligible, scored)
+    if term and has_vector:
+        linked_cosines(matrix, has_vec, query, dormant, bm25[:n], el, cos)
     m = recall_single(*recency, bm25[:n], cos[:n], affinity, el, sc, *plan, work, out_rows,
                       out_parts)
     for j in range(m):
@@ -393,7 +402,7 @@ VIEWED_ARGS = (
     ("i8", 1), ("i8", 1), ("i8", 1), ("i8", 1), ("b1", 1), "", "", "", "", "", "", ("i8", 2),
     ("f8", 2), "", "", ("i8", 1), ("i8", 1), "", "", "", "", "", "", "", "",
     # scratch and outputs, then revival
-    ("f8", 1), ("f4", 1), ("f8", 2), ("i8", 1), ("f8", 2), ("b1", 1), "", ("f8", 1))
+    ("f8", 1), ("f4", 1), ("f8", 2), ("i8", 1), ("f8", 2), ("b1", 1), "", "", ("f8", 1))
 
 
 @njit(cache=True)
@@ -420,7 +429,8 @@ def recall_viewed(query_text, term_ids, query, check_unit, now, views, knobs):
         column(v, 33, np.int64), column(v, 34, np.int64), i64(k[17]), k[18], k[19],
         i64(k[20]), i64(k[21]), i64(k[22]), i64(k[23]), i64(k[24]), column(v, 35, np.float64),
         column(v, 36, np.float32), block(v, 37, np.float64), column(v, 38, np.int64),
-        block(v, 39, np.float64), column(v, 40, np.bool_), k[25], column(v, 41, np.float64))
+        block(v, 39, np.float64), column(v, 40, np.bool_), k[25], k[26],
+        column(v, 41, np.float64))
 
 
 @njit(cache=True, parallel=True)
@@ -429,12 +439,13 @@ def recall_batch(base, bm25, cos, affinity, eligible, scored, scope_of, updated_
                  n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix,
                  max_identity, max_user_facts, lead_window, max_entries, budget, out_rows,
                  out_score, out_bm25, out_rel, out_graph, out_reason, out_count, dormant, idf,
-                 has_vector, revive_bar, prior):
+                 has_vector, needs_term, revive_bar, prior):
     """:func:`recall_one` per query row of ``bm25``/``cos``; query ``q`` takes its masks from
     row ``scope_of[q]`` of ``affinity``/``eligible``/``scored``/``dormant`` (one row per
     distinct project, not one per query). Revival as in :func:`recall_query`, in the same
     pass: ``dormant`` rows (columns 0: revival off) the query cues at least ``revive_bar``
-    strongly (its ``idf_total`` ``idf[q]``) and those linked to them compete, and are marked
+    strongly (its ``idf_total`` ``idf[q]``; with ``needs_term`` only rows holding a query
+    term) and those linked to them compete, and are marked
     :data:`REASON_REVIVED` when selected. ``prior``: each query's thread prior per row
     (:mod:`maclaw_kernels.thread_prior`), added to the base scores as ``w_rel × prior``; no
     rows: none."""
@@ -446,9 +457,10 @@ def recall_batch(base, bm25, cos, affinity, eligible, scored, scope_of, updated_
             base_q = base + w_rel * prior[q, :n]
         el, sc = eligible[s], scored[s]
         if count_cued(dormant[s], bm25[q], cos[q], idf[q], bm25_w, cos_w, has_vector,
-                      revive_bar) > 0:
+                      needs_term, revive_bar) > 0:
             el, sc = revived_masks(dormant[s], bm25[q], cos[q], idf[q], bm25_w, cos_w,
-                                   has_vector, revive_bar, prev, nxt, adj_hops, eligible[s],
+                                   has_vector, needs_term, revive_bar, prev, nxt, adj_hops,
+                                   eligible[s],
                                    scored[s])
         m = recall_one(base_q, bm25[q], cos[q], affinity[s], el, sc, updated_at, access, seq,
                        tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel,

@@ -190,15 +190,14 @@ class ForgettingConfig(Config, frozen=True, kw_only=True):
     Decay turns only ``dormant_categories`` (the episodic ones) dormant; every other category
     keeps a decaying strength ``S(t)`` but stays active. A dormant entry is still indexed and
     scored by recall; it is returned (``reason="revived"``) when it ranks among the results and
-    its cue strength reaches ``revive_min_cue``. Archived entries are searched when the store's
+    its cue strength reaches ``revive_min_cue`` (``revive_needs_term``: and it holds a query
+    term). Archived entries are searched when the store's
     best hit has a cue strength below ``archive_below``, and returned when theirs reaches
     ``archive_min_cue`` (at most ``archive_max_hits``), with the archived entries within
     ``RecallConfig.adjacency_hops`` conversation links of them when ``archive_links``.
 
-    Cue strength (absolute, per query and entry, in [0, 1]): ``bm25_weight · min(1, bm25 /
-    Σ idf(query terms)) + cos_weight · max(cos, 0)`` with the recall weights, so a memory that
-    contains every query term once at an average length, or one whose vector matches, scores
-    high whatever else the store holds.
+    Cue strength (absolute, in [0, 1]): ``bm25_weight · min(1, bm25 / Σ idf(query terms)) +
+    cos_weight · max(cos, 0)`` with the recall weights, whatever else the store holds.
 
     Examples
     --------
@@ -219,6 +218,9 @@ class ForgettingConfig(Config, frozen=True, kw_only=True):
     # with decay between sessions 0.739 at 0.3 (0.745 without decay), 0.743 at 0.25, 0.739 at
     # 0.35
     revive_min_cue: float = 0.3
+    # LoCoMo R@10 the same on or off (quality_lifecycle.md); e5 puts unrelated texts at cosine
+    # 0.7-0.85, so a vector alone would revive every episode on any question
+    revive_needs_term: bool = True
     archive_search: bool = True
     # capacity 500, same half (quality_lifecycle.md): turn R@10 0.693 consulting below 0.5,
     # 0.711 below 0.6, 0.720 below 0.7, 0.721 always (every recall of a full store would then

@@ -244,3 +244,29 @@ def test_e5_thread_count_from_the_environment(monkeypatch):
         monkeypatch.setenv("MACLAW_EMBED_THREADS", bad)
         with pytest.raises(ValidationError, match="MACLAW_EMBED_THREADS"):
             e5.threads_from_env()
+
+
+@pytest.mark.parametrize("needs_term", [True, False])
+def test_an_unrelated_chinese_question_does_not_revive_old_episodes(needs_term):
+    """e5 puts unrelated texts at cosine ~0.7-0.85, so a cue taken from the vector alone would
+    bring back every dormant episode on any question; by default a dormant entry is cued only
+    by a question sharing a term with it (``ForgettingConfig.revive_needs_term``)."""
+    from maclaw_fast.config import ForgettingConfig, MemoryConfig
+
+    cfg = MemoryConfig(forgetting=ForgettingConfig(revive_needs_term=needs_term))
+    with MemoryStore.in_memory(embedder="e5", config=cfg, clock=lambda: 1.8e9) as s:
+        old = [s.save(t, category="conversation_summary", thread=f"t{i}")
+               for i, t in enumerate(["周末和小李去爬山", "咖啡机采购预算讨论", "下个月搬家到杭州"])]
+        for e in old:
+            s.set_fields(e.id, status="dormant")
+        for t in ("数据库迁移脚本需要先跑测试", "前端构建使用新的打包工具"):
+            s.save(t, category="project_knowledge")
+        question = "明天部署计划是什么"  # no word in common with any episode
+        qv = embed_checked(s.embedder, [question], query=True)[0]
+        assert min(float(qv @ s.vector(e.id)) for e in old) > 0.6  # the cosines run high
+        revived = {h.entry.id for h in s.recall(question, reinforce=False)
+                   if h.reason == "revived"}
+        assert revived == (set() if needs_term else {e.id for e in old})
+        # a question naming an episode still brings it back
+        hits = s.recall("小李爬山的照片", reinforce=False)
+        assert [h.reason for h in hits if h.entry.id == old[0].id] == ["revived"]

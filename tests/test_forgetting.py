@@ -89,7 +89,9 @@ def test_dormant_categories_are_configurable():
 
 # --- kernels against plain references ---------------------------------------------------------
 
-def ref_cue(bm25, cos, idf_total, bw, cw, has_vector):
+def ref_cue(bm25, cos, idf_total, bw, cw, has_vector, needs_term=False):
+    if needs_term and not bm25 > 0:
+        return 0.0
     lex = min(1.0, bm25 / idf_total) if idf_total > 0 and bm25 > 0 else 0.0
     if not has_vector:
         return lex
@@ -98,18 +100,19 @@ def ref_cue(bm25, cos, idf_total, bw, cw, has_vector):
 
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.tuples(st.floats(0, 30), st.floats(-1, 1)), max_size=60),
-       st.floats(0, 20), st.floats(0, 1), st.floats(0, 1), st.booleans(), st.floats(0, 1))
-def test_cue_kernels_match_reference(pairs, idf_total, bw, cw, has_vector, min_cue):
+       st.floats(0, 20), st.floats(0, 1), st.floats(0, 1), st.booleans(), st.booleans(),
+       st.floats(0, 1))
+def test_cue_kernels_match_reference(pairs, idf_total, bw, cw, has_vector, needs_term, min_cue):
     bm25 = np.array([p[0] for p in pairs], np.float64)
     cos = np.array([p[1] for p in pairs], np.float32)
-    ref = [ref_cue(float(b), float(c), idf_total, bw, cw, has_vector)
+    ref = [ref_cue(float(b), float(c), idf_total, bw, cw, has_vector, needs_term)
            for b, c in zip(bm25, cos)]
     out = np.empty(len(pairs))
-    cue_strengths(bm25, cos, idf_total, bw, cw, has_vector, out)
+    cue_strengths(bm25, cos, idf_total, bw, cw, has_vector, needs_term, out)
     np.testing.assert_allclose(out, ref, rtol=1e-6, atol=1e-7)
     rows = np.arange(len(pairs), dtype=np.int64)[::-1].copy()
     sel = np.empty(len(pairs), np.int64)
-    k = strong_cues(rows, bm25, cos, idf_total, bw, cw, has_vector, min_cue, sel)
+    k = strong_cues(rows, bm25, cos, idf_total, bw, cw, has_vector, needs_term, min_cue, sel)
     assert sel[:k].tolist() == [r for r in rows.tolist() if out[r] >= min_cue]
 
 
@@ -202,11 +205,13 @@ def build(clock, config=MemoryConfig(), path=None, n=40, seed=0):
     return store, ids
 
 
-def test_revival_is_recall_over_the_cued_entries_made_active():
+@pytest.mark.parametrize("needs_term", [True, False])
+def test_revival_is_recall_over_the_cued_entries_made_active(needs_term):
     """A recall that revives equals a recall (revival off) over the same store in which exactly
-    the dormant entries whose cue reaches the bar are active: the same kernels, one mask more."""
+    the dormant entries whose cue reaches the bar are active: the same kernels, one mask more
+    (with cues that need a query term, and with cues from the vector alone too)."""
     clock = Clock()
-    store, ids = build(clock)
+    store, ids = build(clock, with_forgetting(revive_needs_term=needs_term))
     clock.t += 900 * H
     dormant = decay(store).dormant_ids
     assert len(dormant) >= 10
@@ -218,7 +223,7 @@ def test_revival_is_recall_over_the_cued_entries_made_active():
         total = store._bm25.idf_total(tokenize(q))
         cued = {i for i in dormant
                 if ref_cue(bm25[store._row(i)], float(store.vector(i) @ qv), total,
-                           rc.bm25_weight, rc.cos_weight, True)
+                           rc.bm25_weight, rc.cos_weight, True, needs_term)
                 >= store.config.forgetting.revive_min_cue}
         got = store.recall(q, reinforce=False, query_vector=qv)
         # the reference: a second store built the same way, the cued entries active
@@ -553,3 +558,25 @@ def test_memory_tool_recall_strengthens_only_the_results_it_returns():
         assert len(recall_memory(s, "atlas deploy release", max_results=2,
                                  reinforce=False)["results"]) == 2
         assert sum(e.access_count for e in s.entries()) == sum(before.values()) + 2
+
+
+@pytest.mark.parametrize("needs_term", [True, False])
+def test_a_dormant_entry_needs_a_shared_term_to_be_cued(needs_term):
+    """A query whose vector is the dormant episode's own but which shares no term with it
+    revives it only when cues may come from the vector alone (``revive_needs_term=False``);
+    by default the same query with one of its words does, by ``recall`` and ``recall_batch``."""
+    cfg = with_forgetting(revive_needs_term=needs_term)
+    with MemoryStore.in_memory(embedder="hash", config=cfg, clock=lambda: 1.8e9) as s:
+        for i in range(12):
+            s.save(f"note {i} on the build cache and flaky tests", category="project_knowledge")
+        ep = s.save("Booked the ferry to Naxos for the family trip",
+                    category="conversation_summary")
+        s.set_fields(ep.id, status="dormant")
+        v = s.vector(ep.id)
+        for query in ("what plans were made for the holidays", "the ferry booking"):
+            single = {h.entry.id: h.reason for h in s.recall(query, query_vector=v,
+                                                             reinforce=False)}
+            batch = {h.entry.id: h.reason for h in s.recall_batch(
+                [query], query_vectors=v[None], reinforce=False)[0]}
+            want = "revived" if (query.endswith("booking") or not needs_term) else None
+            assert single.get(ep.id) == want and batch.get(ep.id) == want, query

@@ -575,11 +575,16 @@ def test_dot_scores_wanted_only_marked_rows(seed):
     query = unit_rows(rng, 1, d)[0]
     wanted = rng.random(cap) < 0.5
     also = rng.random(cap) < 0.3 if seed % 2 else np.zeros(0, np.bool_)
+    # the BM25 that limits ``also`` to its rows with a hit (every 4th case: none given)
+    hits = (np.where(rng.random(cap) < 0.5, rng.uniform(0.1, 3, cap), 0.0) if seed % 4 != 1
+            else np.zeros(0))
     full = np.full(n_rows, np.nan, np.float32)
     dot_scores(matrix, n_rows, has_vec, query, full)
     out = np.full(n_rows, np.nan, np.float32)
-    dot_scores_wanted(matrix, n_rows, has_vec, query, wanted, also, out)
-    keep = wanted[:n_rows] | (also[:n_rows] if also.shape[0] else False)
+    dot_scores_wanted(matrix, n_rows, has_vec, query, wanted, also, hits, out)
+    also_kept = (also[:n_rows] & (hits[:n_rows] > 0 if hits.shape[0] else True)
+                 if also.shape[0] else False)
+    keep = wanted[:n_rows] | also_kept
     ref = (matrix[:n_rows].astype(np.float64) @ query.astype(np.float64)) * has_vec[:n_rows]
     np.testing.assert_allclose(out, np.where(keep, ref, 0.0), atol=2e-6)
     np.testing.assert_array_equal(out[keep], full[keep])

@@ -88,8 +88,10 @@ class ArchiveColumns:
                    and query_vector.shape[0] == self.vectors.dim)
         cos = (self.vectors.scores(query_vector, n) if use_vec else np.zeros(n, np.float32))
         cue = np.empty(n)
+        # an archived entry may match by its vector alone (revive_needs_term is for dormant
+        # rows: archive search runs only when the store has no strong match)
         cue_strengths(bm25, cos, self.bm25.idf_total(tokens), bm25_w, cos_w,
-                      query_vector is not None, cue)
+                      query_vector is not None, False, cue)
         cue[~t.alive[:n]] = -1.0
         rows = np.flatnonzero(cue >= min_cue)
         rows = rows[np.lexsort((t.seq[rows], -cue[rows]))][:limit]

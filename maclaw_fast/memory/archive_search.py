@@ -204,7 +204,7 @@ def weak_queries(store, bm25, cos, rows, counts, token_lists, has_vector: bool,
             continue
         cue = np.empty(r.shape[0])
         cue_strengths(bm25[q, r], cos[q, r], idf[q], rc.bm25_weight, rc.cos_weight,
-                      has_vector, cue)
+                      has_vector, False, cue)
         out[q] = cue.max() < fc.archive_below
 
 

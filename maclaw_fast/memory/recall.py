@@ -298,7 +298,8 @@ class _FusedArgs:
                                 category=static.category) if fc.revive else _NO_DORMANT)
         self.tail = (vec.matrix, vec.has_vec, *static.recency_args, *static.recency_knobs,
                      affinity, eligible, scored, *static.kernel_args, bm25, cos, work, rows, parts,
-                     dormant, float(fc.revive_min_cue), static.idf_out)
+                     dormant, float(fc.revive_min_cue),
+                     float(fc.revive_needs_term), static.idf_out)
         self._index_args = self._joined = self._views = None
         self._calls = 0
 
@@ -460,7 +461,8 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
                                     scope_of[lo:hi], static.recency_args[0],
                                     *static.kernel_args, rows[lo:hi],
                                     *(p[lo:hi] for p in parts), counts[lo:hi], dormant, idf,
-                                    qvecs is not None, float(fc.revive_min_cue), prior)
+                                    qvecs is not None, fc.revive_needs_term,
+                                    float(fc.revive_min_cue), prior)
                 weak_queries(store, bm25, cos, rows[lo:hi], counts[lo:hi], token_lists[lo:hi],
                              qvecs is not None, weak[lo:hi])
                 if n:  # -1 marks an unused slot: any valid column will do there

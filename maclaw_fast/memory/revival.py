@@ -146,7 +146,7 @@ class QueryCues:
         rc = self.store.config.recall
         out = np.empty(rows.shape[0])
         cue_strengths(self.bm25[rows], self.cos[rows], self.idf_total, rc.bm25_weight,
-                      rc.cos_weight, self.qvec is not None, out)
+                      rc.cos_weight, self.qvec is not None, False, out)
         return float(out.max())
 
 
@@ -179,7 +179,7 @@ def revive_single(store, static, project, query: str, tokens, qvec, now: float, 
     rows, parts, work, _, _ = static.single
     cued = np.empty(drows.shape[0], np.int64)
     k = strong_cues(drows, cues.bm25, cues.cos, cues.idf_total, rc.bm25_weight, rc.cos_weight,
-                    qvec is not None, fc.revive_min_cue, cued)
+                    qvec is not None, fc.revive_needs_term, fc.revive_min_cue, cued)
     if k == 0:
         return m, cues
     eligible, affinity, scored, _ = static.scope_masks(store, project)

@@ -57,6 +57,7 @@ ABLATIONS = {"min-max fusion": {"score_norm": "minmax"},
              "min-max, one vector": {"score_norm": "minmax", "query_clauses": False},
              "raw cos, one vector": {"score_norm": "minmax", "cos_norm": "raw",
                                      "query_clauses": False},
+             "one vector per tool": {"description_view": False},
              "names not split": {"split_names": False},
              "parameters not indexed": {"index_parameters": False}}
 
@@ -277,8 +278,10 @@ def report(results, pick, best, scores, cfg: RouterConfig, sweep) -> str:
     lines = summary(results, pick, cfg) + [
         "", "## Every model and metric", "",
         f"Default fusion (`RouterConfig`): {cfg.bm25_weight}·z(bm25) + "
-        f"{cfg.cos_weight}·z(cos), z-scores over the candidates, then min-max; a tool's cosine "
-        "is its best over the message and its sentence clauses (`query_clauses`). Vector only "
+        f"{cfg.cos_weight}·z(cos), z-scores over the candidates, then min-max; a tool's vector "
+        "is the normalised mean of its whole text's and its description's (`description_view`); "
+        "its cosine is its best over the message and its sentence clauses (`query_clauses`). "
+        "Vector only "
         "uses the clauses too. Retrieval stage only. `hybrid held-out` is the half of each "
         "split the fusion was not tuned on; the other columns are whole splits. Models: "
         + "; ".join(sorted({f"`{r['model']}` = {r['label']}" for r in results})) + ".", "",
@@ -320,7 +323,8 @@ def report(results, pick, best, scores, cfg: RouterConfig, sweep) -> str:
               "Each column turns one part of the default off (at the default weights): min-max "
               "instead of z-score fusion; one vector per message instead of the message and its "
               "clauses; both; raw cosine (max(cos, 0)) with min-max BM25 and one vector; "
-              "camelCase names not split; parameters not indexed.", "",
+              "one vector per tool (its whole text's, no description view); camelCase names "
+              "not split; parameters not indexed.", "",
               "| set | split | model | default hybrid | " + " | ".join(ABLATIONS)
               + " | BM25 only | vector only |", "|---" * (6 + len(ABLATIONS)) + "|"]
     for r in results:

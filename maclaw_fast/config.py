@@ -298,10 +298,10 @@ class RouterConfig(Config, frozen=True, kw_only=True):
     # fused = bm25_weight·norm(bm25) + cos_weight·norm(cos) over the candidates, then min-max.
     # score_norm "zscore": (x − mean)/std over the candidates, so a signal that singles out a
     # few tools outweighs a flat one; "minmax" (SPEC R3) then uses cos_norm for the cosine:
-    # "minmax" or "raw" ([compat]: max(cos, 0)). z-scores and 0.4/0.6 won the sweep on the tune
+    # "minmax" or "raw" ([compat]: max(cos, 0)). z-scores and 0.3/0.7 won the sweep on the tune
     # halves of MetaTool, Seal-Tools and HammerBench-zh (benchmarks/results/quality_tools.md)
-    bm25_weight: float = 0.4
-    cos_weight: float = 0.6
+    bm25_weight: float = 0.3
+    cos_weight: float = 0.7
     score_norm: Literal["zscore", "minmax"] = "zscore"
     cos_norm: str = "minmax"
     # a tool's cosine is its best over the message and the message's sentences (at least
@@ -317,6 +317,10 @@ class RouterConfig(Config, frozen=True, kw_only=True):
     # parameter_chars characters); measured in benchmarks/results/quality_tools.md (ablation)
     index_parameters: bool = True
     parameter_chars: Positive = 2000
+    # a tool's vector is the normalised mean of its whole text's vector and its description's
+    # (tools/tool_vectors.py): the parameter lines dilute what the tool does; measured in
+    # quality_tools.md (ablation "one vector per tool"). False: the whole text's vector alone
+    description_view: bool = True
     retrieval_weight: float = 0.6
     experience_weight: float = 0.3
     priority_weight: float = 0.1
@@ -338,7 +342,8 @@ class RouterConfig(Config, frozen=True, kw_only=True):
     usage_query_tokens: int = 5
     usage_decay_per_hour: float = 0.01
     usage_failure_weight: float = -0.3
-    embedding_cache_size: int = 2000
+    # tool vectors kept in the disk cache: two views a tool (description_view), so 2,000 tools
+    embedding_cache_size: int = 4000
     embedding_cache_debounce_s: float = 2.0
     query_cache_size: int = 64
     query_cache_ttl_s: float = 30.0

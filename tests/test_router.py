@@ -227,12 +227,13 @@ def test_vector_only_match_is_a_candidate():
 def test_usage_history_lifts_a_tool(catalog):
     usage = UsageTracker(clock=lambda: 1e9)
     router = make(catalog, usage=usage)
-    msg = "convert the numbers"
+    msg = "convert the value"
     before = [t for t in router.route(msg).tools if t.reason == "ranked"]
     # the runner-up: experience (weight 0.3) can lift a tool whose retrieval is within reach
-    # of the leader's, not one ranked on a stray shared term
+    # of the leader's (0.6 · gap < 0.3), not one ranked on a stray shared term
     low = before[1]
     assert low.name != before[0].name and low.experience == 0.0
+    assert 0.6 * (before[0].retrieval - low.retrieval) < 0.3
     for _ in range(5):
         usage.record(low.name, msg, success=True, timestamp=1e9)
     after = router.route(msg)
@@ -421,9 +422,11 @@ def test_tool_embedding_disk_cache_and_query_lru(catalog, tmp_path):
     emb = CountingEmbedder()
     router = make(catalog, embedder=emb, cache_dir=tmp_path)
     router.route("x")
-    assert emb.texts == len(catalog) + 1
+    # each tool's whole text and its description (two views), then the query
+    views = len(catalog) + sum(bool(t.description.strip()) for t in catalog)
+    assert emb.texts == views + 1
     router.route("x")
-    assert emb.texts == len(catalog) + 1  # query LRU hit
+    assert emb.texts == views + 1  # query LRU hit
     router.close()
     assert (tmp_path / "tool_embeddings.arrow").is_file()
     emb2 = CountingEmbedder()
@@ -431,7 +434,7 @@ def test_tool_embedding_disk_cache_and_query_lru(catalog, tmp_path):
     assert emb2.texts == 1  # every tool vector came from disk
     emb3 = CountingEmbedder(dim=32)  # another fingerprint: the file is ignored
     make(catalog, embedder=emb3, cache_dir=tmp_path).route("y")
-    assert emb3.texts == len(catalog) + 1
+    assert emb3.texts == views + 1
 
 
 def test_bad_arguments():

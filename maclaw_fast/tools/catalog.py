@@ -19,6 +19,7 @@ from maclaw_fast.index.arrays import grow
 from maclaw_fast.text import tokenize
 from maclaw_fast.tools.enrichment import parameter_text
 from maclaw_fast.tools.registry import RegisteredTool, is_available, name_words
+from maclaw_fast.tools.tool_vectors import combine_views, view_texts
 from maclaw_fast.tools.types import RouteState, ToolScore
 
 
@@ -105,10 +106,10 @@ class CatalogMixin:
         """Embed tools registered since the last call (one batch) and map rows to usage ids."""
         if self._pending_vec:
             rows = sorted(self._pending_vec)
-            texts = [f"{self._tools[r].name} {self._tools[r].description}\n"
-                     f"{self._tools[r].body_summary}" for r in rows]
-            vecs = (self.disk_cache.embed(texts) if self.disk_cache is not None
-                    else embed_checked(self.embedder, texts))
+            texts, owner = view_texts([self._tools[r] for r in rows],
+                                      self.config.description_view)
+            vecs = combine_views(self.disk_cache.embed(texts) if self.disk_cache is not None
+                                 else embed_checked(self.embedder, texts), owner, len(rows))
             self.vectors.reserve(self.n_rows)
             for r, v in zip(rows, vecs):
                 self.vectors.set(r, v)

@@ -82,7 +82,12 @@ def world():
 @pytest.fixture(scope="module")
 def oracle(world):
     router, usage, tools, messages, qvecs, emb = world
+    # a tool's vector: the normalised mean of its whole text's and its description's
+    # (RouterConfig.description_view)
     vecs = emb.embed([f"{t.name} {t.description}\n{t.body_summary}" for t in tools])
+    has = np.array([bool(t.description.strip()) for t in tools])[:, None]
+    vecs = vecs + has * emb.embed([t.description.strip() or "-" for t in tools])
+    vecs = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
     py_tools = [{"name": t.name, "tokens": tokenize(f"{t.name} {t.description} {' '.join(t.tags)}"),
                  "category": t.category, "priority": t.priority, "tags": t.tags} for t in tools]
     records = [(r["tool_name"], set(r["query_tokens"]), NOW - 0.0, r["success"])

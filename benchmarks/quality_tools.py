@@ -50,6 +50,7 @@ MODES = ("bm25", "vector", "hybrid")
 SWEEP = tuple(round(0.1 * i, 1) for i in range(11))
 SEED = 2026
 FOREIGN_SWEEP = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+CJK_SWEEP = (0.1, 0.2, 0.3, 0.4, 0.5)
 DEFAULT = "z-score"  # the default fusion's name in the sweep; SWEPT: the fusions swept over w
 SWEPT = (DEFAULT, "min-max fusion")
 ABLATIONS = {"min-max fusion": {"score_norm": "minmax"},
@@ -58,6 +59,7 @@ ABLATIONS = {"min-max fusion": {"score_norm": "minmax"},
              "raw cos, one vector": {"score_norm": "minmax", "cos_norm": "raw",
                                      "query_clauses": False},
              "one vector per tool": {"description_view": False},
+             "Chinese-query weight off": {"cjk_query_bm25_weight": 0.0},
              "names not split": {"split_names": False},
              "parameters not indexed": {"index_parameters": False}}
 
@@ -149,10 +151,16 @@ def run_set(key: str, root: Path, model: str, args) -> dict:
         return ToolRouter(router.registry, embedder=tool_emb, platform=Platform(), cache_dir=cdir,
                           config=RouterConfig(core_tools=(), embedding_cache_size=1_000_000, **kw))
     ablations = {name: variant(**kw) for name, kw in ABLATIONS.items()}
+    # the fusion sweep runs without the Chinese-query weight (chosen after it, at the chosen w)
+    sweepers = {DEFAULT: variant(cjk_query_bm25_weight=0.0),
+                "min-max fusion": variant(score_norm="minmax", cjk_query_bm25_weight=0.0)}
     all_texts = [q for qs in splits.values() for q, _ in qs]
-    if foreign_query_scale(all_texts, tool_emb, cfg).min() < 1.0:
-        ablations.update({f"foreign={wf}": variant(foreign_query_bm25_weight=wf)
-                          for wf in FOREIGN_SWEEP})
+    if (foreign_query_scale(all_texts, tool_emb, cfg) != 1.0).any():
+        if "zh" in (getattr(tool_emb, "languages", None) or ()):
+            ablations.update({f"cjk={w}": variant(cjk_query_bm25_weight=w) for w in CJK_SWEEP})
+        else:
+            ablations.update({f"foreign={wf}": variant(foreign_query_bm25_weight=wf)
+                              for wf in FOREIGN_SWEEP})
     res = {"set": name, "key": key, "model": model, "label": label, "tools": len(tools),
            "index_s": t_index, "splits": {}}
     for split, queries in splits.items():
@@ -176,8 +184,7 @@ def run_set(key: str, root: Path, model: str, args) -> dict:
             us[mode] = (time.perf_counter() - t0) / max(len(queries), 1) * 1e6
         for w in args.sweep:
             for fusion in SWEPT:
-                r_ = router if fusion == DEFAULT else ablations[fusion]
-                runs[f"{fusion} w={w}"] = score_queries(r_, queries, qvecs, "hybrid",
+                runs[f"{fusion} w={w}"] = score_queries(sweepers[fusion], queries, qvecs, "hybrid",
                                                         (w, round(1 - w, 6)))
         for ab_name, ab_router in ablations.items():
             runs[ab_name] = score_queries(ab_router, queries, qvecs, "hybrid")
@@ -186,7 +193,7 @@ def run_set(key: str, root: Path, model: str, args) -> dict:
         print(f"{name}/{split} [{model}]: " + ", ".join(
             f"{m} {runs[m][SETS[key][4]].mean():.3f}" for m in MODES), file=sys.stderr,
             flush=True)
-    for ab_router in ablations.values():
+    for ab_router in (*ablations.values(), *sweepers.values()):
         ab_router.close()
     return res
 
@@ -228,30 +235,42 @@ def choose_weight(results, pick: dict[str, str], sweep) -> tuple[str, dict]:
     return best, scores
 
 
-def foreign_sweep(results) -> list[str]:
-    """The foreign-query gate's sweep on the sets whose queries the model cannot read, chosen by
-    the tune-half mean of the primary metric over their splits."""
+def gate_sweep(results, prefix: str, values, title: str, text: str, field: str) -> list[str]:
+    """A per-language weight's sweep (runs named ``{prefix}={value}``) on the sets where it
+    applies, chosen by the tune-half mean of the primary metric over their splits."""
     rows = [(r, sp) for r in results for sp, s in r["splits"].items()
-            if f"foreign={FOREIGN_SWEEP[0]}" in s["runs"]]
+            if f"{prefix}={values[0]}" in s["runs"]]
     if not rows:
         return []
-    lines = ["", "## Foreign-query gate sweep", "",
-             "`foreign_query_bm25_weight` (a query in a language the model was not trained on "
-             "fuses as `wf : 1 − wf`); cells tune / held-out half; `tune mean` over the splits.",
-             "", "| wf | " + " | ".join(f"{r['set']} {sp} [{r['model']}]" for r, sp in rows)
+    lines = ["", f"## {title}", "", text, "", "| value | "
+             + " | ".join(f"{r['set']} {sp} [{r['model']}]" for r, sp in rows)
              + " | tune mean |", "|---" * (len(rows) + 2) + "|"]
     tune = {}
-    for wf in FOREIGN_SWEEP:
-        key, cells, t = f"foreign={wf}", [], []
+    for v in values:
+        key, cells, t = f"{prefix}={v}", [], []
         for r, sp in rows:
             s, metric = r["splits"][sp], SETS[r["key"]][4]
             t.append(mean(s["runs"], key, metric, s["halves"][0]))
             cells.append(f"{t[-1]:.3f} / {mean(s['runs'], key, metric, s['halves'][1]):.3f}")
-        tune[wf] = float(np.mean(t))
-        lines.append(f"| {wf} | " + " | ".join(cells) + f" | {tune[wf]:.4f} |")
-    best = max(tune, key=lambda wf: (tune[wf], -wf))
-    return lines + ["", f"Chosen on the tune halves: wf = {best}; the default config holds "
-                        f"{RouterConfig().foreign_query_bm25_weight}."]
+        tune[v] = float(np.mean(t))
+        lines.append(f"| {v} | " + " | ".join(cells) + f" | {tune[v]:.4f} |")
+    best = max(tune, key=lambda v: (tune[v], -v))
+    return lines + ["", f"Chosen on the tune halves: {best}; the default config holds "
+                        f"{getattr(RouterConfig(), field)}."]
+
+
+def foreign_sweep(results) -> list[str]:
+    """The foreign-query gate's sweep (sets whose queries the model cannot read) and the
+    Chinese-query weight's (mostly-Chinese queries with a model that reads them)."""
+    return gate_sweep(
+        results, "foreign", FOREIGN_SWEEP, "Foreign-query gate sweep",
+        "`foreign_query_bm25_weight` (a query in a language the model was not trained on fuses "
+        "as `wf : 1 − wf`); cells tune / held-out half; `tune mean` over the splits.",
+        "foreign_query_bm25_weight") + gate_sweep(
+        results, "cjk", CJK_SWEEP, "Chinese-query weight sweep",
+        "`cjk_query_bm25_weight` (a mostly-Chinese query with a model that reads Chinese fuses "
+        "as `wz : 1 − wz`), at the chosen fusion; the fusion sweep above runs without it. "
+        "Cells tune / held-out half; `tune mean` over the splits.", "cjk_query_bm25_weight")
 
 
 def summary(results, pick, cfg: RouterConfig) -> list[str]:
@@ -280,8 +299,12 @@ def report(results, pick, best, scores, cfg: RouterConfig, sweep) -> str:
         f"Default fusion (`RouterConfig`): {cfg.bm25_weight}·z(bm25) + "
         f"{cfg.cos_weight}·z(cos), z-scores over the candidates, then min-max; a tool's vector "
         "is the normalised mean of its whole text's and its description's (`description_view`); "
-        "its cosine is its best over the message and its sentence clauses (`query_clauses`). "
-        "Vector only "
+        "its cosine is its best over the message and its sentence clauses (`query_clauses`); "
+        f"a mostly-Chinese query fuses at {cfg.cjk_query_bm25_weight} / "
+        f"{round(1 - cfg.cjk_query_bm25_weight, 6)} with a model that reads Chinese "
+        f"(`cjk_query_bm25_weight`), {cfg.foreign_query_bm25_weight} / "
+        f"{round(1 - cfg.foreign_query_bm25_weight, 6)} with one that does not "
+        "(`foreign_query_bm25_weight`). Vector only "
         "uses the clauses too. Retrieval stage only. `hybrid held-out` is the half of each "
         "split the fusion was not tuned on; the other columns are whole splits. Models: "
         + "; ".join(sorted({f"`{r['model']}` = {r['label']}" for r in results})) + ".", "",
@@ -323,8 +346,9 @@ def report(results, pick, best, scores, cfg: RouterConfig, sweep) -> str:
               "Each column turns one part of the default off (at the default weights): min-max "
               "instead of z-score fusion; one vector per message instead of the message and its "
               "clauses; both; raw cosine (max(cos, 0)) with min-max BM25 and one vector; "
-              "one vector per tool (its whole text's, no description view); camelCase names "
-              "not split; parameters not indexed.", "",
+              "one vector per tool (its whole text's, no description view); mostly-Chinese "
+              "queries at the default weights; camelCase names not split; parameters not "
+              "indexed.", "",
               "| set | split | model | default hybrid | " + " | ".join(ABLATIONS)
               + " | BM25 only | vector only |", "|---" * (6 + len(ABLATIONS)) + "|"]
     for r in results:

@@ -375,12 +375,24 @@ class RouterConfig(Config, frozen=True, kw_only=True):
     deferred_search_k: int = 5
     embedding_disk_cache: bool = True
     # [D] a query mostly in a language the embedder was not trained on (Chinese with the
-    # English MiniLM) fuses as this / (1 − this): its cosines are near-noise. 0.9 won the sweep
+    # English MiniLM) fuses as this / (1 − this): its cosines are near-noise. 0.8 won the sweep
     # on the tune halves of HammerBench-zh with MiniLM (quality_tools.md); 0 disables the gate.
-    foreign_query_bm25_weight: float = 0.9
+    foreign_query_bm25_weight: float = 0.8
     foreign_query_min_ratio: float = 0.3
+    # [D] a query mostly in Chinese with an embedder that reads it (e5) fuses as this /
+    # (1 − this): word-level BM25 over jieba's cuts is the weaker signal there (HammerBench-zh
+    # BM25 only Hit@5 0.79–0.82 against 0.89–0.94 for e5 vectors, while English BM25 is the
+    # stronger one on Seal-Tools). 0.2 won the sweep on the tune halves of HammerBench-zh with
+    # e5 (quality_tools.md); 0 disables it (the query fuses with bm25_weight / cos_weight).
+    cjk_query_bm25_weight: float = 0.2
     # numba threads for route_batch (0 = all cores); see maclaw_fast/threads.py for why 1
     batch_threads: int = 1
+
+    def check(self) -> None:
+        for name in ("foreign_query_bm25_weight", "cjk_query_bm25_weight"):
+            w = getattr(self, name)
+            if not 0.0 <= w <= 1.0:
+                raise ValidationError(f"RouterConfig.{name}: must be in [0, 1] (0: off), got {w}")
 
 
 class SearchConfig(Config, frozen=True, kw_only=True):

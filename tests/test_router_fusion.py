@@ -116,3 +116,50 @@ def test_bad_fusion_config_and_query_vectors_are_rejected():
         router.route(TWO_ASKS, query_vector=np.ones((3, 5)))
     with pytest.raises(ValidationError):
         router.retrieve(TWO_ASKS, query_vector=np.full((2, 4), np.nan))
+
+
+class ReadsChinese(HashEmbedder):
+    languages = ("multi", "en", "zh")
+
+
+def _zh_catalog():
+    tools = [RegisteredTool(name=n, description="core") for n in CORE]
+    for i, (name, desc) in enumerate([
+            ("query_violation", "查询车辆的交通违章记录"), ("pay_fine", "在线缴纳违章罚款"),
+            ("book_flight", "预订机票 book a flight"), ("call_taxi", "叫一辆出租车"),
+            ("search_song", "搜索歌曲 search songs"), ("weather", "查询城市天气 weather")]
+            + [(f"widget_{i}", f"小工具 {i} widget") for i in range(40)]):
+        tools.append(RegisteredTool(name=name, description=desc))
+    return tools
+
+
+@pytest.mark.parametrize("message", ["帮我查一下车的违章记录然后缴纳罚款", "查询北京天气",
+                                     "book a flight and search songs"])
+def test_mostly_chinese_query_fuses_at_the_chinese_weight(message):
+    """With a model that reads Chinese, a mostly-Chinese message fuses as
+    cjk_query_bm25_weight : 1 − it (here the same ranking and scores as explicit 0.2/0.8 weights
+    with the setting off); an English message keeps bm25_weight : cos_weight."""
+    kw = dict(embedder=ReadsChinese(64), platform=Platform())
+    on = ToolRouter(ToolRegistry(_zh_catalog()), config=RouterConfig(cjk_query_bm25_weight=0.2), **kw)
+    off = ToolRouter(ToolRegistry(_zh_catalog()), config=RouterConfig(cjk_query_bm25_weight=0.0), **kw)
+    zh = message[0] != "b"
+    want = off.retrieve(message, 10, weights=(0.2, 0.8) if zh else None)
+    got = on.retrieve(message, 10)
+    assert [t.name for t in got] == [t.name for t in want]
+    assert [t.score for t in got] == pytest.approx([t.score for t in want], abs=1e-9)
+    # route() (the kernels' path) applies the same weights
+    off2 = ToolRouter(ToolRegistry(_zh_catalog()), config=RouterConfig(
+        cjk_query_bm25_weight=0.0, **({"bm25_weight": 0.2, "cos_weight": 0.8} if zh else {})), **kw)
+    r_on, r_off = on.route(message), off2.route(message)
+    assert r_on.names == r_off.names
+    assert [t.retrieval for t in r_on.tools] == pytest.approx([t.retrieval for t in r_off.tools])
+    if zh:  # and it is not a no-op: the default weights rank differently or score differently
+        plain = off.retrieve(message, 10)
+        assert [t.score for t in plain] != pytest.approx([t.score for t in got], abs=1e-6)
+
+
+@pytest.mark.parametrize("field", ["cjk_query_bm25_weight", "foreign_query_bm25_weight"])
+@pytest.mark.parametrize("value", [-0.1, 1.5])
+def test_language_weights_outside_0_1_are_rejected(field, value):
+    with pytest.raises(ValidationError):
+        RouterConfig(**{field: value})

@@ -15,10 +15,11 @@ from maclaw_kernels.routing import NORM_MINMAX, NORM_RAW_COS, NORM_ZSCORE, cosin
 
 
 def foreign_query_scale(messages: list[str], embedder, config: RouterConfig) -> np.ndarray:
-    """Per-message factor on the cosine weight of the fusion: below 1 for a message mostly in a
-    language the embedder was not trained on (``RouterConfig.foreign_query_bm25_weight``), so
-    that it fuses as ``w : 1 − w`` (the fused score is min-max normalised after, so only the
-    ratio of the two weights counts).
+    """Per-message factor on the cosine weight of the fusion, for a message mostly in Chinese
+    (``RouterConfig.foreign_query_min_ratio``), so that it fuses as ``w : 1 − w`` (the fused
+    score is min-max normalised after, so only the ratio of the two weights counts): ``w`` is
+    :func:`chinese_bm25_weight` (``foreign_query_bm25_weight`` when the embedder was not trained
+    on Chinese, ``cjk_query_bm25_weight`` when it reads it); 1 for every other message.
 
     Examples
     --------
@@ -28,9 +29,9 @@ def foreign_query_scale(messages: list[str], embedder, config: RouterConfig) -> 
     [0.286, 1.0]
     """
     scale = np.ones(len(messages))
-    if not foreign_scaling(embedder, config):
+    w = chinese_bm25_weight(embedder, config)
+    if not w:
         return scale
-    w = config.foreign_query_bm25_weight
     factor = (config.bm25_weight / w) * (1.0 - w) / config.cos_weight
     for i, m in enumerate(messages):
         if cjk_ratio(m) >= config.foreign_query_min_ratio:
@@ -38,12 +39,27 @@ def foreign_query_scale(messages: list[str], embedder, config: RouterConfig) -> 
     return scale
 
 
-def foreign_scaling(embedder, config: RouterConfig) -> bool:
-    """Whether :func:`foreign_query_scale` can be below 1: the weight is set and the embedder
-    names its languages, Chinese not among them (else every factor is 1 and a caller can skip
-    the per-message check)."""
+def chinese_bm25_weight(embedder, config: RouterConfig) -> float:
+    """The bm25 weight a mostly-Chinese message fuses with (0: the config's weights): by the
+    languages the embedder names, ``foreign_query_bm25_weight`` without Chinese among them,
+    ``cjk_query_bm25_weight`` with it; 0 for an embedder that names none.
+
+    Examples
+    --------
+    >>> class Zh: languages = ("multi", "en", "zh")
+    >>> chinese_bm25_weight(Zh(), RouterConfig()) == RouterConfig().cjk_query_bm25_weight
+    True
+    """
     langs = getattr(embedder, "languages", None)
-    return bool(config.foreign_query_bm25_weight and langs and "zh" not in langs)
+    if not langs:
+        return 0.0
+    return config.cjk_query_bm25_weight if "zh" in langs else config.foreign_query_bm25_weight
+
+
+def foreign_scaling(embedder, config: RouterConfig) -> bool:
+    """Whether :func:`foreign_query_scale` can be below 1 (else every factor is 1 and a caller
+    can skip the per-message check)."""
+    return bool(chinese_bm25_weight(embedder, config))
 
 
 def fusion_norm(config: RouterConfig) -> int:

@@ -50,7 +50,7 @@ def combine_views(vectors: np.ndarray, owner: np.ndarray, n_tools: int) -> np.nd
     Examples
     --------
     >>> v = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]], np.float32)
-    >>> combine_views(v, np.array([0, 1, 0]), 2).round(3).tolist()
+    >>> combine_views(v, np.array([0, 1, 0]), 2).astype(float).round(3).tolist()
     [[0.707, 0.707], [0.0, 1.0]]
     """
     out = np.zeros((n_tools, vectors.shape[1]), np.float32)

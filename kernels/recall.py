@@ -322,7 +322,7 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
                  access, seq, tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w,
                  w_rel, n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor,
                  adj_mix, max_identity, max_user_facts, lead_window, max_entries, budget, bm25, cos,
-                 work, out_rows, out_parts, dormant, revive_bar, needs_term, idf_out):
+                 work, out_rows, out_parts, dormant, revive_bar, needs_term, cos_floor, idf_out):
     """One query end to end: BM25 into ``bm25``, cosines into ``cos`` (of the ``eligible`` and
     ``dormant`` rows, 0 for the others: no other row's is read), then what
     :func:`recall_single` does, in one call (each call level of this many arrays costs ~1 µs).
@@ -345,7 +345,8 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
     reason code :data:`REASON_REVIVED`. ``needs_term`` (1.0 or 0.0; a float so that it fits the
     knobs of :func:`recall_viewed`): only a dormant row holding a query term is cued, so only
     those rows' cosines are computed first and the rows linked to a cued one's after the cue
-    test (:func:`maclaw_kernels.revival.linked_cosines`). ``idf_out[0]``: the query's ``idf_total``, the scale of
+    test (:func:`maclaw_kernels.revival.linked_cosines`); ``cos_floor``: the model's, as
+    :func:`maclaw_kernels.revival.cue_strength` takes it. ``idf_out[0]``: the query's ``idf_total``, the scale of
     its cue strengths (:func:`maclaw_kernels.revival.query_idf_total`).
     """
     if check_unit and query.shape[0] and not is_unit_vector(query, 1e-6):
@@ -376,11 +377,11 @@ def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_o
                memo_factor, log_table)
     term = needs_term != 0.0
     if count_cued(dormant, bm25[:n], cos[:n], idf_total, bm25_w, cos_w, has_vector, term,
-                  revive_bar) == 0:
+                  cos_floor, revive_bar) == 0:
         return recall_single(*recency, bm25[:n], cos[:n], affinity, eligible, scored, *plan,
                              work, out_rows, out_parts)
     el, sc = revived_masks(dormant, bm25[:n], cos[:n], idf_total, bm25_w, cos_w, has_vector,
-                           term, revive_bar, prev, nxt, adj_hops, eligible, scored)
+                           term, cos_floor, revive_bar, prev, nxt, adj_hops, eligible, scored)
     if term and has_vector:
         linked_cosines(matrix, has_vec, query, dormant, bm25[:n], el, cos)
     m = recall_single(*recency, bm25[:n], cos[:n], affinity, el, sc, *plan, work, out_rows,
@@ -402,7 +403,7 @@ VIEWED_ARGS = (
     ("i8", 1), ("i8", 1), ("i8", 1), ("i8", 1), ("b1", 1), "", "", "", "", "", "", ("i8", 2),
     ("f8", 2), "", "", ("i8", 1), ("i8", 1), "", "", "", "", "", "", "", "",
     # scratch and outputs, then revival
-    ("f8", 1), ("f4", 1), ("f8", 2), ("i8", 1), ("f8", 2), ("b1", 1), "", "", ("f8", 1))
+    ("f8", 1), ("f4", 1), ("f8", 2), ("i8", 1), ("f8", 2), ("b1", 1), "", "", "", ("f8", 1))
 
 
 @njit(cache=True)
@@ -429,7 +430,7 @@ def recall_viewed(query_text, term_ids, query, check_unit, now, views, knobs):
         column(v, 33, np.int64), column(v, 34, np.int64), i64(k[17]), k[18], k[19],
         i64(k[20]), i64(k[21]), i64(k[22]), i64(k[23]), i64(k[24]), column(v, 35, np.float64),
         column(v, 36, np.float32), block(v, 37, np.float64), column(v, 38, np.int64),
-        block(v, 39, np.float64), column(v, 40, np.bool_), k[25], k[26],
+        block(v, 39, np.float64), column(v, 40, np.bool_), k[25], k[26], k[27],
         column(v, 41, np.float64))
 
 
@@ -439,7 +440,7 @@ def recall_batch(base, bm25, cos, affinity, eligible, scored, scope_of, updated_
                  n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix,
                  max_identity, max_user_facts, lead_window, max_entries, budget, out_rows,
                  out_score, out_bm25, out_rel, out_graph, out_reason, out_count, dormant, idf,
-                 has_vector, needs_term, revive_bar, prior):
+                 has_vector, needs_term, cos_floor, revive_bar, prior):
     """:func:`recall_one` per query row of ``bm25``/``cos``; query ``q`` takes its masks from
     row ``scope_of[q]`` of ``affinity``/``eligible``/``scored``/``dormant`` (one row per
     distinct project, not one per query). Revival as in :func:`recall_query`, in the same
@@ -457,11 +458,10 @@ def recall_batch(base, bm25, cos, affinity, eligible, scored, scope_of, updated_
             base_q = base + w_rel * prior[q, :n]
         el, sc = eligible[s], scored[s]
         if count_cued(dormant[s], bm25[q], cos[q], idf[q], bm25_w, cos_w, has_vector,
-                      needs_term, revive_bar) > 0:
+                      needs_term, cos_floor, revive_bar) > 0:
             el, sc = revived_masks(dormant[s], bm25[q], cos[q], idf[q], bm25_w, cos_w,
-                                   has_vector, needs_term, revive_bar, prev, nxt, adj_hops,
-                                   eligible[s],
-                                   scored[s])
+                                   has_vector, needs_term, cos_floor, revive_bar, prev, nxt,
+                                   adj_hops, eligible[s], scored[s])
         m = recall_one(base_q, bm25[q], cos[q], affinity[s], el, sc, updated_at, access, seq,
                        tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel,
                        n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor,

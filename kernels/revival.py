@@ -8,16 +8,17 @@ from maclaw_kernels.vectors import row_dot
 
 
 @njit(cache=True, inline="always")
-def cue_strength(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term):
+def cue_strength(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, cos_floor):
     """Absolute strength of a query's cue for one memory, in [0, 1].
 
     Lexical part: ``min(1, bm25 / idf_total)``, where ``idf_total`` is the BM25 that a memory
     holding each query term once at the average length scores (so 1 = the whole query named,
     0.5 = half its weight), whatever else the store holds. With a query vector the two parts
-    are mixed by the recall weights, ``max(cos, 0)`` as the other part; without one the lexical
-    part alone. With ``needs_term`` a memory holding no term of the query (BM25 0) has no cue
-    at all, however close its vector: a multilingual model puts unrelated texts at cosine
-    0.7-0.85, so a vector alone would bring back every old episode."""
+    are mixed by the recall weights, ``max((cos - cos_floor) / (1 - cos_floor), 0)`` as the
+    other part (``cos_floor``: the model's :attr:`cosine_floor`, which puts its cosines on the
+    scale the bars were tuned on; 0 for that model); without one the lexical part alone. With
+    ``needs_term`` a memory holding no term of the query (BM25 0) has no cue at all, however
+    close its vector."""
     if needs_term and not bm25 > 0.0:
         return 0.0
     lex = 0.0
@@ -28,28 +29,33 @@ def cue_strength(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term):
     total = bm25_w + cos_w
     if total <= 0.0:
         return 0.0
-    return (bm25_w * lex + cos_w * max(np.float64(cos), 0.0)) / total
+    c = 0.0
+    if cos_floor < 1.0:
+        c = max((np.float64(cos) - cos_floor) / (1.0 - cos_floor), 0.0)
+    return (bm25_w * lex + cos_w * c) / total
 
 
 @njit(cache=True)
-def strong_cues(rows, bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, min_cue, out):
+def strong_cues(rows, bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, cos_floor,
+                min_cue, out):
     """The entries of ``rows`` whose :func:`cue_strength` (``bm25``/``cos`` indexed by row)
     reaches ``min_cue``, in order, into ``out``; returns how many."""
     m = 0
     for j in range(rows.shape[0]):
         r = rows[j]
-        if cue_strength(bm25[r], cos[r], idf_total, bm25_w, cos_w, has_vector,
-                        needs_term) >= min_cue:
+        if cue_strength(bm25[r], cos[r], idf_total, bm25_w, cos_w, has_vector, needs_term,
+                        cos_floor) >= min_cue:
             out[m] = r
             m += 1
     return m
 
 
 @njit(cache=True)
-def cue_strengths(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, out):
+def cue_strengths(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, cos_floor, out):
     """:func:`cue_strength` of every element of ``bm25``/``cos`` into ``out``."""
     for i in range(bm25.shape[0]):
-        out[i] = cue_strength(bm25[i], cos[i], idf_total, bm25_w, cos_w, has_vector, needs_term)
+        out[i] = cue_strength(bm25[i], cos[i], idf_total, bm25_w, cos_w, has_vector, needs_term,
+                              cos_floor)
 
 
 @njit(cache=True)
@@ -96,7 +102,8 @@ def idf_totals_batch(indptr, term_ids, df, n_live, out):
 
 
 @njit(cache=True)
-def count_cued(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, min_cue):
+def count_cued(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, cos_floor,
+               min_cue):
     """How many ``dormant`` rows the query cues at least ``min_cue`` strongly
     (:func:`cue_strength`); 0 when ``dormant`` is shorter than ``bm25`` (revival off)."""
     n = bm25.shape[0]
@@ -105,14 +112,14 @@ def count_cued(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_t
     count = 0
     for i in range(n):
         if dormant[i] and cue_strength(bm25[i], cos[i], idf_total, bm25_w, cos_w,
-                                       has_vector, needs_term) >= min_cue:
+                                       has_vector, needs_term, cos_floor) >= min_cue:
             count += 1
     return count
 
 
 @njit(cache=True)
-def revived_masks(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, min_cue,
-                  prev, nxt, adj_hops, eligible, scored):
+def revived_masks(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term,
+                  cos_floor, min_cue, prev, nxt, adj_hops, eligible, scored):
     """Copies of ``eligible`` and ``scored`` plus every ``dormant`` row the query cues at least
     ``min_cue`` strongly and the dormant rows within ``adj_hops`` conversation links
     (``prev``/``nxt``, -1 = none) of one (a walk stops at a row that is not dormant): the reply
@@ -121,7 +128,7 @@ def revived_masks(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, need
     sc = scored.copy()
     for i in range(bm25.shape[0]):
         if not dormant[i] or cue_strength(bm25[i], cos[i], idf_total, bm25_w, cos_w,
-                                          has_vector, needs_term) < min_cue:
+                                          has_vector, needs_term, cos_floor) < min_cue:
             continue
         el[i] = True
         sc[i] = True

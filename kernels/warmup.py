@@ -67,7 +67,7 @@ def _memory_kernels():
         rest = (np.zeros(4, np.uint8), np.zeros(3, np.int64), np.full(4, -1, np.int64),
                 *query_args[1:-1], mat, bools, f64, f64, *knobs, f64, bools, bools, *common,
                 np.zeros(n), np.zeros(n, np.float32), np.zeros((7, n)), np.zeros(8, np.int64),
-                np.zeros((9, 8)), bools, 0.3, 1.0, np.zeros(1))
+                np.zeros((9, 8)), bools, 0.3, 1.0, 0.0, np.zeros(1))
         for text in (b"a b", b""):  # an ASCII query split in the kernel; term ids given
             recall.recall_query(text, query_args[0], np.ones(d, np.float32), True, 0.0, *rest)
         if mat is m:  # (a store's arrays are writeable)
@@ -83,7 +83,7 @@ def _memory_kernels():
     outs_b = [np.zeros((1, 8), np.int64)] + [np.zeros((1, 8)) for _ in range(5)]
     recall.recall_batch(base, f64[None], np.zeros((1, n), np.float32), f64[None], bools[None],
                         bools[None], np.zeros(1, np.int64), f64, *common, *outs_b,
-                        np.zeros(1, np.int64), bools[None], np.ones(1), True, True, 0.3,
+                        np.zeros(1, np.int64), bools[None], np.ones(1), True, True, 0.0, 0.3,
                         np.zeros((0, 0)))
     return ["bm25", "vectors", "decay", "recall", "recall_large"]
 

@@ -89,30 +89,33 @@ def test_dormant_categories_are_configurable():
 
 # --- kernels against plain references ---------------------------------------------------------
 
-def ref_cue(bm25, cos, idf_total, bw, cw, has_vector, needs_term=False):
+def ref_cue(bm25, cos, idf_total, bw, cw, has_vector, needs_term=False, floor=0.0):
     if needs_term and not bm25 > 0:
         return 0.0
     lex = min(1.0, bm25 / idf_total) if idf_total > 0 and bm25 > 0 else 0.0
     if not has_vector:
         return lex
-    return (bw * lex + cw * max(cos, 0.0)) / (bw + cw) if bw + cw > 0 else 0.0
+    c = max((cos - floor) / (1.0 - floor), 0.0)
+    return (bw * lex + cw * c) / (bw + cw) if bw + cw > 0 else 0.0
 
 
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.tuples(st.floats(0, 30), st.floats(-1, 1)), max_size=60),
        st.floats(0, 20), st.floats(0, 1), st.floats(0, 1), st.booleans(), st.booleans(),
-       st.floats(0, 1))
-def test_cue_kernels_match_reference(pairs, idf_total, bw, cw, has_vector, needs_term, min_cue):
+       st.floats(0, 0.9), st.floats(0, 1))
+def test_cue_kernels_match_reference(pairs, idf_total, bw, cw, has_vector, needs_term, floor,
+                                     min_cue):
     bm25 = np.array([p[0] for p in pairs], np.float64)
     cos = np.array([p[1] for p in pairs], np.float32)
-    ref = [ref_cue(float(b), float(c), idf_total, bw, cw, has_vector, needs_term)
+    ref = [ref_cue(float(b), float(c), idf_total, bw, cw, has_vector, needs_term, floor)
            for b, c in zip(bm25, cos)]
     out = np.empty(len(pairs))
-    cue_strengths(bm25, cos, idf_total, bw, cw, has_vector, needs_term, out)
+    cue_strengths(bm25, cos, idf_total, bw, cw, has_vector, needs_term, floor, out)
     np.testing.assert_allclose(out, ref, rtol=1e-6, atol=1e-7)
     rows = np.arange(len(pairs), dtype=np.int64)[::-1].copy()
     sel = np.empty(len(pairs), np.int64)
-    k = strong_cues(rows, bm25, cos, idf_total, bw, cw, has_vector, needs_term, min_cue, sel)
+    k = strong_cues(rows, bm25, cos, idf_total, bw, cw, has_vector, needs_term, floor, min_cue,
+                    sel)
     assert sel[:k].tolist() == [r for r in rows.tolist() if out[r] >= min_cue]
 
 
@@ -580,3 +583,48 @@ def test_a_dormant_entry_needs_a_shared_term_to_be_cued(needs_term):
                 [query], query_vectors=v[None], reinforce=False)[0]}
             want = "revived" if (query.endswith("booking") or not needs_term) else None
             assert single.get(ep.id) == want and batch.get(ep.id) == want, query
+
+
+@pytest.mark.parametrize("floor", [1.0, -0.1, float("nan"), "0.5"])
+def test_an_embedder_with_a_bad_cosine_floor_is_refused_at_open(floor):
+    from maclaw_fast.embedding import HashEmbedder
+    from maclaw_fast.errors import EmbeddingError
+
+    emb = HashEmbedder()
+    emb.cosine_floor = floor
+    with pytest.raises(EmbeddingError, match="cosine_floor"):
+        MemoryStore.in_memory(embedder=emb)
+
+
+def test_a_cosine_floor_lowers_vector_cues_as_the_kernel_maps_them():
+    """The same store and query with the embedder's floor at 0 and at 0.6: a dormant entry
+    cued by its vector (cosine 0.9) and one word keeps its cue only while the floored cosine
+    still reaches the bar, as ``cue_strength`` maps it: (0.9 − 0.6) / 0.4 = 0.75."""
+    from maclaw_fast.embedding import HashEmbedder
+
+    got = {}
+    for floor in (0.0, 0.6, 0.95):
+        emb = HashEmbedder(dim=64)
+        emb.cosine_floor = floor
+        with MemoryStore.in_memory(embedder=emb, clock=lambda: 1.8e9) as s:
+            for i in range(12):
+                s.save(f"note {i} on the build cache and flaky tests", category="project")
+            ep = s.save("Booked the ferry to Naxos for the family trip",
+                        category="conversation_summary")
+            s.set_fields(ep.id, status="dormant")
+            rng = np.random.default_rng(0)
+            v = s.vector(ep.id).astype(np.float64)
+            noise = rng.standard_normal(v.shape[0])
+            noise -= (noise @ v) * v
+            q = 0.9 * v + np.sqrt(1 - 0.81) * noise / np.linalg.norm(noise)  # cosine 0.9
+            q = (q / np.linalg.norm(q)).astype(np.float32)
+            hits = s.recall("the family holidays booking", query_vector=q, reinforce=False)
+            got[floor] = any(h.entry.id == ep.id and h.reason == "revived" for h in hits)
+    rc = MemoryConfig().recall
+    bar = MemoryConfig().forgetting.revive_min_cue
+    for floor, came_back in got.items():
+        # "family" is the one shared word: its lexical part is small but above 0
+        c = max((0.9 - floor) / (1 - floor), 0.0)
+        if c * rc.cos_weight / (rc.bm25_weight + rc.cos_weight) >= bar:
+            assert came_back, floor
+    assert got[0.0] and not got[0.95]

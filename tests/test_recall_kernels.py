@@ -494,7 +494,7 @@ def test_recall_one_and_batch_match_reference(seed):
         scope_of = np.arange(nq)[::-1].copy()
         stack[2:] = [m[::-1].copy() for m in stack[2:]]
         recall_batch(c["base"], *stack, scope_of, c["updated"], *plan_args(c, plan), rows,
-                     *parts, counts, np.zeros((nq, 0), np.bool_), np.ones(nq), True, True, 0.3,
+                     *parts, counts, np.zeros((nq, 0), np.bool_), np.ones(nq), True, True, 0.0, 0.3,
                      np.zeros((0, 0)))
         for qi, (got, gparts) in enumerate(results):
             assert rows[qi, :counts[qi]].tolist() == got.tolist()
@@ -581,7 +581,7 @@ def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
             text, term_ids, index_args = index.fused_query_args("", terms)
             rest = (*index_args, matrix, has_vec, updated, weight, *recency_knobs(n),
                     q["affinity"], q["eligible"], q["scored"], *plan_tail, bm25_out, cos_out,
-                    np.empty((7, n)), rows, parts, NO_DORMANT, 0.3, 1.0, np.zeros(1))
+                    np.empty((7, n)), rows, parts, NO_DORMANT, 0.3, 1.0, 0.0, np.zeros(1))
             m = recall_query(text, term_ids, qvec, True, now, *rest)
             ctx = f"plan {plan}, vector {qvec.size}"
             # cosines of the eligible rows only (no dormant ones here), 0 for the rest
@@ -607,7 +607,7 @@ def test_recall_query_is_bm25_and_dot_then_recall_single(seed):
                                     has_vec, updated, weight, *recency_knobs(n), q["affinity"],
                                     q["eligible"], q["scored"], *plan_tail, np.zeros(n),
                                     np.zeros(n, np.float32), np.empty((7, n)), rows_t, parts_t,
-                                    NO_DORMANT, 0.3, 1.0, np.zeros(1))
+                                    NO_DORMANT, 0.3, 1.0, 0.0, np.zeros(1))
 
             if any(w not in index.vocab.term_words() for w in map(str.lower, terms)):
                 # a word the kernel's table lacks: reported (-2), then learned from the query

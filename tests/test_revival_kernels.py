@@ -22,23 +22,24 @@ from tests.test_memory_kernels import WORDS, recency_knobs, unit_vector, zipf_do
 from tests.test_recall_kernels import PLANS, plan_args, query_case, recall_inputs, width_of
 
 
-def ref_cue(bm25, cos, idf_total, bw, cw, has_vector, needs_term=False):
+def ref_cue(bm25, cos, idf_total, bw, cw, has_vector, needs_term=False, floor=0.0):
     if needs_term and bm25 <= 0:  # no term of the query: no cue, whatever the vector
         return 0.0
     lex = min(1.0, bm25 / idf_total) if idf_total > 0 and bm25 > 0 else 0.0
     if not has_vector:
         return lex
-    return (bw * lex + cw * max(cos, 0.0)) / (bw + cw) if bw + cw > 0 else 0.0
+    c = max((cos - floor) / (1.0 - floor), 0.0)  # the model's cosines on the tuned scale
+    return (bw * lex + cw * c) / (bw + cw) if bw + cw > 0 else 0.0
 
 
 def ref_revived(dormant, bm25, cos, idf_total, bw, cw, has_vector, bar, prev, nxt, hops,
-                needs_term=False):
+                needs_term=False, floor=0.0):
     """The rows a query brings back: cued dormant rows and the dormant rows within ``hops``
     links of one (a walk stops at a row that is not dormant)."""
     out = set()
     for i in range(len(bm25)):
         if not dormant[i] or ref_cue(float(bm25[i]), float(cos[i]), idf_total, bw, cw,
-                                     has_vector, needs_term) < bar:
+                                     has_vector, needs_term, floor) < bar:
             continue
         out.add(i)
         for links in (prev, nxt):
@@ -78,18 +79,19 @@ def test_cued_rows_match_reference(seed):
     prev, nxt = (np.resize(c["prev"], n), np.resize(c["nxt"], n))
     prev[prev >= n] = -1
     nxt[nxt >= n] = -1
-    for has_vector, term in ((True, False), (False, False), (True, True), (False, True)):
+    for has_vector, term, floor in ((True, False, 0.0), (False, False, 0.0), (True, True, 0.0),
+                                    (False, True, 0.0), (True, False, 0.71), (True, True, 0.4)):
         for hops in (0, 1, 2):
             idf, bar = float(rng.uniform(0.5, 8)), float(rng.choice([0.0, 0.2, 0.3, 0.6]))
             want = ref_revived(dormant, bm25, cos, idf, 0.4, 0.6, has_vector, bar, prev, nxt,
-                               hops, term)
-            k = count_cued(dormant, bm25, cos, idf, 0.4, 0.6, has_vector, term, bar)
+                               hops, term, floor)
+            k = count_cued(dormant, bm25, cos, idf, 0.4, 0.6, has_vector, term, floor, bar)
             assert k == sum(1 for i in range(n) if dormant[i] and ref_cue(
-                bm25[i], float(cos[i]), idf, 0.4, 0.6, has_vector, term) >= bar)
+                bm25[i], float(cos[i]), idf, 0.4, 0.6, has_vector, term, floor) >= bar)
             assert count_cued(np.zeros(0, np.bool_), bm25, cos, idf, 0.4, 0.6, has_vector,
-                              term, bar) == (k if n == 0 else 0)
-            el, sc = revived_masks(dormant, bm25, cos, idf, 0.4, 0.6, has_vector, term, bar,
-                                   prev, nxt, hops, eligible, scored)
+                              term, floor, bar) == (k if n == 0 else 0)
+            el, sc = revived_masks(dormant, bm25, cos, idf, 0.4, 0.6, has_vector, term, floor,
+                                   bar, prev, nxt, hops, eligible, scored)
             assert set(np.flatnonzero(el & ~eligible).tolist()) == want
             if term and bar > 0.0 and hops == 0:  # only rows holding a query term come back
                 assert all(bm25[i] > 0 for i in want)
@@ -118,7 +120,8 @@ def test_recall_query_revives_as_recall_single_over_widened_masks(seed):
     updated = now - rng.uniform(-3600, 90 * 86400, n)
     weight = rng.uniform(0.5, 3, n)
     revived_any = linked_without_hit = 0
-    for plan, term in ((p, t) for p in PLANS for t in (0.0, 1.0)):
+    for plan, term, floor in ((p, t, f) for p in PLANS for t, f in ((0.0, 0.0), (1.0, 0.0),
+                                                                    (1.0, 0.5))):
         width = width_of(c, plan)
         tail = plan_args(c, plan)
         adj_hops = plan[4]
@@ -132,7 +135,7 @@ def test_recall_query_revives_as_recall_single_over_widened_masks(seed):
             idf = ref_idf_total(index, terms)
             bar = float(rng.choice([0.05, 0.2, 0.4]))
             back = ref_revived(dormant, bm25, cos, idf, 0.4, 0.6, qvec.size > 0, bar,
-                               c["prev"], c["nxt"], adj_hops, bool(term))
+                               c["prev"], c["nxt"], adj_hops, bool(term), floor)
             revived_any += bool(back)
             # revived for a link, holding no query term: its cosine is computed after the cues
             linked_without_hit += bool(term) and qvec.size > 0 and any(
@@ -152,8 +155,9 @@ def test_recall_query_revives_as_recall_single_over_widened_masks(seed):
             rest = (*index_args, matrix, has_vec, updated, weight, *recency_knobs(n),
                     q["affinity"], q["eligible"], q["scored"], *tail, np.zeros(n),
                     np.zeros(n, np.float32), np.empty((7, n)), rows, parts, dormant, bar, term,
-                    idf_out)
-            ctx = f"plan {plan}, term {term}, vector {qvec.size}, revived {sorted(back)}"
+                    floor, idf_out)
+            ctx = (f"plan {plan}, term {term}, floor {floor}, vector {qvec.size}, "
+                   f"revived {sorted(back)}")
             for run in ("arrays", "views"):
                 rows[:], parts[:], idf_out[:] = -1, 0.0, np.nan
                 if run == "arrays":
@@ -216,8 +220,9 @@ def test_recall_batch_revives_as_recall_one_over_widened_masks(seed):
     revived = 0
     for plan in PLANS:
         width = width_of(c, plan)
-        for has_vector, bar, term in ((True, 0.2, False), (False, 0.3, False),
-                                      (True, 0.45, False), (True, 0.2, True)):
+        for has_vector, bar, term, floor in ((True, 0.2, False, 0.0), (False, 0.3, False, 0.0),
+                                             (True, 0.45, False, 0.0), (True, 0.2, True, 0.0),
+                                             (True, 0.1, True, 0.6)):
             for off in (False, True):
                 d = np.zeros((nq, 0), np.bool_) if off else dormant
                 rows = np.full((nq, width), -1, np.int64)
@@ -226,12 +231,12 @@ def test_recall_batch_revives_as_recall_one_over_widened_masks(seed):
                 stack = [np.stack([q[k] for q in qs]) for k in ("bm25", "cos", "affinity",
                                                                   "eligible", "scored")]
                 recall_batch(c["base"], *stack, np.arange(nq), c["updated"], *plan_args(c, plan),
-                             rows, *parts, counts, d, idf, has_vector, term, bar,
+                             rows, *parts, counts, d, idf, has_vector, term, floor, bar,
                              np.zeros((0, 0)))
                 for qi, q in enumerate(qs):
                     back = set() if off else ref_revived(
                         dormant[qi], q["bm25"], q["cos"], idf[qi], 0.4, 0.6, has_vector, bar,
-                        c["prev"], c["nxt"], plan[4], term)
+                        c["prev"], c["nxt"], plan[4], term, floor)
                     revived += len(back)
                     el, sc = q["eligible"].copy(), q["scored"].copy()
                     el[list(back)] = True

@@ -17,13 +17,31 @@ class Embedder(Protocol):
     ``fingerprint`` names the model identity: vectors made under another fingerprint are never
     mixed with current ones. ``embed`` embeds stored text (documents, passages); a model that
     embeds search queries differently (e5's ``"query: "`` prefix) also has
-    ``embed_queries(texts)``, which :func:`embed_checked` uses with ``query=True``.
+    ``embed_queries(texts)``, which :func:`embed_checked` uses with ``query=True``. A model
+    whose cosines of unrelated texts run high may say so in ``cosine_floor``
+    (:func:`cosine_floor`).
     """
 
     dim: int
     fingerprint: str
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+def cosine_floor(embedder) -> float:
+    """The cosine below which ``embedder``'s vectors are no evidence of relatedness in a memory's
+    cue strength (:func:`maclaw_kernels.revival.cue_strength` maps ``[floor, 1]`` onto
+    ``[0, 1]``): its ``cosine_floor`` attribute, 0 when it has none (or no embedder).
+
+    >>> from maclaw_fast.embedding.hashing import HashEmbedder
+    >>> cosine_floor(HashEmbedder()), cosine_floor(None)
+    (0.0, 0.0)
+    """
+    floor = getattr(embedder, "cosine_floor", 0.0) if embedder is not None else 0.0
+    if not isinstance(floor, (int, float)) or not 0.0 <= floor < 1.0:
+        raise EmbeddingError(f"{type(embedder).__name__}.cosine_floor must be a number in "
+                             f"[0, 1), got {floor!r}")
+    return float(floor)
 
 
 def l2_normalise(matrix: np.ndarray) -> np.ndarray:

@@ -264,6 +264,7 @@ class CachedEmbedder:
         self.inner = inner
         self.dim, self.fingerprint = inner.dim, inner.fingerprint
         self.languages = getattr(inner, "languages", None)
+        self.cosine_floor = getattr(inner, "cosine_floor", 0.0)
         tag = hashlib.sha256(inner.fingerprint.encode()).hexdigest()[:16]
         self.cache = DiskEmbeddingCache(Path(directory) / f"vectors-{tag}.arrow", inner,
                                         max_entries)

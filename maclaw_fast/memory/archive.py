@@ -74,11 +74,12 @@ class ArchiveColumns:
         self.table.release(row)
 
     def search(self, tokens: list[str], query_vector: np.ndarray | None, bm25_w: float,
-               cos_w: float, min_cue: float, limit: int
+               cos_w: float, min_cue: float, limit: int, cos_floor: float = 0.0
                ) -> list[tuple[Entry, float, float, float]]:
         """Up to ``limit`` entries whose cue strength for the query
-        (:func:`maclaw_kernels.revival.cue_strength`, over this archive's BM25 statistics)
-        reaches ``min_cue``, strongest first, as (entry, cue, BM25, cosine)."""
+        (:func:`maclaw_kernels.revival.cue_strength`, over this archive's BM25 statistics,
+        ``cos_floor`` the model's) reaches ``min_cue``, strongest first, as (entry, cue, BM25,
+        cosine)."""
         t = self.table
         n = t.n_rows
         if n == 0 or limit <= 0:
@@ -91,7 +92,7 @@ class ArchiveColumns:
         # an archived entry may match by its vector alone (revive_needs_term is for dormant
         # rows: archive search runs only when the store has no strong match)
         cue_strengths(bm25, cos, self.bm25.idf_total(tokens), bm25_w, cos_w,
-                      query_vector is not None, False, cue)
+                      query_vector is not None, False, cos_floor, cue)
         cue[~t.alive[:n]] = -1.0
         rows = np.flatnonzero(cue >= min_cue)
         rows = rows[np.lexsort((t.seq[rows], -cue[rows]))][:limit]
@@ -306,14 +307,14 @@ class Archive:
         return self._columns
 
     def search(self, tokens: list[str], query_vector: np.ndarray | None, *, bm25_weight: float,
-               cos_weight: float, min_cue: float, limit: int
+               cos_weight: float, min_cue: float, limit: int, cos_floor: float = 0.0
                ) -> list[tuple[Entry, float, float, float]]:
         """Archived entries the query cues at least ``min_cue`` strongly, strongest first, as
         (entry, cue, BM25, cosine) (:meth:`ArchiveColumns.search`); the columns are made on the
         first call."""
         with self._lock:
             return self._searchable().search(tokens, query_vector, bm25_weight, cos_weight,
-                                             min_cue, limit)
+                                             min_cue, limit, cos_floor)
 
     def scores(self, entry_ids: list[str], tokens: list[str],
                query_vector: np.ndarray | None) -> list[tuple[float, float]]:

@@ -16,6 +16,7 @@ import msgspec
 import numpy as np
 
 from maclaw_fast.config import CATEGORY_TABLE
+from maclaw_fast.embedding.base import cosine_floor
 from maclaw_fast.memory.columns import budget_tokens
 from maclaw_fast.memory.lifecycle import restore_locked
 from maclaw_fast.memory.revival import QueryCues, unit_query
@@ -47,7 +48,8 @@ def with_archive(store, static, cues: QueryCues | None, hits: list[RecallHit],
     qvec = unit_query(store, cues.qvec) if cues.qvec is not None else None
     found = store.archive.search(cues.tokens, qvec, bm25_weight=rc.bm25_weight,
                                  cos_weight=rc.cos_weight, min_cue=fc.archive_min_cue,
-                                 limit=4 * fc.archive_max_hits + 4)
+                                 limit=4 * fc.archive_max_hits + 4,
+                                 cos_floor=cosine_floor(store.embedder))
     found = [f for f in found if _in_scope(store, f[0], project, dynamic, category)]
     found = found[:fc.archive_max_hits]
     if not found:
@@ -204,7 +206,7 @@ def weak_queries(store, bm25, cos, rows, counts, token_lists, has_vector: bool,
             continue
         cue = np.empty(r.shape[0])
         cue_strengths(bm25[q, r], cos[q, r], idf[q], rc.bm25_weight, rc.cos_weight,
-                      has_vector, False, cue)
+                      has_vector, False, cosine_floor(store.embedder), cue)
         out[q] = cue.max() < fc.archive_below
 
 

@@ -6,7 +6,7 @@ import msgspec
 import numpy as np
 
 from maclaw_fast.embedding import check_vectors
-from maclaw_fast.embedding.base import plain_vector
+from maclaw_fast.embedding.base import cosine_floor, plain_vector
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.index.vectors import BOUND_SLACK, PARALLEL_ELEMENTS
 from maclaw_fast.memory import validate
@@ -299,7 +299,7 @@ class _FusedArgs:
         self.tail = (vec.matrix, vec.has_vec, *static.recency_args, *static.recency_knobs,
                      affinity, eligible, scored, *static.kernel_args, bm25, cos, work, rows, parts,
                      dormant, float(fc.revive_min_cue),
-                     float(fc.revive_needs_term), static.idf_out)
+                     float(fc.revive_needs_term), cosine_floor(store.embedder), static.idf_out)
         self._index_args = self._joined = self._views = None
         self._calls = 0
 
@@ -462,7 +462,8 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
                                     *static.kernel_args, rows[lo:hi],
                                     *(p[lo:hi] for p in parts), counts[lo:hi], dormant, idf,
                                     qvecs is not None, fc.revive_needs_term,
-                                    float(fc.revive_min_cue), prior)
+                                    cosine_floor(store.embedder), float(fc.revive_min_cue),
+                                    prior)
                 weak_queries(store, bm25, cos, rows[lo:hi], counts[lo:hi], token_lists[lo:hi],
                              qvecs is not None, weak[lo:hi])
                 if n:  # -1 marks an unused slot: any valid column will do there

@@ -19,6 +19,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from maclaw_fast.embedding.base import cosine_floor
 from maclaw_fast.memory.columns import CATEGORY_CODE, USER_FACT
 from maclaw_fast.memory.thread_prior import rank_with_prior
 from maclaw_fast.persist.journal import PutOp
@@ -146,7 +147,8 @@ class QueryCues:
         rc = self.store.config.recall
         out = np.empty(rows.shape[0])
         cue_strengths(self.bm25[rows], self.cos[rows], self.idf_total, rc.bm25_weight,
-                      rc.cos_weight, self.qvec is not None, False, out)
+                      rc.cos_weight, self.qvec is not None, False,
+                      cosine_floor(self.store.embedder), out)
         return float(out.max())
 
 
@@ -179,7 +181,8 @@ def revive_single(store, static, project, query: str, tokens, qvec, now: float, 
     rows, parts, work, _, _ = static.single
     cued = np.empty(drows.shape[0], np.int64)
     k = strong_cues(drows, cues.bm25, cues.cos, cues.idf_total, rc.bm25_weight, rc.cos_weight,
-                    qvec is not None, fc.revive_needs_term, fc.revive_min_cue, cued)
+                    qvec is not None, fc.revive_needs_term, cosine_floor(store.embedder),
+                    fc.revive_min_cue, cued)
     if k == 0:
         return m, cues
     eligible, affinity, scored, _ = static.scope_masks(store, project)

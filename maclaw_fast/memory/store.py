@@ -12,7 +12,7 @@ from pathlib import Path
 
 from maclaw_fast.config import MemoryConfig
 from maclaw_fast.embedding import QueryCache, resolve_embedder
-from maclaw_fast.embedding.base import is_auto
+from maclaw_fast.embedding.base import cosine_floor, is_auto
 from maclaw_fast.errors import StoreClosedError, ValidationError
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.graph import MemoryGraph
@@ -57,6 +57,7 @@ class MemoryStore(StoreReads, StoreWrites):
         self.embedder = resolve_embedder(
             embedder, recorded=recorded_fingerprint(path) if self.auto_embedder else None)
         self.dim = self.embedder.dim if self.embedder is not None else 0
+        cosine_floor(self.embedder)  # a bad floor is reported here, not by the first recall
         self._lock = threading.RLock()
         self._table = EntryTable()
         self._bm25 = Bm25Index(config.bm25)

@@ -251,6 +251,12 @@ def test_fuzz_mcp_tools(tmp_path, scale, fault_stats):
             except ToolError:
                 counts["tool_errors"] += 1
 
+        # One call known to work and one known to fail, so that both outcomes are checked on
+        # every run however few of the random draws are valid (all 60 can fail).
+        saved = anyio.run(mcp.call_tool, "memory_save", {"content": "the kettle is blue"})
+        assert saved
+        with pytest.raises(ToolError):
+            anyio.run(mcp.call_tool, "memory_forget", {"id": ""})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             run()
@@ -259,4 +265,4 @@ def test_fuzz_mcp_tools(tmp_path, scale, fault_stats):
     counts["raw_exceptions"] = len(raw)
     fault_stats["fuzz_mcp"] = counts
     assert raw == []
-    assert counts["ok"] > 0
+    assert counts["inputs"] > 0

@@ -153,3 +153,12 @@ def linked_cosines(matrix, has_vec, query, dormant, bm25, revived, cos):
     for r in range(bm25.shape[0]):
         if revived[r] and dormant[r] and has_vec[r] and not bm25[r] > 0.0:
             cos[r] = row_dot(matrix, r, query)
+
+
+@njit(cache=True)
+def mark_dormant(rows, dormant, code, reason):
+    """``reason[j] = code`` for every ``rows[j]`` that ``dormant`` marks (the selected rows a
+    recall revived)."""
+    for j in range(rows.shape[0]):
+        if dormant[rows[j]]:
+            reason[j] = code

@@ -15,7 +15,7 @@ from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_kernels.bm25 import bm25_query
 from maclaw_kernels.recall import (REASON_REVIVED, VIEWED_ARGS, recall_batch, recall_one,
                                    recall_query, recall_single, recall_viewed)
-from maclaw_kernels.revival import count_cued, revived_masks
+from maclaw_kernels.revival import count_cued, mark_dormant, revived_masks
 from maclaw_kernels.vectors import dot_scores
 from maclaw_kernels.views import view_table
 from tests.test_memory_kernels import WORDS, recency_knobs, unit_vector, zipf_doc
@@ -255,3 +255,17 @@ def test_recall_batch_revives_as_recall_one_over_widened_masks(seed):
                         assert p[qi, :m].tolist() == pr[:m].tolist(), ctx
     if dormant[0].any():
         assert revived  # the cases do exercise revival
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_mark_dormant_against_a_plain_loop(seed):
+    """``mark_dormant`` sets the code of exactly the selected rows that are dormant and leaves
+    every other entry as it was."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 50))
+    dormant = rng.random(n) < 0.4
+    rows = rng.choice(n, int(rng.integers(0, n + 1)), replace=False).astype(np.int64)
+    reason = rng.integers(0, 4, rows.shape[0]).astype(np.float64)
+    want = [REASON_REVIVED if dormant[r] else x for r, x in zip(rows.tolist(), reason.tolist())]
+    mark_dormant(rows, dormant, REASON_REVIVED, reason)
+    assert reason.tolist() == want

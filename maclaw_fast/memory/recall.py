@@ -251,12 +251,15 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         large = store._bm25.is_large or static.n * store.dim >= PARALLEL_ELEMENTS
         threads = thread_plan(store, static)
         prior = None
+        ranked = False  # revival done with the ranking, every row's scores in static.single
         if threads is not None:  # the thread prior applies: scores first, then the ranking
             if unchecked:
                 qvec, unchecked = _checked(store, qvec), False
             tokens = tokenize(query) if tokens is None else tokens
-            m, prior = recall_threaded(store, static, threads, tokens, qvec, now, project)
+            m, prior = recall_threaded(store, static, threads, tokens, qvec, now, project,
+                                       dynamic, category)
             ran_fused = False
+            ranked = True
         elif large:
             m, ran_fused = _recall_other(store, static, query, tokens, qvec, unchecked, now,
                                          project, fused)
@@ -266,7 +269,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         # the fused kernel has ranked them already, the other paths rank again
         m, cues = revive_single(store, static, project, query, tokens, qvec, now, m,
                                 float(static.idf_out[0]) if ran_fused else None, dynamic,
-                                category, prior)
+                                category, ranked)
         rows, parts = static.single[0], static.single[1]
         hits = hits_from_parts(store, rows[:m], parts[:, :m], fused.has_affinity)
         # the archive, when nothing here matches strongly (SPEC R9; memory/archive_search.py)

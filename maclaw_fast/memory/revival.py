@@ -7,8 +7,9 @@ cue strength (:func:`maclaw_kernels.revival.cue_strength`) reaches
 ``adjacency_hops`` conversation links of them: a revived entry is returned only when its score
 earns a place among the results, with ``reason="revived"``. The fused single-query kernel does
 this in its one pass, and so does the batch kernel (:func:`dormant_mask` is their ``dormant``
-argument); the large-store paths run the same ranking kernel a second time over the same
-scores, only when some dormant entry passes the bar (:func:`revive_single`).
+argument); the thread-prior path widens its masks the same way before its one ranking
+(:func:`revival_masks`); the large-store paths run the ranking kernel a second time, only when
+some dormant entry passes the bar (:func:`revive_single`).
 
 A reinforcing recall makes a returned dormant entry active again: strength 1.0, ``updated_at``
 = now, journaled (:func:`reactivate`).
@@ -21,11 +22,10 @@ import numpy as np
 
 from maclaw_fast.embedding.base import cosine_floor
 from maclaw_fast.memory.columns import CATEGORY_CODE, USER_FACT
-from maclaw_fast.memory.thread_prior import rank_with_prior
 from maclaw_fast.persist.journal import PutOp
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_kernels.recall import REASON_REVIVED, recall_single
-from maclaw_kernels.revival import cue_strengths, strong_cues
+from maclaw_kernels.revival import count_cued, cue_strengths, mark_dormant, revived_masks
 
 DORMANT = 2  # the status code of dormant entries (columns.STATUS)
 REVIVED_REASON = REASON_REVIVED  # the hit-reason code of a revived entry (hits.REASONS[4])
@@ -113,13 +113,16 @@ class QueryCues:
     """One single recall's raw BM25 and cosine of every row, and the query's ``idf_total``
     (made on first use), shared by revival and the archive check."""
 
-    def __init__(self, store, static, query: str, tokens, qvec, idf: float | None) -> None:
+    def __init__(self, store, static, query: str, tokens, qvec, idf: float | None,
+                 ready: bool | None = None) -> None:
         self.store, self.query, self.qvec = store, query, qvec
         self._tokens = tokens
         self._idf = idf
         n = static.n
         _, _, _, bm25, cos = static.single
-        if idf is None:
+        # ready: static.single holds every row's BM25 and cosine already (by default, when the
+        # fused kernel gave the idf_total); else they are computed here
+        if not (idf is not None if ready is None else ready):
             bm25 = store._bm25.scores(self.tokens, n)
             cos = (store._vectors.scores(unit_query(store, qvec), n) if qvec is not None
                    else np.zeros(n, np.float32))
@@ -154,76 +157,88 @@ class QueryCues:
 
 def revive_single(store, static, project, query: str, tokens, qvec, now: float, m: int,
                   fused_idf: float | None, dynamic: bool = False, category: str | None = None,
-                  prior: np.ndarray | None = None) -> tuple[int, QueryCues | None]:
+                  ranked: bool = False) -> tuple[int, QueryCues | None]:
     """After a single recall's kernel has selected ``m`` rows into ``static.single``: run the
-    ranking again with the dormant rows this query cues strongly, unless the fused kernel has
-    ranked them already; returns the new count and the query's cues (None when neither
-    revival nor archive search needs them).
+    ranking again with the dormant rows this query cues strongly, unless they were ranked
+    already; returns the new count and the query's cues (None when neither revival nor
+    archive search needs them).
 
     ``fused_idf``: the query's ``idf_total`` from the fused kernel, which revives in its own
-    pass and leaves the BM25 and cosine of every row in ``static.single``; None after the
-    other paths (their scores are computed here, the ranking runs again). ``prior``: the
-    query's thread prior when it applies (:mod:`maclaw_fast.memory.thread_prior`).
+    pass and leaves the BM25 and cosine of every row in ``static.single``; ``ranked``: the
+    thread-prior path did the same (:func:`revival_masks` before its one ranking); neither
+    (the large-store paths): the scores are computed here and the ranking runs again.
     """
     fc = store.config.forgetting
     wants_archive = fc.archive_search and len(store.archive) > 0
-    if fused_idf is not None:
-        return m, (QueryCues(store, static, query, tokens, qvec, fused_idf) if wants_archive
-                   else None)
-    drows = (dormant_rows(store, project, dynamic=dynamic, category=category) if fc.revive
-             else _NO_ROWS)
-    if drows.shape[0] == 0 and not wants_archive:
+    if fused_idf is not None or ranked:
+        return m, (QueryCues(store, static, query, tokens, qvec, fused_idf, ready=True)
+                   if wants_archive else None)
+    has_dormant = fc.revive and dormant_rows(store, project, dynamic=dynamic,
+                                             category=category).shape[0] > 0
+    if not has_dormant and not wants_archive:
         return m, None
     cues = QueryCues(store, static, query, tokens, qvec, None)
-    if drows.shape[0] == 0:
-        return m, cues
-    rc = store.config.recall
-    rows, parts, work, _, _ = static.single
-    cued = np.empty(drows.shape[0], np.int64)
-    k = strong_cues(drows, cues.bm25, cues.cos, cues.idf_total, rc.bm25_weight, rc.cos_weight,
-                    qvec is not None, fc.revive_needs_term, cosine_floor(store.embedder),
-                    fc.revive_min_cue, cued)
-    if k == 0:
+    if not has_dormant:
         return m, cues
     eligible, affinity, scored, _ = static.scope_masks(store, project)
-    eligible, scored = eligible.copy(), scored.copy()
-    back = with_linked_dormant(store, cued[:k], drows)
-    eligible[back] = True
-    scored[back] = True
-    if prior is not None:
-        m = rank_with_prior(static, now, prior, cues.bm25, cues.cos, affinity, eligible, scored)
-    else:
-        m = recall_single(*static.recency_args, now, *static.recency_knobs, cues.bm25,
-                          cues.cos, affinity, eligible, scored, *static.kernel_args, work, rows,
-                          parts)
-    _mark(store, rows[:m], parts[8, :m])
+    eligible, scored, widened = revival_masks(store, project, cues.bm25, cues.cos,
+                                              qvec is not None, cues.idf_total, eligible,
+                                              scored, dynamic=dynamic, category=category)
+    if not widened:
+        return m, cues
+    rows, parts, work, _, _ = static.single
+    m = recall_single(*static.recency_args, now, *static.recency_knobs, cues.bm25, cues.cos,
+                      affinity, eligible, scored, *static.kernel_args, work, rows, parts)
+    mark_revived(store, static, m, project, dynamic=dynamic, category=category)
     return m, cues
 
 
-_NO_ROWS = np.zeros(0, np.int64)
+def revival_masks(store, project, bm25: np.ndarray, cos: np.ndarray, has_vector: bool,
+                  idf_total: float, eligible: np.ndarray, scored: np.ndarray, *,
+                  dynamic: bool = False,
+                  category: str | None = None) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(eligible, scored, widened)``: copies of the masks plus the dormant rows of the scope
+    that the query (every row's raw ``bm25`` and ``cos``, its ``idf_total``) cues at least
+    ``revive_min_cue`` strongly and the dormant rows within ``adjacency_hops`` conversation
+    links of one (:func:`maclaw_kernels.revival.revived_masks`, as the fused kernel widens
+    them); the masks themselves and False when the query cues none (or revival is off). The
+    masks cover the store's first ``len(eligible)`` rows.
+
+    Examples
+    --------
+    >>> from maclaw_fast.memory import MemoryStore
+    >>> s = MemoryStore.in_memory(embedder=None)
+    >>> e = s.save("the ferry to Naxos leaves at nine", category="conversation_summary")
+    >>> _ = s.set_fields(e.id, status="dormant")
+    >>> none = np.zeros(1, np.bool_)
+    >>> el, sc, widened = revival_masks(s, None, np.array([3.0]), np.zeros(1, np.float32),
+    ...                                 False, 3.0, none, none)
+    >>> el.tolist(), widened
+    ([True], True)
+    """
+    fc = store.config.forgetting
+    if not fc.revive:
+        return eligible, scored, False
+    dormant = dormant_mask(store, project, dynamic=dynamic, category=category)
+    rc = store.config.recall
+    cue = (idf_total, rc.bm25_weight, rc.cos_weight, has_vector, fc.revive_needs_term,
+           cosine_floor(store.embedder))
+    n = eligible.shape[0]
+    if count_cued(dormant, bm25[:n], cos[:n], *cue, fc.revive_min_cue) == 0:
+        return eligible, scored, False
+    g = store._graph
+    el, sc = revived_masks(dormant, bm25[:n], cos[:n], *cue, fc.revive_min_cue, g.prev[:n],
+                           g.next[:n], rc.adjacency_hops, eligible, scored)
+    return el, sc, True
 
 
-def with_linked_dormant(store, cued: np.ndarray, dormant: np.ndarray) -> np.ndarray:
-    """``cued`` (dormant rows the query cues strongly) and the dormant rows of ``dormant``
-    within ``adjacency_hops`` conversation links of them: the reply to a cued question comes
-    back to compete with it (the recall's link walk then decides whether it earns a place),
-    as it would had the two never gone dormant."""
-    hops = store.config.recall.adjacency_hops
-    if hops <= 0 or cued.shape[0] == 0:
-        return cued
-    links = store.conversation_links()
-    is_dormant = np.zeros(links[0].shape[0], np.bool_)
-    is_dormant[dormant] = True
-    out = set(cued.tolist())
-    for r in cued.tolist():
-        for side in links:
-            node = r
-            for _ in range(hops):
-                node = int(side[node])
-                if node < 0 or not is_dormant[node]:
-                    break
-                out.add(node)
-    return np.fromiter(sorted(out), np.int64, len(out))
+def mark_revived(store, static, m: int, project, *, dynamic: bool = False,
+                 category: str | None = None) -> None:
+    """Reason code :data:`REVIVED_REASON` for the dormant rows (of the scope) among the ``m``
+    rows the ranking selected into ``static.single``."""
+    rows, parts = static.single[0], static.single[1]
+    mark_dormant(rows[:m], dormant_mask(store, project, dynamic=dynamic, category=category),
+                 REVIVED_REASON, parts[8, :m])
 
 
 def unit_query(store, qvec):
@@ -231,11 +246,6 @@ def unit_query(store, qvec):
     from maclaw_fast.embedding import check_vectors
 
     return check_vectors(qvec, store.dim, what="query vector")[0]
-
-
-def _mark(store, rows: np.ndarray, reason: np.ndarray) -> None:
-    """Reason code :data:`REVIVED_REASON` for the dormant rows among ``rows``."""
-    reason[store._table.status[rows] == DORMANT] = REVIVED_REASON
 
 
 def reactivate(store, rows, now: float) -> list[str]:

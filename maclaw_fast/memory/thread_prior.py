@@ -14,7 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from maclaw_fast.memory.columns import CATEGORY_CODE, STATUS_CODE
+from maclaw_fast.memory.revival import mark_revived, revival_masks
 from maclaw_kernels.bm25 import bm25_query
+from maclaw_kernels.revival import terms_idf_total
 from maclaw_kernels.thread_prior import (recall_with_prior, thread_bm25, thread_labels,
                                          thread_prior, thread_vector_norms)
 
@@ -86,21 +88,44 @@ def rank_with_prior(static, now: float, prior: np.ndarray, bm25, cos, affinity, 
                              affinity, eligible, scored, *static.kernel_args, work, rows, parts)
 
 
-def recall_threaded(store, static, threads: ThreadPlan, tokens: list[str], qvec, now: float,
-                    project) -> tuple[int, np.ndarray]:
-    """One recall with the thread prior: BM25 and cosines of every row, the prior, then the
-    ranking with it (into ``static.single``). Returns (the count of selected rows, the prior);
-    ``qvec`` is normalised already (or None)."""
+def threaded_scores(store, static, threads: ThreadPlan, tokens: list[str],
+                    qvec) -> tuple[np.ndarray, float]:
+    """The thread-prior path's scores: BM25 and cosine of every row into ``static.single``
+    (cosines 0 without a query vector); returns every row's prior and the query's
+    ``idf_total`` (the scale of its cue strengths, :mod:`maclaw_fast.memory.revival`).
+    ``qvec`` is normalised already (or None). :func:`rank_with_prior` then ranks with them."""
     n = static.n
-    eligible, affinity, scored, _ = static.scope_masks(store, project)
     _, _, _, bm25, cos = static.single
     bm25[:n] = 0.0
     index = store._bm25
     args = index.query_args(tokens)
     if index.is_large:
-        bm25 = index.scores(tokens, n, out=bm25)
+        index.scores(tokens, n, out=bm25)
     else:
         bm25_query(*args, bm25)
-    cos = store._vectors.scores(qvec, n, cos) if qvec is not None else static.no_cos
+    if qvec is not None:
+        store._vectors.scores(qvec, n, cos)
+    else:
+        cos[:n] = 0.0
     prior = query_prior(store, threads, args, cos, qvec is not None, np.empty(n))
-    return rank_with_prior(static, now, prior, bm25, cos, affinity, eligible, scored), prior
+    return prior, terms_idf_total(args[0], args[1], args[2])
+
+
+def recall_threaded(store, static, threads: ThreadPlan, tokens: list[str], qvec, now: float,
+                    project, dynamic: bool = False,
+                    category: str | None = None) -> tuple[int, np.ndarray]:
+    """One recall on the thread prior's path: every row's scores and prior
+    (:func:`threaded_scores`), the dormant rows the query cues added to the masks
+    (:func:`maclaw_fast.memory.revival.revival_masks`), then one ranking into
+    ``static.single``. Returns (the count of selected rows, the prior)."""
+    prior, idf_total = threaded_scores(store, static, threads, tokens, qvec)
+    eligible, affinity, scored, _ = static.scope_masks(store, project)
+    _, _, _, bm25, cos = static.single
+    n = static.n
+    eligible, scored, widened = revival_masks(store, project, bm25[:n], cos[:n],
+                                              qvec is not None, idf_total, eligible, scored,
+                                              dynamic=dynamic, category=category)
+    m = rank_with_prior(static, now, prior, bm25[:n], cos[:n], affinity, eligible, scored)
+    if widened:
+        mark_revived(store, static, m, project, dynamic=dynamic, category=category)
+    return m, prior

@@ -36,21 +36,6 @@ def cue_strength(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, co
 
 
 @njit(cache=True)
-def strong_cues(rows, bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, cos_floor,
-                min_cue, out):
-    """The entries of ``rows`` whose :func:`cue_strength` (``bm25``/``cos`` indexed by row)
-    reaches ``min_cue``, in order, into ``out``; returns how many."""
-    m = 0
-    for j in range(rows.shape[0]):
-        r = rows[j]
-        if cue_strength(bm25[r], cos[r], idf_total, bm25_w, cos_w, has_vector, needs_term,
-                        cos_floor) >= min_cue:
-            out[m] = r
-            m += 1
-    return m
-
-
-@njit(cache=True)
 def cue_strengths(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, cos_floor, out):
     """:func:`cue_strength` of every element of ``bm25``/``cos`` into ``out``."""
     for i in range(bm25.shape[0]):

@@ -1,7 +1,9 @@
-"""Revival on the thread-prior path (conversation stores): ``recall`` widens its masks with the
-dormant turns a question cues before its one ranking (``memory.revival.revival_masks``). Checked
-on random conversation stores against the batch kernel (revival and the prior inside one
-kernel) and against a plain-Python reference of which dormant turns come back."""
+"""Revival on the recall paths that run outside the fused kernel. The thread-prior path
+(conversation stores) widens its masks with the dormant turns a question cues before its one
+ranking (``memory.revival.revival_masks``): checked on random conversation stores against the
+batch kernel (revival and the prior inside one kernel) and against a plain-Python reference of
+which dormant turns come back. The large-store paths rank again with the same widened masks:
+checked against the fused kernel."""
 
 from __future__ import annotations
 
@@ -141,3 +143,42 @@ def test_threaded_scores_give_the_query_idf_total():
         _, idf = threaded_scores(store, static, threads, tokens, None)
         assert idf == store._bm25.idf_total(tokens)
     store.close()
+
+
+@pytest.mark.parametrize("embedder", ["hash", None])
+def test_every_single_recall_path_revives_alike(monkeypatch, embedder):
+    """A note store (no thread prior) with dormant entries: the fused kernel (revival in its
+    pass) and the large-store paths (ranked, then ranked again with the masks that
+    ``revival_masks`` widens) return the same entries, reasons and score parts."""
+    import maclaw_fast.index.bm25 as bm25_module
+    import maclaw_fast.memory.recall as recall_module
+
+    rng = np.random.default_rng(11)
+    config = MemoryConfig(recall=RecallConfig(thread_bm25_weight=0.0, thread_cos_weight=0.0))
+    now = [1.7e9]
+    with MemoryStore.in_memory(embedder=embedder, clock=lambda: now[0], config=config) as store:
+        ids = []
+        for i in range(160):
+            now[0] += 3600.0
+            text = " ".join(rng.choice(WORDS, int(rng.integers(3, 9))))
+            ids.append(store.save(f"{text} {i}", category="conversation_summary").id)
+        for i in ids[:80]:
+            store.set_fields(i, status="dormant", strength=0.05)
+        queries = [" ".join(rng.choice(WORDS, int(rng.integers(1, 4)))) for _ in range(20)]
+        switches = [(bm25_module, "PARALLEL_POSTINGS")]
+        if embedder:
+            switches.append((recall_module, "PARALLEL_ELEMENTS"))
+        revived = 0
+        for q in queries:
+            want = store.recall(q, reinforce=False)
+            revived += sum(h.reason == "revived" for h in want)
+            for module, name in switches:
+                with monkeypatch.context() as patch:
+                    patch.setattr(module, name, 0)
+                    store._plan_cache.clear()
+                    got = store.recall(q, reinforce=False)
+                store._plan_cache.clear()
+                assert [(h.entry.id, h.reason) for h in got] == [
+                    (h.entry.id, h.reason) for h in want], (q, name)
+                assert [h.breakdown for h in got] == [h.breakdown for h in want], (q, name)
+        assert revived > 0

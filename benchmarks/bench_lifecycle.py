@@ -377,9 +377,10 @@ def main() -> int:
               f"account for {cos_share:.2f} of the dormant store's ratio. A dormant row is cued "
               "only by a query sharing a term with it (`revive_needs_term`), so only those "
               f"rows' cosines are computed: here {with_term:.0f} of the 500 dormant rows per "
-              "weak query (the synthetic words recur across entries), and streaming that part "
-              "of the matrix costs about what all of it does. `cues from the vector alone "
-              "too`: `revive_needs_term=False`, every dormant row's cosine computed.", "",
+              "weak query (the synthetic words recur across entries); each costs ~35–45 ns, "
+              "and an exact int8 first pass over them was no faster (its dot product is "
+              "compute-bound in numba). `cues from the vector alone too`: "
+              "`revive_needs_term=False`, every dormant row's cosine computed.", "",
               f"The whole call a user makes (the query as text, embedded by the default model "
               f"`{w['model']}`, every call a query-cache miss; 15 rounds of 40 calls):", "",
               "| store | p50 | ÷ 500 active (median) | range |", "|---|---|---|---|"]

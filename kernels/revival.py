@@ -3,8 +3,9 @@
 import numpy as np
 from numba import njit
 
+from maclaw_kernels.bm25 import bm25_query
 from maclaw_kernels.terms import ascii_query_terms
-from maclaw_kernels.vectors import row_dot
+from maclaw_kernels.vectors import dot_scores, row_dot
 
 
 @njit(cache=True, inline="always")
@@ -147,3 +148,45 @@ def mark_dormant(rows, dormant, code, reason):
     for j in range(rows.shape[0]):
         if dormant[rows[j]]:
             reason[j] = code
+
+
+@njit(cache=True)
+def archive_cues(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs,
+                 doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b,
+                 avgdl, term_weight, matrix, has_vec, query, has_vector, alive, seq, bm25_w,
+                 cos_w, cos_floor, min_cue, limit, bm25_out, cos_out, cue_out, rows_out):
+    """Archive search in one call: BM25 of every row (the arguments of
+    :func:`maclaw_kernels.bm25.bm25_query` first, into ``bm25_out``), its cosine with ``query``
+    (``matrix``/``has_vec``; an empty ``query``: 0, into ``cos_out``), its
+    :func:`cue_strength` (``has_vector``: the recall had a query vector; no shared term needed:
+    the archive is consulted when the store has no strong match) into ``cue_out``, -1 for the
+    rows not ``alive``; into ``rows_out`` the rows whose cue reaches ``min_cue``, strongest first
+    (ties: lower ``seq`` first), at most ``limit``. Returns how many."""
+    n = alive.shape[0]
+    bm25_out[:n] = 0.0
+    bm25_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,
+               doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl,
+               term_weight, bm25_out[:n])
+    if query.shape[0]:
+        dot_scores(matrix, n, has_vec, query, cos_out)
+    else:
+        cos_out[:n] = 0.0
+    idf_total = terms_idf_total(term_ids, df, n_live)
+    m = 0
+    for r in range(n):
+        c = -1.0
+        if alive[r]:
+            c = cue_strength(bm25_out[r], cos_out[r], idf_total, bm25_w, cos_w, has_vector,
+                             False, cos_floor)
+        cue_out[r] = c
+        if alive[r] and c >= min_cue:
+            rows_out[m] = r
+            m += 1
+    # strongest first, then the older entry (seq): a stable sort by seq, then by cue
+    picked = rows_out[:m]
+    by_seq = picked[np.argsort(seq[picked], kind="mergesort")]
+    order = np.argsort(-cue_out[by_seq], kind="mergesort")
+    k = min(m, max(limit, 0))
+    for j in range(k):
+        rows_out[j] = by_seq[order[j]]
+    return k

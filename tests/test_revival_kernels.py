@@ -269,3 +269,48 @@ def test_mark_dormant_against_a_plain_loop(seed):
     want = [REASON_REVIVED if dormant[r] else x for r, x in zip(rows.tolist(), reason.tolist())]
     mark_dormant(rows, dormant, REASON_REVIVED, reason)
     assert reason.tolist() == want
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_archive_cues_against_a_plain_reference(seed):
+    """``archive_cues`` gives every row's BM25 (as the index scores it) and cosine (as
+    ``dot_scores``), a cue of -1 for dead rows, and selects the live rows whose reference cue
+    strength (no shared term needed) reaches the bar: strongest first, ties by ``seq``, at
+    most ``limit``."""
+    from maclaw_kernels.revival import archive_cues
+
+    rng = np.random.default_rng(seed)
+    docs_rng = random.Random(seed)
+    n = int(rng.integers(1, 60))
+    index = Bm25Index(tantivy_index=False)
+    index.add_many(list(range(n)), [zipf_doc(docs_rng, docs_rng.randint(0, 10))
+                                    for _ in range(n)])
+    d = 12
+    matrix = rng.standard_normal((n + 2, d)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    has_vec = rng.random(n + 2) < 0.85
+    alive = rng.random(n) < 0.85
+    seq = rng.permutation(n).astype(np.int64)
+    for case in range(6):
+        terms = [docs_rng.choice(WORDS[:30]) for _ in range(docs_rng.randint(1, 4))]
+        with_vec = case % 3 != 2
+        query = matrix[int(rng.integers(n))].copy() if with_vec else np.zeros(0, np.float32)
+        has_vector = with_vec or case == 5  # a query vector the archive cannot use
+        bar, limit = float(rng.choice([0.0, 0.2, 0.4])), int(rng.integers(0, 8))
+        floor = float(rng.choice([0.0, 0.5]))
+        bm25, cos, cue = np.zeros(n), np.zeros(n, np.float32), np.zeros(n)
+        rows = np.full(n, -1, np.int64)
+        k = archive_cues(*index.query_args(terms), matrix, has_vec, query, has_vector, alive,
+                         seq, 0.4, 0.6, floor, bar, limit, bm25, cos, cue, rows)
+        want_bm25 = index.scores(terms, n)
+        want_cos = np.zeros(n, np.float32)
+        if with_vec:
+            dot_scores(matrix, n, has_vec, query, want_cos)
+        assert bm25.tolist() == want_bm25.tolist() and cos.tolist() == want_cos.tolist()
+        idf = ref_idf_total(index, terms)
+        ref = [ref_cue(float(want_bm25[r]), float(want_cos[r]), idf, 0.4, 0.6, has_vector,
+                       False, floor) if alive[r] else -1.0 for r in range(n)]
+        assert cue.tolist() == pytest.approx(ref, rel=1e-9, abs=1e-12)
+        picked = sorted((r for r in range(n) if alive[r] and ref[r] >= bar),
+                        key=lambda r: (-ref[r], seq[r]))[:limit]
+        assert rows[:k].tolist() == picked, (case, terms)

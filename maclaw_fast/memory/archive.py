@@ -30,7 +30,11 @@ from maclaw_fast.persist.recovery import recover
 from maclaw_fast.persist.snapshot import SnapshotMeta, entries_table, table_entries, write_snapshot
 from maclaw_fast.records import Entry
 from maclaw_fast.text.tokenizer import analysed_text, tokenize
-from maclaw_kernels.revival import cue_strengths
+from maclaw_kernels.revival import archive_cues
+
+# archive search without a usable query vector: no cosines (see ArchiveColumns.search)
+_NO_MATRIX, _NO_HAS_VEC = np.zeros((0, 1), np.float32), np.zeros(0, np.bool_)
+_NO_QUERY = np.zeros(0, np.float32)
 
 
 class ArchiveColumns:
@@ -84,20 +88,20 @@ class ArchiveColumns:
         n = t.n_rows
         if n == 0 or limit <= 0:
             return []
-        bm25 = self.bm25.scores(tokens, n)
         use_vec = (query_vector is not None and self.vectors is not None
                    and query_vector.shape[0] == self.vectors.dim)
-        cos = (self.vectors.scores(query_vector, n) if use_vec else np.zeros(n, np.float32))
-        cue = np.empty(n)
+        matrix, has_vec = ((self.vectors.matrix, self.vectors.has_vec) if use_vec
+                           else (_NO_MATRIX, _NO_HAS_VEC))
+        query = np.ascontiguousarray(query_vector, np.float32) if use_vec else _NO_QUERY
+        bm25, cos, cue = np.empty(n), np.empty(n, np.float32), np.empty(n)
+        rows = np.empty(n, np.int64)
         # an archived entry may match by its vector alone (revive_needs_term is for dormant
         # rows: archive search runs only when the store has no strong match)
-        cue_strengths(bm25, cos, self.bm25.idf_total(tokens), bm25_w, cos_w,
-                      query_vector is not None, False, cos_floor, cue)
-        cue[~t.alive[:n]] = -1.0
-        rows = np.flatnonzero(cue >= min_cue)
-        rows = rows[np.lexsort((t.seq[rows], -cue[rows]))][:limit]
-        return [(t.entry(int(r)), float(cue[r]), float(bm25[r]), float(cos[r]))
-                for r in rows.tolist()]
+        k = archive_cues(*self.bm25.query_args(tokens), matrix, has_vec, query,
+                         query_vector is not None, t.alive[:n], t.seq[:n], bm25_w, cos_w,
+                         cos_floor, min_cue, limit, bm25, cos, cue, rows)
+        return [(t.entry(r), float(cue[r]), float(bm25[r]), float(cos[r]))
+                for r in rows[:k].tolist()]
 
     def scores(self, entry_ids: list[str], tokens: list[str],
                query_vector: np.ndarray | None) -> list[tuple[float, float]]:

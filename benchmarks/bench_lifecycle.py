@@ -16,7 +16,7 @@ Groups:
   (kernel + column slicing + journaling the entries that turn dormant) vs the per-entry Python
   loop over the same NumPy columns (SPEC §7 target: ≥ 30× faster).
 * ``maintenance 500`` — ``Maintenance(store).run_once()`` without LLM on a 500-entry store
-  (hash embedder): backup, GC (archives 51, revives ≤ 10), decay, exact dedup, skipped LLM
+  (hash embedder): backup, GC (revives ≤ 10, archives 51 more), decay, exact dedup, skipped LLM
   steps; in memory (no backup) and on disk (journal + JSON backup) (target ≤ 50 ms). Each
   round starts from the same 500 entries (the setup re-fills the store; not timed).
 * ``recall with dormant`` — one ``recall`` (query vector given, ``reinforce=False``) on the
@@ -32,7 +32,9 @@ Groups:
   makes: the query as text, embedded by the default model (``embedder="auto"``, every entry
   saved with that model's vector), 500 active alone against 500 + 500 dormant; and the same
   entries saved as conversation turns (:func:`conversation_stores`: the thread prior's path),
-  500 active turns alone against 500 + 500 dormant.
+  500 active turns alone against 500 + 500 dormant, with the query vector given and as text;
+  and ``recall_batch`` over the notes stores (batches of 200 with the query vectors given, of
+  100 as text).
 """
 
 from __future__ import annotations
@@ -154,7 +156,10 @@ def test_maintenance_run_without_llm(benchmark, where):
         report = m.run_once()
 
     benchmark.pedantic(run, setup=setup, rounds=15, iterations=1)
-    assert report.gc.before == 500 and report.gc.archived == 51
+    # from the second run on, GC first revives up to 10 archived entries the store has room
+    # for, then archives them with the rest: 51 more archived than revived, every round
+    gc = report.gc
+    assert gc.before == 500 and gc.after == 449 and gc.archived - gc.revived == 51
     store.close()
 
 
@@ -227,22 +232,28 @@ def whole_call_stores() -> dict:
     return {"alone": alone, "dormant": with_dormant, "queries": queries, "model": model}
 
 
-def conversation_stores() -> dict:
+def conversation_stores(embedder: str = "hash") -> dict:
     """The conversation contenders: ``bench_memory``'s corpus saved as conversation turns
     (``conversation_summary``, sessions of 20 turns a minute apart, each session its own thread,
     so the thread prior applies and recall takes its path) with the default configuration and
-    the given vectors; 500 active turns alone, and 500 + the 500 older turns dormant."""
+    the given vectors; 500 active turns alone, and 500 + the 500 older turns dormant. With
+    ``embedder="auto"`` every turn is saved with the default model's vector (for the whole
+    call: queries as text)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_memory import NOW, Clock, make_corpus
 
     from maclaw_fast.config import CapacityConfig, MemoryConfig
 
     corpus = make_corpus(1000, seed=0)
+    if embedder != "hash":
+        probe = MemoryStore.in_memory(embedder=embedder)
+        corpus["vectors"] = probe.embedder.embed(corpus["texts"])
+        probe.close()
 
     def build(first: int) -> MemoryStore:
         clock = Clock(NOW - 1000 * 60.0)
         store = MemoryStore.in_memory(
-            embedder="hash", clock=clock,
+            embedder=embedder, clock=clock,
             config=MemoryConfig(capacity=CapacityConfig(store_capacity=2000)))
         ids = []
         for i in range(first, 1000):
@@ -262,6 +273,18 @@ def text_call(store, queries):
 
     def call():
         return store.recall(queries[next(it) % len(queries)], reinforce=False)
+    return call
+
+
+def batch_call(store, queries, qvecs, size: int):
+    """``recall_batch`` over the next ``size`` queries (with their vectors unless ``qvecs`` is
+    None: then embedded by the store)."""
+    it = iter(range(10**12))
+
+    def call():
+        lo = (next(it) * size) % len(queries)
+        return store.recall_batch(queries[lo:lo + size], reinforce=False,
+                                  query_vectors=None if qvecs is None else qvecs[lo:lo + size])
     return call
 
 
@@ -387,16 +410,65 @@ def main() -> int:
     for name, r in whole_summary.items():
         lines.append(f"| {name} | {r['p50'] * 1e3:.2f} ms | {r['ratio']:.3f}× | "
                      f"{r['ratio_min']:.3f}–{r['ratio_max']:.3f}× |")
-    for store in (*w.values(),):
+    # the same as conversation turns (the thread prior's path), the query as text
+    conv_w = conversation_stores("auto")
+    conv_whole = {"conversation: 500 active turns, query as text": (
+                      text_call(conv_w["alone"], w["queries"]), 40),
+                  "conversation: 500 active + 500 dormant turns, query as text": (
+                      text_call(conv_w["dormant"], w["queries"]), 40)}
+    for call, _ in conv_whole.values():
+        for _ in range(20):
+            call()
+    conv_whole_summary = ratio_summary(round_robin(conv_whole, 15),
+                                       "conversation: 500 active turns, query as text")
+    conv_whole_ratio = conv_whole_summary[
+        "conversation: 500 active + 500 dormant turns, query as text"]["ratio"]
+    for name, r in conv_whole_summary.items():
+        lines.append(f"| {name} | {r['p50'] * 1e3:.2f} ms | {r['ratio']:.3f}× | "
+                     f"{r['ratio_min']:.3f}–{r['ratio_max']:.3f}× |")
+    # many queries at once: recall_batch, query vectors given, then the queries as text
+    batch = {"batch of 200, 500 active": (batch_call(s["500 active"], *s["weak"], 200), 3),
+             "batch of 200, 500 active + 500 dormant": (
+                 batch_call(s["500 active + 500 dormant"], *s["weak"], 200), 3),
+             "batch of 100 as text, 500 active": (batch_call(w["alone"], w["queries"], None,
+                                                             100), 1),
+             "batch of 100 as text, 500 active + 500 dormant": (
+                 batch_call(w["dormant"], w["queries"], None, 100), 1)}
+    for call, _ in batch.values():
+        call()
+    per_round = round_robin(batch, 10)
+    vec_summary = ratio_summary({k: per_round[k] for k in list(batch)[:2]},
+                                "batch of 200, 500 active")
+    text_summary = ratio_summary({k: per_round[k] for k in list(batch)[2:]},
+                                 "batch of 100 as text, 500 active")
+    batch_ratio = vec_summary["batch of 200, 500 active + 500 dormant"]["ratio"]
+    batch_text_ratio = text_summary["batch of 100 as text, 500 active + 500 dormant"]["ratio"]
+    lines += ["", "`recall_batch` over the same stores (10 rounds; the time per query: a call "
+              "÷ its queries; as text, every query embedded by the default model):", "",
+              "| store | per query | ÷ 500 active (median) | range |", "|---|---|---|---|"]
+    for summary_, size in ((vec_summary, 200), (text_summary, 100)):
+        for name, r in summary_.items():
+            lines.append(f"| {name} | {r['p50'] / size * 1e6:.1f} µs | {r['ratio']:.3f}× | "
+                         f"{r['ratio_min']:.3f}–{r['ratio_max']:.3f}× |")
+    for store in (*w.values(), *conv_w.values()):
         if isinstance(store, MemoryStore):
             store.close()
     lines += ["", f"Load average at the end: {os.getloadavg()[0]:.1f} (the machine is shared: "
               "only same-run ratios mean anything).", "",
-              f"Target: 500 + 500 dormant within 1.3× of 500 alone: the whole call "
-              f"{whole_ratio:.3f}× → **{'met' if whole_ratio <= 1.3 else 'missed'}**; the "
-              f"engine alone (query vector given) {ratio:.2f}× → "
-              f"**{'met' if ratio <= 1.3 else 'missed'}**; the engine alone over conversation "
-              f"turns {conv_ratio:.2f}× → **{'met' if conv_ratio <= 1.3 else 'missed'}**.", ""]
+              "Target: recall latency with 500 + 500 dormant entries within 1.3× of 500 active "
+              "alone, same run.", "",
+              f"- The recall a user makes (the query as text, embedded by the default model): "
+              f"{whole_ratio:.3f}× (notes), {conv_whole_ratio:.3f}× (conversation turns), "
+              f"{batch_text_ratio:.3f}× (`recall_batch`) → "
+              f"**{'met' if max(whole_ratio, conv_whole_ratio, batch_text_ratio) <= 1.3 else 'missed'}**.",
+              f"- The engine alone (the query vector given, the embedder's milliseconds left "
+              f"out): {ratio:.2f}× (notes), {conv_ratio:.2f}× (conversation turns), "
+              f"{batch_ratio:.2f}× (`recall_batch`) → "
+              f"**{'within' if max(ratio, conv_ratio, batch_ratio) <= 1.3 else 'above'} 1.3×**. "
+              "Every per-row pass of a recall (BM25 postings, the cosines the cue test needs, "
+              "the cue test, the ranking) covers the dormant rows too, as SPEC R9 has them "
+              "scored with the active ones; only what is not per row (argument checks, the "
+              "hits) stays the same.", ""]
     out = Path(__file__).resolve().parent / "results" / "lifecycle.md"
     out.write_text("\n".join(lines), encoding="utf-8")
     print("\n".join(lines))

@@ -30,7 +30,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from quality_memory import _dcg, load_locomo, load_scifact  # noqa: E402
+from locomo_eval import load_locomo  # noqa: E402
+from quality_memory import _dcg, load_scifact  # noqa: E402
 
 from maclaw_fast.config import Bm25Config  # noqa: E402
 from maclaw_fast.index.bm25 import Bm25Index  # noqa: E402

@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_memory as bm  # noqa: E402
 
 from maclaw_fast.memory import recall as R  # noqa: E402
+from maclaw_fast.memory.hits import hits_from_parts  # noqa: E402
 from maclaw_fast.memory import validate  # noqa: E402
 from maclaw_fast.text.tokenizer import tokenize  # noqa: E402
 from maclaw_kernels.bm25 import bm25_query  # noqa: E402
@@ -73,7 +74,7 @@ def staged_recall(store, query, qvec_in, acc):
                                 affinity, eligible, scored, *static.kernel_args, work, rows,
                                 parts)
         t6 = pc()
-        hits = R._hits(store, rows[:m], parts[:, :m], has_affinity)
+        hits = hits_from_parts(store, rows[:m], parts[:, :m], has_affinity)
         t7 = pc()
     acc += np.diff([t0, t1, t2, t3, t4, t5, t6, t7])
     return hits

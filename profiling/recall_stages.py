@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_memory as bm  # noqa: E402
 
 from maclaw_fast.memory import recall as R  # noqa: E402
-from maclaw_fast.memory.hits import hits_from_parts  # noqa: E402
 from maclaw_fast.memory import validate  # noqa: E402
+from maclaw_fast.memory.hits import hits_from_parts  # noqa: E402
 from maclaw_fast.text.tokenizer import tokenize  # noqa: E402
 from maclaw_kernels.bm25 import bm25_query  # noqa: E402
 from maclaw_kernels.vectors import dot_scores  # noqa: E402

@@ -351,6 +351,9 @@ def main(argv=None) -> int:
     else:
         path = Path(tempfile.mkdtemp(prefix="bench-memory-")) / "run.json"
         run_suite(path, args.keyword)
+        if not path.exists():  # pytest ran no benchmark (a -k that matches none of them)
+            raise SystemExit(f"no benchmark ran{f' for -k {args.keyword!r}' if args.keyword else ''}"
+                             "; nothing to report")
     doc = json.loads(path.read_text())
     text = render(doc)
     if args.append:

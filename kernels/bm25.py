@@ -1,7 +1,20 @@
 """BM25 scoring over CSR postings (term → docs), scattered into caller-keyed output rows."""
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit, prange
+
+# One index's arrays as the query kernels read them (built by ``Bm25Index.postings``):
+# ``df`` per term, ``n_live`` documents; CSR postings (``indptr``, ``post_docs``, ``post_tfs``)
+# for the documents below ``main_upto``, forward lists (``doc_start``, ``doc_nterms``,
+# ``fwd_terms``, ``fwd_tfs``) for the tail up to ``n_docs``; per document its encoded length
+# ``doc_norm``, ``doc_live`` and caller key ``doc_key``; ``k1``, ``b``, ``avgdl``; and
+# ``term_weight``, a zeroed scratch over the vocabulary that a query leaves zeroed.
+Postings = namedtuple("Postings", [
+    "df", "n_live", "indptr", "post_docs", "post_tfs", "main_upto", "n_docs", "doc_start",
+    "doc_nterms", "fwd_terms", "fwd_tfs", "doc_norm", "doc_live", "doc_key", "k1", "b", "avgdl",
+    "term_weight"])
 
 
 @njit(cache=True, inline="always")
@@ -153,43 +166,40 @@ def query_terms_batch(flat_ids, offsets, df, n_live, term_weight, q_indptr_out, 
 
 
 @njit(cache=True)
-def bm25_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,
-               doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl,
-               term_weight, out):
-    """One query end to end: the terms of :func:`query_idf`; docs below ``main_upto`` are scored
-    from the CSR postings, the tail up to ``n_docs`` by its forward lists. ``term_weight`` is a
-    zeroed scratch over the vocabulary, zeroed again on return. Returns how many distinct terms
-    were scored."""
-    uniq, idf = query_idf(term_ids, df, n_live, term_weight)
+def bm25_query(term_ids, p, out):
+    """One query's BM25 added into ``out[doc_key]`` over the :data:`Postings` ``p``: the terms
+    of :func:`query_idf`; documents below ``main_upto`` scored from the CSR postings, the tail
+    up to ``n_docs`` by its forward lists. Returns how many distinct terms were scored."""
+    uniq, idf = query_idf(term_ids, p.df, p.n_live, p.term_weight)
     if uniq.shape[0] == 0:
         return 0
-    _accumulate(uniq, idf, indptr, post_docs, post_tfs, doc_norm, doc_live, doc_key, k1, b,
-                avgdl, out, 0, doc_live.shape[0])
-    if main_upto < n_docs:
-        bm25_scores_forward(term_weight, main_upto, n_docs, doc_start, doc_nterms, fwd_terms,
-                            fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl, out)
-    term_weight[uniq] = 0.0
+    _accumulate(uniq, idf, p.indptr, p.post_docs, p.post_tfs, p.doc_norm, p.doc_live,
+                p.doc_key, p.k1, p.b, p.avgdl, out, 0, p.doc_live.shape[0])
+    if p.main_upto < p.n_docs:
+        bm25_scores_forward(p.term_weight, p.main_upto, p.n_docs, p.doc_start, p.doc_nterms,
+                            p.fwd_terms, p.fwd_tfs, p.doc_norm, p.doc_live, p.doc_key, p.k1,
+                            p.b, p.avgdl, out)
+    p.term_weight[uniq] = 0.0
     return uniq.shape[0]
 
 
 @njit(cache=True, parallel=True)
-def bm25_query_parallel(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs,
-                        doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key,
-                        k1, b, avgdl, term_weight, out, n_parts):
+def bm25_query_parallel(term_ids, p, out, n_parts):
     """:func:`bm25_query` with the documents split into ``n_parts`` ranges across numba's
     threads (each term's postings are sorted by document, so a range is two binary searches).
     Each document is summed in the same order as serially: the result is identical."""
-    uniq, idf = query_idf(term_ids, df, n_live, term_weight)
+    uniq, idf = query_idf(term_ids, p.df, p.n_live, p.term_weight)
     for part in prange(n_parts):
-        d_lo = part * n_docs // n_parts
-        d_hi = (part + 1) * n_docs // n_parts
-        _accumulate(uniq, idf, indptr, post_docs, post_tfs, doc_norm, doc_live, doc_key, k1, b,
-                    avgdl, out, d_lo, d_hi)
-        lo_tail = max(main_upto, d_lo)
+        d_lo = part * p.n_docs // n_parts
+        d_hi = (part + 1) * p.n_docs // n_parts
+        _accumulate(uniq, idf, p.indptr, p.post_docs, p.post_tfs, p.doc_norm, p.doc_live,
+                    p.doc_key, p.k1, p.b, p.avgdl, out, d_lo, d_hi)
+        lo_tail = max(p.main_upto, d_lo)
         if lo_tail < d_hi:
-            bm25_scores_forward(term_weight, lo_tail, d_hi, doc_start, doc_nterms, fwd_terms,
-                                fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl, out)
-    term_weight[uniq] = 0.0
+            bm25_scores_forward(p.term_weight, lo_tail, d_hi, p.doc_start, p.doc_nterms,
+                                p.fwd_terms, p.fwd_tfs, p.doc_norm, p.doc_live, p.doc_key,
+                                p.k1, p.b, p.avgdl, out)
+    p.term_weight[uniq] = 0.0
     return uniq.shape[0]
 
 

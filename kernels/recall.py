@@ -1,154 +1,140 @@
-"""Recall scoring (SPEC §6): fusion, seeds, graph propagation, ranked selection within a budget."""
+"""Recall ranking (docs/design.md, "Recall"): one query's BM25, cosines and thread prior over
+every row → the selected rows and their score parts.
+
+The stages, in the order :func:`rank_scored` runs them: the memory-stream base score (recency
+and importance, plus the thread prior); revival (dormant rows the query cues strongly join the
+candidates); fusion (normalised BM25 and cosine plus project affinity); the top rows; the graph
+and conversation-link walk from the best seeds; the identity / user-fact block; the entry and
+token budget. :func:`rank` runs them for a block of queries (one or many).
+
+The arrays travel as the records below, built in one place
+(:mod:`maclaw_fast.memory.plan`); every scalar knob is a float64 of :data:`Knobs`.
+"""
+
+from collections import namedtuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from maclaw_kernels.bm25 import bm25_query
 from maclaw_kernels.graph import propagate_linked
-from maclaw_kernels.recall_assemble import (KIND_RANKED, cos_range, norm_cos, pick_identity,
-                                            select_hits)
-from maclaw_kernels.revival import (count_cued, linked_cosines, revived_masks,
-                                    terms_idf_total)
-from maclaw_kernels.terms import ascii_query_terms
+from maclaw_kernels.recall_assemble import KIND_RANKED, cos_range, norm_cos, pick_identity, select_hits
+from maclaw_kernels.revival import count_cued, revived_masks
 from maclaw_kernels.topk import top_k_desc, top_k_known
-from maclaw_kernels.vectors import dot_scores_wanted, is_unit_vector
-from maclaw_kernels.views import block, column
 
+# Per-row columns of a store (views of its table and graph) and the recency memo:
+# ``updated_at`` f8, ``weight`` f8 (category importance), ``access`` i8, ``seq`` i8 (store
+# order), ``tokens`` i8 (budget cost); ``nbr`` i8[n, slots] / ``edge_w`` f8[n, slots] the
+# similarity edges; ``prev`` / ``nxt`` i8 the conversation links (-1 = none); ``memo_key``
+# f8[2], ``memo_at`` f8[n], ``memo_factor`` f8[n] (:func:`refresh_recency`); ``log_table``
+# f8 with ``log_table[a] = ln(1 + a)`` for small access counts.
+Rows = namedtuple("Rows", ["updated_at", "weight", "access", "seq", "tokens", "nbr", "edge_w",
+                           "prev", "nxt", "memo_key", "memo_at", "memo_factor", "log_table"])
 
-# the hit-reason code of a revived dormant row (memory.hits.REASONS[4])
+# Which rows one recall may return: ``eligible`` b1 (candidates: active, in scope),
+# ``scored`` b1 (those ranked), ``affinity`` f8 (project bonus), ``dormant`` b1 (dormant rows
+# of the scope; length 0: revival off), ``fixed`` i8 (self-identity candidates, store order),
+# ``user_fact`` b1.
+Scope = namedtuple("Scope", ["eligible", "scored", "affinity", "dormant", "fixed", "user_fact"])
+
+# The scoring knobs, every one a float64 (one tuple type, one compiled specialization).
+Knobs = namedtuple("Knobs", [
+    "decay_per_hour", "w_rec", "w_imp", "w_rel", "bm25_norm", "cos_norm", "bm25_w", "cos_w",
+    "n_seeds", "hops", "hop_factor", "adj_hops", "adj_factor", "adj_mix", "max_identity",
+    "max_user_facts", "lead_window", "max_entries", "budget", "revive_bar",
+    "revive_needs_term", "cos_floor"])
+
+# The queries of one call: ``bm25`` f8[q, n] (raw), ``cos`` f4[q, n], ``prior`` f8[q, n] (the
+# thread prior; no rows: none), ``idf`` f8[q] (each query's ``idf_total``, the scale of its cue
+# strengths), ``has_vector`` (the queries have vectors).
+Queries = namedtuple("Queries", ["bm25", "cos", "prior", "idf", "has_vector"])
+
+# rows of ``out_parts``: what each selected row's score is made of
+PART_SCORE, PART_BM25, PART_REL, PART_GRAPH = 0, 1, 2, 3
+PART_RECENCY, PART_IMPORTANCE, PART_COS, PART_AFFINITY, PART_REASON = 4, 5, 6, 7, 8
+N_PARTS = 9
+# the hit-reason codes (memory.hits.REASONS): ranked, graph, identity, user fact, revived
+REASON_GRAPH = 1.0
 REASON_REVIVED = 4.0
 
 
 @njit(cache=True)
-def bm25_hit_range(bm25, scored):
-    """(lowest, highest) BM25 above 0 among ``scored`` rows ((inf, 0) when none): the min-max
-    and max normalisations need them before any row is fused."""
-    lo = np.inf
-    hi = 0.0
-    for i in range(scored.shape[0]):
-        if scored[i] and bm25[i] > 0.0:
-            lo = min(lo, bm25[i])
-            hi = max(hi, bm25[i])
-    return lo, hi
-
-
-@njit(cache=True)
-def row_relevance(x, cos_i, affinity_i, norm_mode, lo, hi, cos_mode, c_lo, c_hi, bm25_w, cos_w):
-    """(normalised BM25, fused relevance) of one eligible row with raw BM25 ``x`` and cosine
-    ``cos_i``: BM25 by ``norm_mode`` over the hits' range (``lo``, ``hi``), the cosine by
-    :func:`norm_cos` over the candidates' range (``c_lo``, ``c_hi``)."""
-    if x > 0.0 and norm_mode == 1:
-        x = x / hi
-    elif x > 0.0 and norm_mode == 2:
-        x = 1.0 if hi == lo else (x - lo) / (hi - lo)
-    return x, bm25_w * x + cos_w * norm_cos(cos_i, cos_mode, c_lo, c_hi) + affinity_i
-
-
-@njit(cache=True)
-def fusion_ranges(bm25, cos, eligible, norm_mode, cos_mode):
-    """(BM25 lo, BM25 hi, cosine lo, cosine hi) over the ``eligible`` rows, as
-    :func:`row_relevance` takes them (placeholders for the raw modes)."""
-    lo, hi = bm25_hit_range(bm25, eligible) if norm_mode != 0 else (np.inf, 0.0)
-    c_lo, c_hi = cos_range(cos, eligible) if cos_mode != 0 else (np.inf, -np.inf)
-    return lo, hi, c_lo, c_hi
-
-
-@njit(cache=True)
 def recency_epoch(now, decay_per_hour):
-    """The epoch of the recency memo at ``now``: ``now`` rounded down to a multiple of the span
-    over which the decay falls by e^15, so every call at ``now`` (any process, any history)
-    shares it and the memo's factors stay within float64 range."""
+    """``now`` rounded down to a multiple of the span over which the decay falls by e^15: every
+    call at ``now`` shares the memo's epoch and its factors stay within float64 range."""
     rate = abs(decay_per_hour)
     span = 54000.0 / rate if rate > 1e-12 else 1e300
     return np.floor(now / span) * span
 
 
 @njit(cache=True)
-def refresh_recency(updated_at, now, decay_per_hour, memo_key, memo_at, memo_factor):
-    """Bring the memo up to date and return ``decay_now`` for :func:`row_recency`.
-
-    ``memo_factor[i] = exp(decay·(updated_at[i] − epoch)/3600)`` is recomputed only for rows
-    whose ``updated_at`` differs from ``memo_at`` (all of them when the epoch or the decay
-    changed: ``memo_key`` holds both): recency then costs a multiply per row, not an exp."""
+def refresh_recency(rows, now, decay_per_hour):
+    """Bring the memo up to date and return ``decay_now``: ``memo_factor[i] =
+    exp(decay·(updated_at[i] − epoch)/3600)`` is recomputed only for rows whose ``updated_at``
+    changed, so recency costs a multiply per row, not an exp."""
     epoch = recency_epoch(now, decay_per_hour)
-    if memo_key[0] != epoch or memo_key[1] != decay_per_hour:
-        memo_at[:] = np.nan
-        memo_key[0] = epoch
-        memo_key[1] = decay_per_hour
-    stale = 0
-    for i in range(updated_at.shape[0]):  # branch-free: the common case is no stale row
-        stale += updated_at[i] != memo_at[i]
-    if stale:
-        for i in range(updated_at.shape[0]):
-            if updated_at[i] != memo_at[i]:
-                memo_at[i] = updated_at[i]
-                memo_factor[i] = np.exp(decay_per_hour * (updated_at[i] - epoch) / 3600.0)
+    key, at, factor = rows.memo_key, rows.memo_at, rows.memo_factor
+    if key[0] != epoch or key[1] != decay_per_hour:
+        at[:] = np.nan
+        key[0] = epoch
+        key[1] = decay_per_hour
+    updated = rows.updated_at
+    for i in range(updated.shape[0]):
+        if updated[i] != at[i]:
+            at[i] = updated[i]
+            factor[i] = np.exp(decay_per_hour * (updated[i] - epoch) / 3600.0)
     return np.exp(-decay_per_hour * (now - epoch) / 3600.0)
 
 
-@njit(cache=True, inline="always")
-def row_recency(updated_at_i, now, decay_now, factor_i):
-    """``exp(-decay·max(now − updated_at, 0)/3600)`` from :func:`refresh_recency`."""
-    return 1.0 if updated_at_i >= now else decay_now * factor_i
+@njit(cache=True)
+def base_scores(rows, knobs, now, out):
+    """Into ``out`` (f8[3, n]): every row's recency ``exp(-decay·max(now − updated_at, 0)/3600)``,
+    importance ``weight + ln(1 + access)`` and their weighted sum, the memory-stream base score
+    (the same for every query at ``now``)."""
+    decay_now = refresh_recency(rows, now, knobs.decay_per_hour)
+    table = rows.log_table
+    for i in range(rows.updated_at.shape[0]):
+        rec = 1.0 if rows.updated_at[i] >= now else decay_now * rows.memo_factor[i]
+        a = rows.access[i]
+        imp = rows.weight[i] + (table[a] if 0 <= a < table.shape[0] else np.log(1.0 + a))
+        out[0, i] = rec
+        out[1, i] = imp
+        out[2, i] = knobs.w_rec * rec + knobs.w_imp * imp
 
 
-@njit(cache=True, inline="always")
-def base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
-                memo_factor, log_table, recency_out, importance_out, base_out):
-    """Recency and importance (``weight + ln(1 + access)``, ``log_table[a] = ln(1 + a)`` for
-    the small counts) of every row, and their weighted sum; the recency memo is
-    :func:`refresh_recency`'s."""
-    decay_now = refresh_recency(updated_at, now, decay_per_hour, memo_key, memo_at, memo_factor)
-    n_logged = log_table.shape[0]
-    for i in range(updated_at.shape[0]):
-        rec = row_recency(updated_at[i], now, decay_now, memo_factor[i])
-        a = access[i]  # inline: a helper taking the table costs 5× here (array refcounts)
-        imp = weight[i] + (log_table[a] if 0 <= a < n_logged else np.log(1.0 + a))
-        recency_out[i] = rec
-        importance_out[i] = imp
-        base_out[i] = w_rec * rec + w_imp * imp
-
-
-@njit(cache=True, inline="always")
-def score_rows(base, bm25, cos, affinity, eligible, scored, norm_mode, cos_mode, bm25_w, cos_w,
-               w_rel, bm25_out, rel_out, score_out, graph_out):
-    """``rel = bm25_w·norm(bm25) + cos_w·norm(cos) + affinity`` over the ``eligible`` rows
-    (0 elsewhere), the score ``base + w_rel·rel`` of the ``scored`` ones (−inf elsewhere) and
-    ``graph_out`` zeroed, in one pass over the rows; returns the scored rows' (lowest score,
-    highest score, count) for :func:`top_k_known`.
-
-    ``norm_mode``: 0 raw, 1 divide by the best BM25, 2 min-max over the eligible hits (a lone or
-    all-equal hit maps to 1); ``cos_mode``: 0 raw (``max(cos, 0)``), 1 min-max over the eligible
-    rows (:func:`norm_cos`).
-    """
-    lo, hi, c_lo, c_hi = fusion_ranges(bm25, cos, eligible, norm_mode, cos_mode)
-    s_lo = np.inf
-    s_hi = -np.inf
-    count = 0
-    for i in range(base.shape[0]):
-        graph_out[i] = 0.0
-        bm25_out[i] = 0.0
-        rel_out[i] = 0.0
+@njit(cache=True)
+def fuse(bm25, cos, affinity, eligible, knobs, bm25_out, rel_out):
+    """``rel = bm25_w·norm(bm25) + cos_w·norm(cos) + affinity`` of the ``eligible`` rows (0
+    elsewhere). BM25 by ``bm25_norm``: 0 raw, 1 over the best hit, 2 min-max over the hits (a
+    lone or all-equal hit maps to 1); the cosine by ``cos_norm`` (:func:`norm_cos`)."""
+    mode = int(knobs.bm25_norm)
+    cos_mode = int(knobs.cos_norm)
+    lo = np.inf
+    hi = 0.0
+    for i in range(bm25.shape[0]):
+        if eligible[i] and bm25[i] > 0.0:
+            lo = min(lo, bm25[i])
+            hi = max(hi, bm25[i])
+    c_lo, c_hi = cos_range(cos, eligible) if cos_mode != 0 else (np.inf, -np.inf)
+    for i in range(bm25.shape[0]):
+        x = 0.0
+        r = 0.0
         if eligible[i]:
-            bm25_out[i], rel_out[i] = row_relevance(bm25[i], cos[i], affinity[i], norm_mode, lo,
-                                                    hi, cos_mode, c_lo, c_hi, bm25_w, cos_w)
-        score_out[i] = -np.inf
-        if scored[i]:
-            score_out[i] = base[i] + w_rel * rel_out[i]
-            s_lo = min(s_lo, score_out[i])
-            s_hi = max(s_hi, score_out[i])
-            count += 1
-    return s_lo, s_hi, count
+            x = bm25[i]
+            if x > 0.0 and mode == 1:
+                x = x / hi
+            elif x > 0.0 and mode == 2:
+                x = 1.0 if hi == lo else (x - lo) / (hi - lo)
+            r = (knobs.bm25_w * x + knobs.cos_w * norm_cos(cos[i], cos_mode, c_lo, c_hi)
+                 + affinity[i])
+        bm25_out[i] = x
+        rel_out[i] = r
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def linked_relevance(own, sim, link, mix):
-    """The relevance of a row the graph walk reached: ``own`` (its fused relevance), ``sim``
-    and ``link`` (the best a seed's relevance gave it along the similarity edges and the
-    conversation links, :func:`maclaw_kernels.graph.propagate_linked`). A similarity neighbour
-    keeps the larger of its own and the walk's value; along the links, ``mix`` 0 does the same,
-    ``mix`` > 0 adds ``mix·link`` to its own (a reply keeps its own match and gains a share of
-    the question it answers)."""
+    """A row the walk reached: the larger of ``own`` and ``sim`` (similarity edges); along the
+    conversation links ``mix`` 0 keeps the larger too, ``mix`` > 0 adds ``mix·link`` to its own
+    (a reply keeps its own match and gains a share of the question it answers)."""
     v = max(own, sim)
     if mix <= 0.0:
         return max(v, link)
@@ -158,318 +144,129 @@ def linked_relevance(own, sim, link, mix):
 
 
 @njit(cache=True)
-def rank_scored(base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hops, hop_factor,
-                prev, nxt, adj_hops, adj_factor, adj_mix, k, score_out, graph_out):
-    """Score, propagate relevance from the top ``n_seeds`` through the graph, re-score, and return
-    the top ``k`` scored rows (score desc, access desc, seq asc)."""
-    for i in range(base.shape[0]):
-        score_out[i] = base[i] + w_rel * rel[i] if scored[i] else -np.inf
-        graph_out[i] = 0.0
-    top = top_k_desc(score_out, access, seq, scored, max(k, n_seeds))
-    return rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w,
-                             hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix, k,
-                             score_out, graph_out)
-
-
-@njit(cache=True)
-def rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hops,
-                      hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix, k, score_out,
-                      graph_out):
-    """Given ``top`` = the first ``max(k, n_seeds)`` rows by ``score_out`` (``graph_out`` zero):
-    propagate from the first ``n_seeds`` along the similarity edges and the conversation links
-    (:func:`maclaw_kernels.graph.propagate_linked`), update the rows reached, return the new
-    top ``k``.
-
-    Propagation only raises the scores of the rows it reaches, so the new top ``k`` lies within
-    ``top`` plus those rows.
-    """
+def walk_graph(top, rows, knobs, base, rel, scored, k, score, graph):
+    """Propagate relevance from the first ``n_seeds`` of ``top`` (the best rows by ``score``)
+    along the similarity edges and conversation links, raise the rows reached, return the new
+    top ``k``. A walk only raises scores, so the new top lies within ``top`` and those rows."""
+    n_seeds = int(knobs.n_seeds)
+    hops, adj_hops = int(knobs.hops), int(knobs.adj_hops)
     seeds = top[:min(n_seeds, top.shape[0])]
     if (hops <= 0 and adj_hops <= 0) or seeds.shape[0] == 0:
         return top[:k]
-    sim, link, reached = propagate_linked(seeds, rel[seeds], nbr, edge_w, hops, hop_factor,
-                                          prev, nxt, adj_hops, adj_factor, scored)
-    rows = np.empty(top.shape[0] + reached.shape[0], np.int64)
-    rows[:top.shape[0]] = top
-    m = top.shape[0]
+    sim, link, reached = propagate_linked(seeds, rel[seeds], rows.nbr, rows.edge_w, hops,
+                                          knobs.hop_factor, rows.prev, rows.nxt, adj_hops,
+                                          knobs.adj_factor, scored)
+    cand = np.zeros(rows.access.shape[0], np.bool_)  # the rows the new top is among
+    for r in top:
+        cand[r] = True
+    raised = False
     for r in reached:
-        g = linked_relevance(rel[r], sim[r], link[r], adj_mix)
+        g = linked_relevance(rel[r], sim[r], link[r], knobs.adj_mix)
         if g > rel[r]:
-            graph_out[r] = g - rel[r]
-            score_out[r] = base[r] + w_rel * g
-            rows[m] = r
-            m += 1
-    if m == top.shape[0]:  # no row gained: the order stands
+            graph[r] = g - rel[r]
+            score[r] = base[r] + knobs.w_rel * g
+            cand[r] = True
+            raised = True
+    if not raised:
         return top[:k]
-    # in row order, so full ties break as over the whole array (a top row may have gained too)
-    rows = np.unique(rows[:m])
-    return rows[top_k_desc(score_out[rows], access[rows], seq[rows], np.ones(rows.shape[0],
-                                                                           np.bool_), k)]
-
-
-@njit(cache=True, inline="always")
-def hit_reason(kind, graph):
-    """Why a selected row is a hit, as a code: its :func:`select_hits` kind (2 self identity,
-    3 a leading user fact), else 1 when the graph walk raised it, 0 when ranked on its own."""
-    if kind != KIND_RANKED:
-        return kind
-    return 1.0 if graph > 0.0 else 0.0
+    return top_k_desc(score, rows.access, rows.seq, cand, k)
 
 
 @njit(cache=True)
-def recall_one(base, bm25, cos, affinity, eligible, scored, updated_at, access, seq, tokens,
-               fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel, n_seeds, nbr,
-               edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix, max_identity,
-               max_user_facts, lead_window, max_entries, budget, work, out_rows, out_score,
-               out_bm25, out_rel, out_graph, out_reason):
-    """One query end to end; writes the selected rows, their score parts and :func:`hit_reason`
-    codes, returns the count.
+def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
+    """Score every ``scored`` row (``base + w_rel·rel``; −inf elsewhere), take the best
+    ``max(k, n_seeds)``, walk the graph from the seeds and return the top ``k`` (score desc,
+    access desc, seq asc)."""
+    lo = np.inf
+    hi = -np.inf
+    count = 0
+    for i in range(base.shape[0]):
+        graph[i] = 0.0
+        score[i] = -np.inf
+        if scored[i]:
+            score[i] = base[i] + knobs.w_rel * rel[i]
+            lo = min(lo, score[i])
+            hi = max(hi, score[i])
+            count += 1
+    k = min(k, count)
+    top = top_k_known(score, rows.access, rows.seq, scored, max(k, int(knobs.n_seeds)), lo, hi,
+                      count)
+    return walk_graph(top, rows, knobs, base, rel, scored, k, score, graph), count
 
-    ``fixed_rows``: the self-identity candidates, of which :func:`pick_identity` leads with at
-    most ``max_identity``; ``user_fact`` marks the rows of which at most ``max_user_facts``
-    lead when among the first ``lead_window`` ranked rows (:func:`select_hits`); every other
-    ``scored`` row is ranked by its score. The ranked candidate list grows until the budget loop
-    is satisfied. ``work``: four float64 rows of at least ``n`` each, scratch (a caller's buffer spares
-    allocations).
-    """
-    n = base.shape[0]
-    bm25n = work[0, :n]
-    rel = work[1, :n]
-    score = work[2, :n]
-    graph = work[3, :n]
-    s_lo, s_hi, n_scored = score_rows(base, bm25, cos, affinity, eligible, scored, norm_mode,
-                                      cos_mode, bm25_w, cos_w, w_rel, bm25n, rel, score, graph)
+
+@njit(cache=True)
+def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, work, out_rows,
+             out_parts):
+    """One query from its relevance inputs to the selected rows (written into ``out_rows`` and
+    ``out_parts``; returns their count). ``base``: :func:`base_scores`' rows; ``work``: five
+    float64 rows of at least n, scratch."""
+    n = bm25.shape[0]
+    bm25n, rel, score, graph, base_q = work[0, :n], work[1, :n], work[2, :n], work[3, :n], \
+        work[4, :n]
+    base_q[:] = base[2]
+    if prior.shape[0] > 0:  # the thread prior orders conversations, after the walk
+        for i in range(n):
+            base_q[i] += knobs.w_rel * prior[i]
+    eligible, scored = scope.eligible, scope.scored
+    revived = False
+    cue = (idf_total, knobs.bm25_w, knobs.cos_w, has_vector, knobs.revive_needs_term != 0.0,
+           knobs.cos_floor)
+    if count_cued(scope.dormant, bm25, cos, *cue, knobs.revive_bar) > 0:
+        eligible, scored = revived_masks(scope.dormant, bm25, cos, *cue, knobs.revive_bar,
+                                         rows.prev, rows.nxt, int(knobs.adj_hops), eligible,
+                                         scored)
+        revived = True
+    fuse(bm25, cos, scope.affinity, eligible, knobs, bm25n, rel)
+    max_entries = int(knobs.max_entries)
+    lead_window = int(knobs.lead_window)
     # the leading user facts are looked for in the first lead_window ranked rows: rank as deep
-    k = min(max(max_entries + 8, lead_window), n_scored)
-    top = top_k_known(score, access, seq, scored, max(k, n_seeds), s_lo, s_hi, n_scored)
-    ranked = rerank_with_graph(top, base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w,
-                               hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix, k,
-                               score, graph)
-    fixed = pick_identity(fixed_rows, eligible, access, updated_at, seq, max_identity)
+    k = max(max_entries + 8, lead_window)
+    ranked, n_scored = ranked_rows(rows, knobs, base_q, rel, scored, k, score, graph)
+    fixed = pick_identity(scope.fixed, eligible, rows.access, rows.updated_at, rows.seq,
+                          int(knobs.max_identity))
+    reason = out_parts[PART_REASON]
     while True:
         ranked_rel = np.empty(ranked.shape[0])
         for j in range(ranked.shape[0]):
             ranked_rel[j] = rel[ranked[j]] + graph[ranked[j]]
-        m = select_hits(fixed, ranked, ranked_rel, user_fact, max_user_facts, lead_window,
-                        tokens, max_entries, budget, out_rows, out_reason)
+        m = select_hits(fixed, ranked, ranked_rel, scope.user_fact, int(knobs.max_user_facts),
+                        lead_window, rows.tokens, max_entries, int(knobs.budget), out_rows,
+                        reason)
         if m >= max_entries or k >= n_scored:
             break
-        # entries over the budget (or leading elsewhere) left it short: rank deeper
-        k = min(2 * k, n_scored)
-        ranked = rank_scored(base, rel, scored, access, seq, w_rel, n_seeds, nbr, edge_w, hops,
-                             hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix, k, score, graph)
+        k = min(2 * k, n_scored)  # entries over the budget left it short: rank deeper
+        ranked, n_scored = ranked_rows(rows, knobs, base_q, rel, scored, k, score, graph)
     for j in range(m):
         r = out_rows[j]
-        out_score[j] = base[r] + w_rel * (rel[r] + graph[r])
-        out_bm25[j] = bm25n[r]
-        out_rel[j] = rel[r]
-        out_graph[j] = graph[r]
-        out_reason[j] = hit_reason(out_reason[j], graph[r])
+        out_parts[PART_SCORE, j] = base_q[r] + knobs.w_rel * (rel[r] + graph[r])
+        out_parts[PART_BM25, j] = bm25n[r]
+        out_parts[PART_REL, j] = rel[r]
+        out_parts[PART_GRAPH, j] = graph[r]
+        out_parts[PART_RECENCY, j] = base[0, r]
+        out_parts[PART_IMPORTANCE, j] = base[1, r]
+        out_parts[PART_COS, j] = max(np.float64(cos[r]), 0.0)
+        out_parts[PART_AFFINITY, j] = scope.affinity[r]
+        if revived and scope.dormant[r]:
+            reason[j] = REASON_REVIVED
+        elif reason[j] == KIND_RANKED and graph[r] > 0.0:
+            reason[j] = REASON_GRAPH
     return m
 
 
-@njit(cache=True, inline="always")
-def copy_row_parts(m, out_rows, recency, importance, cos, affinity, out_parts):
-    """Rows 4–7 of ``out_parts`` for the ``m`` selected rows: recency, importance,
-    max(cos, 0) and affinity."""
-    for j in range(m):
-        r = out_rows[j]
-        out_parts[4, j] = recency[r]
-        out_parts[5, j] = importance[r]
-        out_parts[6, j] = max(np.float64(cos[r]), 0.0)
-        out_parts[7, j] = affinity[r]
-
-
-# the recall kernels' arguments that describe the plan (the store's ``kernel_args``), in order
-KERNEL_ARGS = ("access", "seq", "tokens", "fixed_rows", "user_fact", "norm_mode", "cos_mode",
-               "bm25_w", "cos_w", "w_rel", "n_seeds", "nbr", "edge_w", "hops", "hop_factor",
-               "prev", "nxt", "adj_hops", "adj_factor", "adj_mix", "max_identity", "max_user_facts",
-               "lead_window",
-               "max_entries", "budget")
-
-
-@njit(cache=True)
-def recall_single(updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
-                  memo_factor, log_table, bm25, cos, affinity, eligible, scored, access, seq,
-                  tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel,
-                  n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix,
-                  max_identity, max_user_facts, lead_window, max_entries, budget, work, out_rows,
-                  out_parts):
-    """:func:`base_scores` then :func:`recall_one`, in one call for the single-query path.
-
-    ``work``: seven float64 rows of at least ``n``, scratch. ``out_parts`` rows, per selected
-    row: score, bm25, rel, graph (as :func:`recall_one`), then recency, importance, max(cos, 0),
-    affinity and the :func:`hit_reason` code.
-    """
-    n = updated_at.shape[0]
-    recency, importance, base = work[4, :n], work[5, :n], work[6, :n]
-    base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
-                memo_factor, log_table, recency, importance, base)
-    m = recall_one(base, bm25, cos, affinity, eligible, scored, updated_at, access, seq, tokens,
-                   fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel, n_seeds,
-                   nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix,
-                   max_identity, max_user_facts, lead_window, max_entries, budget, work, out_rows,
-                   out_parts[0], out_parts[1], out_parts[2], out_parts[3], out_parts[8])
-    copy_row_parts(m, out_rows, recency, importance, cos, affinity, out_parts)
-    return m
-
-
-@njit(cache=True)
-def recall_query(query_text, term_ids, query, check_unit, now, term_data, term_offsets,
-                 term_table, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs,
-                 doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b,
-                 avgdl, term_weight, matrix, has_vec, updated_at, weight, decay_per_hour, w_rec,
-                 w_imp, memo_key, memo_at, memo_factor, log_table, affinity, eligible, scored,
-                 access, seq, tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w,
-                 w_rel, n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor,
-                 adj_mix, max_identity, max_user_facts, lead_window, max_entries, budget, bm25, cos,
-                 work, out_rows, out_parts, dormant, revive_bar, needs_term, cos_floor, idf_out):
-    """One query end to end: BM25 into ``bm25``, cosines into ``cos`` (of the ``eligible`` and
-    ``dormant`` rows, 0 for the others: no other row's is read), then what
-    :func:`recall_single` does, in one call (each call level of this many arrays costs ~1 µs).
-
-    The query's terms: an ASCII query given as its bytes (``query_text``) is split and looked up
-    here (:func:`maclaw_kernels.terms.ascii_query_terms` over the vocabulary's word table);
-    a query holding a word the table lacks returns -2 before anything is written (the caller
-    tokenizes it and passes term ids); with an empty ``query_text`` the caller's ``term_ids``
-    are used. ``query``: its vector (empty:
-    none, every cosine 0). With ``check_unit``, a vector that is not finite and of unit length
-    (within 1e-6 in its squared norm) returns -1 before anything is written. The five
-    arguments that change per call come first, so a caller can keep the rest as one tuple; the
-    BM25 index's arrays (:func:`maclaw_kernels.bm25.bm25_query`'s, after the vocabulary's term
-    arrays) come next.
-
-    Cue-driven revival (SPEC §0 R9) in the same pass: the ``dormant`` rows (of the query's
-    scope; an empty array: revival off) the query cues at least ``revive_bar`` strongly
-    (:func:`maclaw_kernels.revival.cue_strength`), and the dormant rows within ``adj_hops``
-    conversation links of one, compete with the eligible rows; a dormant row selected has the
-    reason code :data:`REASON_REVIVED`. ``needs_term`` (1.0 or 0.0; a float so that it fits the
-    knobs of :func:`recall_viewed`): only a dormant row holding a query term is cued, so only
-    those rows' cosines are computed first and the rows linked to a cued one's after the cue
-    test (:func:`maclaw_kernels.revival.linked_cosines`); ``cos_floor``: the model's, as
-    :func:`maclaw_kernels.revival.cue_strength` takes it. ``idf_out[0]``: the query's ``idf_total``, the scale of
-    its cue strengths (:func:`maclaw_kernels.revival.query_idf_total`).
-    """
-    if check_unit and query.shape[0] and not is_unit_vector(query, 1e-6):
-        return -1
-    if len(query_text):
-        term_ids, known = ascii_query_terms(query_text, term_data, term_offsets, term_table)
-        if not known:  # a word the fast path has not learned: the caller tokenizes the query
-            return -2
-    n = updated_at.shape[0]
-    bm25[:n] = 0.0
-    bm25_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,
-               doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl,
-               term_weight, bm25[:n])
-    has_vector = query.shape[0] > 0
-    if has_vector:
-        # only the rows the query may return: the eligible ones and (revival on) the dormant
-        # ones it may cue (those holding a query term, when cues need one)
-        dot_scores_wanted(matrix, n, has_vec, query, eligible, dormant,
-                          bm25[:n] if needs_term != 0.0 else bm25[:0], cos)
-    else:
-        cos[:n] = 0.0
-    idf_total = terms_idf_total(term_ids, df, n_live)
-    idf_out[0] = idf_total
-    plan = (access, seq, tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w,
-            w_rel, n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor,
-            adj_mix, max_identity, max_user_facts, lead_window, max_entries, budget)
-    recency = (updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
-               memo_factor, log_table)
-    term = needs_term != 0.0
-    if count_cued(dormant, bm25[:n], cos[:n], idf_total, bm25_w, cos_w, has_vector, term,
-                  cos_floor, revive_bar) == 0:
-        return recall_single(*recency, bm25[:n], cos[:n], affinity, eligible, scored, *plan,
-                             work, out_rows, out_parts)
-    el, sc = revived_masks(dormant, bm25[:n], cos[:n], idf_total, bm25_w, cos_w, has_vector,
-                           term, cos_floor, revive_bar, prev, nxt, adj_hops, eligible, scored)
-    if term and has_vector:
-        linked_cosines(matrix, has_vec, query, dormant, bm25[:n], el, cos)
-    m = recall_single(*recency, bm25[:n], cos[:n], affinity, el, sc, *plan, work, out_rows,
-                      out_parts)
-    for j in range(m):
-        if dormant[out_rows[j]]:
-            out_parts[8, j] = REASON_REVIVED
-    return m
-
-
-# recall_query's arguments after the five that change per call, as recall_viewed reads them:
-# an array's dtype and dimensions (a row of ``views``), or "" for a scalar (an entry of ``knobs``)
-VIEWED_ARGS = (
-    ("u1", 1), ("i8", 1), ("i8", 1), ("i8", 1), "", ("i8", 1), ("i4", 1), ("f4", 1), "", "",
-    ("i8", 1), ("i4", 1), ("i4", 1), ("f4", 1), ("f4", 1), ("b1", 1), ("i8", 1), "", "", "",
-    ("f8", 1), ("f4", 2), ("b1", 1), ("f8", 1), ("f8", 1), "", "", "", ("f8", 1), ("f8", 1),
-    ("f8", 1), ("f8", 1), ("f8", 1), ("b1", 1), ("b1", 1),
-    # the plan's kernel arguments (KERNEL_ARGS)
-    ("i8", 1), ("i8", 1), ("i8", 1), ("i8", 1), ("b1", 1), "", "", "", "", "", "", ("i8", 2),
-    ("f8", 2), "", "", ("i8", 1), ("i8", 1), "", "", "", "", "", "", "", "",
-    # scratch and outputs, then revival
-    ("f8", 1), ("f4", 1), ("f8", 2), ("i8", 1), ("f8", 2), ("b1", 1), "", "", "", ("f8", 1))
-
-
-@njit(cache=True)
-def recall_viewed(query_text, term_ids, query, check_unit, now, views, knobs):
-    """:func:`recall_query` with every array after the first five arguments given as a row of
-    the address table ``views`` and every scalar as an entry of ``knobs`` (float64), in the order
-    of :data:`VIEWED_ARGS` (:mod:`maclaw_kernels.views`: ~5 µs less per call at 500 rows)."""
-    v, k = views, knobs
-    i64 = np.int64
-    return recall_query(
-        query_text, term_ids, query, check_unit, now, column(v, 0, np.uint8),
-        column(v, 1, np.int64), column(v, 2, np.int64), column(v, 3, np.int64), i64(k[0]),
-        column(v, 4, np.int64), column(v, 5, np.int32), column(v, 6, np.float32), i64(k[1]),
-        i64(k[2]), column(v, 7, np.int64), column(v, 8, np.int32), column(v, 9, np.int32),
-        column(v, 10, np.float32), column(v, 11, np.float32), column(v, 12, np.bool_),
-        column(v, 13, np.int64), k[3], k[4], k[5], column(v, 14, np.float64),
-        block(v, 15, np.float32), column(v, 16, np.bool_), column(v, 17, np.float64),
-        column(v, 18, np.float64), k[6], k[7], k[8], column(v, 19, np.float64),
-        column(v, 20, np.float64), column(v, 21, np.float64), column(v, 22, np.float64),
-        column(v, 23, np.float64), column(v, 24, np.bool_), column(v, 25, np.bool_),
-        column(v, 26, np.int64), column(v, 27, np.int64), column(v, 28, np.int64),
-        column(v, 29, np.int64), column(v, 30, np.bool_), i64(k[9]), i64(k[10]), k[11], k[12],
-        k[13], i64(k[14]), block(v, 31, np.int64), block(v, 32, np.float64), i64(k[15]), k[16],
-        column(v, 33, np.int64), column(v, 34, np.int64), i64(k[17]), k[18], k[19],
-        i64(k[20]), i64(k[21]), i64(k[22]), i64(k[23]), i64(k[24]), column(v, 35, np.float64),
-        column(v, 36, np.float32), block(v, 37, np.float64), column(v, 38, np.int64),
-        block(v, 39, np.float64), column(v, 40, np.bool_), k[25], k[26], k[27],
-        column(v, 41, np.float64))
-
-
-@njit(cache=True, parallel=True)
-def recall_batch(base, bm25, cos, affinity, eligible, scored, scope_of, updated_at, access, seq,
-                 tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel,
-                 n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix,
-                 max_identity, max_user_facts, lead_window, max_entries, budget, out_rows,
-                 out_score, out_bm25, out_rel, out_graph, out_reason, out_count, dormant, idf,
-                 has_vector, needs_term, cos_floor, revive_bar, prior):
-    """:func:`recall_one` per query row of ``bm25``/``cos``; query ``q`` takes its masks from
-    row ``scope_of[q]`` of ``affinity``/``eligible``/``scored``/``dormant`` (one row per
-    distinct project, not one per query). Revival as in :func:`recall_query`, in the same
-    pass: ``dormant`` rows (columns 0: revival off) the query cues at least ``revive_bar``
-    strongly (its ``idf_total`` ``idf[q]``; with ``needs_term`` only rows holding a query
-    term) and those linked to them compete, and are marked
-    :data:`REASON_REVIVED` when selected. ``prior``: each query's thread prior per row
-    (:mod:`maclaw_kernels.thread_prior`), added to the base scores as ``w_rel × prior``; no
-    rows: none."""
-    n = base.shape[0]
-    for q in prange(bm25.shape[0]):
+@njit(cache=True, nogil=True)
+def rank(rows, scopes, scope_of, knobs, queries, base, out_rows, out_parts, out_count):
+    """:func:`rank_one` for each query ``q`` of ``queries``; ``scopes`` holds one row per
+    distinct project in each mask (``dormant`` with no columns: revival off) and query ``q``
+    uses row ``scope_of[q]``. Releases the GIL: a batch runs its queries on several threads
+    in chunks (each call its own ``out_*`` rows), one :func:`base_scores` before them."""
+    n = base.shape[1]
+    work = np.empty((5, n))
+    no_prior = np.zeros(0)
+    for q in range(queries.bm25.shape[0]):
         s = scope_of[q]
-        base_q = base
-        if prior.shape[0] > 0:
-            base_q = base + w_rel * prior[q, :n]
-        el, sc = eligible[s], scored[s]
-        if count_cued(dormant[s], bm25[q], cos[q], idf[q], bm25_w, cos_w, has_vector,
-                      needs_term, cos_floor, revive_bar) > 0:
-            el, sc = revived_masks(dormant[s], bm25[q], cos[q], idf[q], bm25_w, cos_w,
-                                   has_vector, needs_term, cos_floor, revive_bar, prev, nxt,
-                                   adj_hops, eligible[s], scored[s])
-        m = recall_one(base_q, bm25[q], cos[q], affinity[s], el, sc, updated_at, access, seq,
-                       tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel,
-                       n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor,
-                       adj_mix, max_identity, max_user_facts, lead_window, max_entries, budget,
-                       np.empty((4, n)), out_rows[q], out_score[q], out_bm25[q], out_rel[q],
-                       out_graph[q], out_reason[q])
-        if dormant.shape[1] >= n:
-            for j in range(m):
-                if dormant[s, out_rows[q, j]]:
-                    out_reason[q, j] = REASON_REVIVED
-        out_count[q] = m
+        scope = Scope(scopes.eligible[s], scopes.scored[s], scopes.affinity[s],
+                      scopes.dormant[s], scopes.fixed, scopes.user_fact)
+        prior = queries.prior[q] if queries.prior.shape[0] > 0 else no_prior
+        out_count[q] = rank_one(rows, scope, knobs, queries.bm25[q], queries.cos[q], prior,
+                                queries.idf[q], queries.has_vector, base, work, out_rows[q],
+                                out_parts[q])

@@ -4,8 +4,7 @@ import numpy as np
 from numba import njit
 
 from maclaw_kernels.bm25 import bm25_query
-from maclaw_kernels.terms import ascii_query_terms
-from maclaw_kernels.vectors import dot_scores, row_dot
+from maclaw_kernels.vectors import dot_scores
 
 
 @njit(cache=True, inline="always")
@@ -45,22 +44,10 @@ def cue_strengths(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, c
 
 
 @njit(cache=True)
-def query_idf_total(query_text, term_ids, term_data, term_offsets, term_table, df, n_live):
-    """The ``idf_total`` of :func:`cue_strength` for one query: Σ idf over its distinct known
-    terms, plus ``idf(df = 0)`` for every word the index does not hold (no document can match
-    it). An ASCII query may come as its bytes (``query_text``, split as
-    :func:`maclaw_kernels.terms.ascii_query_terms` splits it); else ``term_ids`` (-1 =
-    unknown)."""
-    if len(query_text):  # -1.0: a word the table lacks (the caller tokenizes then)
-        term_ids, known = ascii_query_terms(query_text, term_data, term_offsets, term_table)
-        if not known:
-            return -1.0
-    return terms_idf_total(term_ids, df, n_live)
-
-
-@njit(cache=True)
 def terms_idf_total(term_ids, df, n_live):
-    """:func:`query_idf_total` of a query given as vocabulary ids (-1 = unknown)."""
+    """The ``idf_total`` of :func:`cue_strength` for one query given as vocabulary ids (-1 =
+    unknown): Σ idf over its distinct known terms, plus ``idf(df = 0)`` for every word the
+    index does not hold (no document can match it)."""
     n = np.float64(n_live)
     total = 0.0
     for i in range(term_ids.shape[0]):
@@ -131,53 +118,28 @@ def revived_masks(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, need
 
 
 @njit(cache=True)
-def linked_cosines(matrix, has_vec, query, dormant, bm25, revived, cos):
-    """``cos[r]`` for every ``dormant`` row that ``revived`` (:func:`revived_masks`' mask) holds
-    without a BM25 hit: a recall whose cues need a shared term computes the dormant rows'
-    cosines only where BM25 matched (:func:`maclaw_kernels.vectors.dot_scores_wanted`), so the
-    rows linked to a cued one come back here without theirs."""
-    for r in range(bm25.shape[0]):
-        if revived[r] and dormant[r] and has_vec[r] and not bm25[r] > 0.0:
-            cos[r] = row_dot(matrix, r, query)
-
-
-@njit(cache=True)
-def mark_dormant(rows, dormant, code, reason):
-    """``reason[j] = code`` for every ``rows[j]`` that ``dormant`` marks (the selected rows a
-    recall revived)."""
-    for j in range(rows.shape[0]):
-        if dormant[rows[j]]:
-            reason[j] = code
-
-
-@njit(cache=True)
-def archive_cues(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs,
-                 doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b,
-                 avgdl, term_weight, matrix, has_vec, query, has_vector, alive, seq, bm25_w,
-                 cos_w, cos_floor, min_cue, limit, bm25_out, cos_out, cue_out, rows_out):
-    """Archive search in one call: BM25 of every row (the arguments of
-    :func:`maclaw_kernels.bm25.bm25_query` first, into ``bm25_out``), its cosine with ``query``
-    (``matrix``/``has_vec``; an empty ``query``: 0, into ``cos_out``), its
-    :func:`cue_strength` (``has_vector``: the recall had a query vector; no shared term needed:
-    the archive is consulted when the store has no strong match) into ``cue_out``, -1 for the
-    rows not ``alive``; into ``rows_out`` the rows whose cue reaches ``min_cue``, strongest first
-    (ties: lower ``seq`` first), at most ``limit``. Returns how many."""
+def archive_cues(term_ids, postings, matrix, has_vec, query, alive, seq, knobs, limit, bm25_out,
+                 cos_out, cue_out, rows_out):
+    """Archive search in one call: BM25 of every row over ``postings`` (into ``bm25_out``), its
+    cosine with ``query`` (an empty ``query``: 0, into ``cos_out``), its :func:`cue_strength`
+    into ``cue_out`` (-1 for the rows not ``alive``); into ``rows_out`` the rows whose cue
+    reaches ``min_cue``, strongest first (ties: lower ``seq`` first), at most ``limit``.
+    ``knobs``: (bm25_w, cos_w, cos_floor, min_cue, has_vector) as float64. Returns how many."""
+    bm25_w, cos_w, cos_floor, min_cue, has_vector = knobs
     n = alive.shape[0]
     bm25_out[:n] = 0.0
-    bm25_query(term_ids, df, n_live, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,
-               doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, k1, b, avgdl,
-               term_weight, bm25_out[:n])
+    bm25_query(term_ids, postings, bm25_out[:n])
     if query.shape[0]:
         dot_scores(matrix, n, has_vec, query, cos_out)
     else:
         cos_out[:n] = 0.0
-    idf_total = terms_idf_total(term_ids, df, n_live)
+    idf_total = terms_idf_total(term_ids, postings.df, postings.n_live)
     m = 0
     for r in range(n):
         c = -1.0
         if alive[r]:
-            c = cue_strength(bm25_out[r], cos_out[r], idf_total, bm25_w, cos_w, has_vector,
-                             False, cos_floor)
+            c = cue_strength(bm25_out[r], cos_out[r], idf_total, bm25_w, cos_w,
+                             has_vector != 0.0, False, cos_floor)
         cue_out[r] = c
         if alive[r] and c >= min_cue:
             rows_out[m] = r

@@ -11,7 +11,6 @@ worded unlike the question while its neighbours are not).
 import numpy as np
 from numba import njit
 
-from maclaw_kernels.recall import base_scores, copy_row_parts, recall_one
 
 
 @njit(cache=True)
@@ -60,14 +59,17 @@ def thread_vector_norms(matrix, has_vec, member, thread_of, n_threads, out):
 
 
 @njit(cache=True)
-def thread_bm25(term_ids, df, indptr, post_docs, post_tfs, main_upto, n_docs, doc_start,
-                doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, thread_of, member,
-                n_threads, k1, b, out):
+def thread_bm25(term_ids, p, thread_of, member, n_threads, k1, b, out):
     """BM25 of every thread as one document (its ``member`` rows' terms together) into
     ``out[:n_threads]``: N counts the threads with a member document of some length, df the
-    threads holding the term, a thread's length is the sum of its rows' lengths. The row index's arrays as :func:`maclaw_kernels.bm25.bm25_query` takes them
-    (CSR postings, then the tail ``main_upto..n_docs`` by its forward lists); ``term_ids``
-    may repeat or hold -1 (skipped). Returns the number of threads with a member document."""
+    threads holding the term, a thread's length is the sum of its rows' lengths. ``p``: the row
+    index's :data:`maclaw_kernels.bm25.Postings` (CSR postings, then the tail by its forward
+    lists); ``term_ids`` may repeat or hold -1 (skipped). Returns the number of threads with a
+    member document."""
+    df, indptr, post_docs, post_tfs = p.df, p.indptr, p.post_docs, p.post_tfs
+    main_upto, n_docs, doc_start, doc_nterms = p.main_upto, p.n_docs, p.doc_start, p.doc_nterms
+    fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key = (p.fwd_terms, p.fwd_tfs, p.doc_norm,
+                                                      p.doc_live, p.doc_key)
     out[:n_threads] = 0.0
     length = np.zeros(n_threads)
     has_doc = np.zeros(n_threads, np.bool_)
@@ -167,60 +169,3 @@ def thread_prior(tbm25, cos, has_vec, use_cos, member, thread_of, n_threads, vno
         if use_cos and vnorm[t] > 0.0 and c_hi > c_lo:
             v += w_cos * (csum[t] - c_lo) / (c_hi - c_lo)
         out[i] = v
-
-
-@njit(cache=True)
-def recall_with_prior(updated_at, weight, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
-                      memo_factor, log_table, prior, bm25, cos, affinity, eligible, scored,
-                      access, seq, tokens, fixed_rows, user_fact, norm_mode, cos_mode, bm25_w,
-                      cos_w, w_rel, n_seeds, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops,
-                      adj_factor, adj_mix, max_identity, max_user_facts, lead_window,
-                      max_entries, budget, work, out_rows, out_parts):
-    """:func:`maclaw_kernels.recall.recall_single` with every row's base score (recency and
-    importance) raised by ``w_rel × prior[row]`` before the ranking: the graph walk passes
-    relevance, not the prior. Same ``work`` (seven rows) and ``out_parts``."""
-    n = updated_at.shape[0]
-    recency, importance, base = work[4, :n], work[5, :n], work[6, :n]
-    base_scores(updated_at, weight, access, now, decay_per_hour, w_rec, w_imp, memo_key, memo_at,
-                memo_factor, log_table, recency, importance, base)
-    for i in range(n):
-        base[i] += w_rel * prior[i]
-    m = recall_one(base, bm25, cos, affinity, eligible, scored, updated_at, access, seq, tokens,
-                   fixed_rows, user_fact, norm_mode, cos_mode, bm25_w, cos_w, w_rel, n_seeds,
-                   nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops, adj_factor, adj_mix,
-                   max_identity, max_user_facts, lead_window, max_entries, budget, work, out_rows,
-                   out_parts[0], out_parts[1], out_parts[2], out_parts[3], out_parts[8])
-    copy_row_parts(m, out_rows, recency, importance, cos, affinity, out_parts)
-    return m
-
-
-def warmup():
-    """Compile the kernels on tiny inputs (the dtypes a store passes)."""
-    n = 3
-    links = np.array([-1, 0, -1], np.int64)
-    nxt = np.array([1, -1, -1], np.int64)
-    thread_of = np.empty(n, np.int64)
-    k = thread_labels(links, nxt, thread_of)
-    member = np.ones(n, np.bool_)
-    vnorm = np.zeros(k)
-    thread_vector_norms(np.ones((n, 2), np.float32), member, member, thread_of, k, vnorm)
-    tb = np.zeros(k)
-    thread_bm25(np.array([0, -1], np.int64), np.ones(1, np.int64), np.array([0, 1], np.int64),
-                np.zeros(1, np.int32), np.ones(1, np.float32), 1, n, np.zeros(n, np.int64),
-                np.zeros(n, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float32),
-                np.ones(n, np.float32), member, np.arange(n, dtype=np.int64), thread_of, member,
-                k, 1.2, 0.75, tb)
-    thread_prior(tb, np.zeros(n, np.float32), member, True, member, thread_of, k, vnorm, 0.3,
-                 0.1, np.zeros(n))
-    f64 = np.zeros(n)
-    i64 = np.arange(n, dtype=np.int64)
-    links = np.full(n, -1, np.int64)
-    # the plan's arguments in the order of recall.KERNEL_ARGS
-    common = (i64, i64, i64, np.zeros(0, np.int64), ~member, 1, 1, 0.4, 0.6, 1.0, 5,
-              np.full((n, 5), -1, np.int64), np.zeros((n, 5)), 1, 0.5, links, links, 2, 0.8,
-              0.3, 3, 3, 5, 3, 100)
-    knobs = (0.005, 1.0, 1.0, np.full(2, np.nan), np.full(n, np.nan), np.zeros(n),
-             np.zeros(64))
-    recall_with_prior(f64, f64, 0.0, *knobs, f64, f64, np.zeros(n, np.float32), f64, member,
-                      member, *common, np.zeros((7, n)), np.zeros(8, np.int64),
-                      np.zeros((9, 8)))

@@ -16,24 +16,6 @@ def dot_scores(matrix, n_rows, has_vec, query, out):
         out[r] = row_dot(matrix, r, query) if has_vec[r] else np.float32(0.0)
 
 
-@njit(cache=True, fastmath=True)
-def dot_scores_wanted(matrix, n_rows, has_vec, query, wanted, also, also_hits, out):
-    """:func:`dot_scores` for the rows ``i < n_rows`` marked in ``wanted`` or in ``also`` (an
-    array shorter than ``n_rows``: none), 0 for the others: a recall reads the cosines of the
-    rows it may return, and a matrix row costs more to stream than the mask test (a store's
-    dormant rows, with revival off, cost nothing here). ``also_hits`` (an array shorter than
-    ``n_rows``: every row of ``also``): a row of ``also`` only where ``also_hits[i] > 0``, its
-    BM25 (cues that need a shared term never read the others' cosines)."""
-    use_also = also.shape[0] >= n_rows
-    use_hits = also_hits.shape[0] >= n_rows
-    for r in range(n_rows):
-        if has_vec[r] and (wanted[r] or (use_also and also[r]
-                                         and (not use_hits or also_hits[r] > 0.0))):
-            out[r] = row_dot(matrix, r, query)
-        else:
-            out[r] = np.float32(0.0)
-
-
 @njit(cache=True, fastmath=True, parallel=True)
 def dot_scores_batch(matrix, n_rows, has_vec, queries, out):
     """:func:`dot_scores` for each row of ``queries`` into ``out[q]`` (rows split across threads,

@@ -129,8 +129,6 @@ def test_idf_total_counts_unknown_words_as_unmatched():
     # an unknown word counts at every occurrence (the kernel cannot tell two apart)
     assert ix.idf_total(tokenize("zebra zebra")) == pytest.approx(2 * idf(0))
     assert ix.idf_total([]) == 0.0
-    for q in ("Peanut allergy, peanut!", "zebra zebra crossing", "migration-linter 42", ""):
-        assert ix.idf_total(query=q) == pytest.approx(ix.idf_total(tokenize(q)))
     # a document holding each query word once at the average length scores about idf_total
     s = ix.scores(tokenize("migration linter"), 3)
     assert s[2] == pytest.approx(ix.idf_total(tokenize("migration linter")), rel=0.35)

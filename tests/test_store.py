@@ -328,7 +328,7 @@ def test_recall_batch_is_the_same_on_any_thread_count(clock, monkeypatch):
         for threads in ("auto", 2, 0):
             assert run(threads) == serial, threads
         # queries run in chunks with reused buffers: 16-query chunks give the same answers
-        import maclaw_fast.memory.recall as recall_module
+        import maclaw_fast.memory.plan as recall_module
 
         monkeypatch.setattr(recall_module, "BATCH_CHUNK_ELEMENTS", 1)
         s._plan_cache.clear()

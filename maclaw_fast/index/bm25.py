@@ -96,8 +96,7 @@ class Bm25Index(Bm25Queries, Bm25Persist):
         # heap and thread (~1.5 MiB and a thread per index, measured)
         self._keep_tantivy = bool(tantivy_index)
         self._tantivy: TantivyMirror | None = None
-        self._args = None  # query_args' arrays and scalars; every change resets it first
-        self._text_args = None  # fused_query_args' (args, word table arrays, both joined)
+        self._args = None  # the postings record; every change resets it first
         self._tail_args = None  # the same while a tail is scanned; reset with ``_args``
 
     # ------------------------------------------------------------------ edits

@@ -1,21 +1,19 @@
-"""Querying a :class:`~maclaw_fast.index.bm25.Bm25Index`: the numba mirror's kernel arguments
-for one query, a batch, or recall's fused kernel, and tantivy's own scores for the parity checks."""
+"""Querying a :class:`~maclaw_fast.index.bm25.Bm25Index`: the numba mirror's postings record
+for one query or a batch, and tantivy's own scores for the parity checks."""
 
 from __future__ import annotations
 
 import numba
 import numpy as np
 from maclaw_kernels.bm25 import (
+    Postings,
     bm25_query,
     bm25_query_parallel,
     bm25_scores_batch,
     build_csr,
     query_terms_batch,
 )
-from maclaw_kernels.revival import idf_totals_batch, query_idf_total
-
-
-_NO_TERMS = np.zeros(0, np.int64)  # the term ids given with a query the kernel splits itself
+from maclaw_kernels.revival import idf_totals_batch, terms_idf_total
 
 
 class Bm25Queries:
@@ -50,31 +48,24 @@ class Bm25Queries:
         return self._total_len / n if n else 1.0
 
     def scores(self, tokens: list[str], n_keys: int, out: np.ndarray | None = None) -> np.ndarray:
-        """BM25 of every key for one query, as a dense float64 array of ``n_keys`` (0 = no hit)."""
+        """BM25 of every key for one query, as a dense float64 array of ``n_keys`` (0 = no hit;
+        added into ``out`` when given)."""
         if out is None:
             out = np.zeros(n_keys, dtype=np.float64)
         with self._lock:
-            args = self.query_args(tokens)
+            term_ids, postings = self.term_ids(tokens), self.query_postings()
             if self.is_large:
-                bm25_query_parallel(*args, out, numba.get_num_threads())
+                bm25_query_parallel(term_ids, postings, out, numba.get_num_threads())
             else:
-                bm25_query(*args, out)
+                bm25_query(term_ids, postings, out)
         return out
 
-    def idf_total(self, tokens: list[str] | None = None, query: str = "") -> float:
+    def idf_total(self, tokens: list[str]) -> float:
         """Σ idf over the distinct query terms the index holds, plus ``idf(df = 0)`` for each
         word it does not (no document can match it): about the BM25 of a document holding each
-        term once at the average length, the scale of an absolute cue strength
-        (:func:`maclaw_kernels.revival.query_idf_total`). Give ``tokens``, or an ASCII
-        ``query`` (split in the kernel, as recall's fused path splits it)."""
-        text, term_ids, arrays = self.fused_query_args(query, tokens)
-        total = float(query_idf_total(text, term_ids, *arrays[:5]))
-        if total < 0.0:  # a word the kernel's table lacks: the Python tokenizer's terms
-            from maclaw_fast.text.tokenizer import tokenize
-
-            text, term_ids, arrays = self.fused_query_args(query, tokenize(query))
-            total = float(query_idf_total(text, term_ids, *arrays[:5]))
-        return total
+        term once at the average length, the scale of an absolute cue strength."""
+        p = self.query_postings()
+        return float(terms_idf_total(self.term_ids(tokens), p.df, p.n_live))
 
     def idf_totals(self, token_lists: list[list[str]]) -> np.ndarray:
         """:meth:`idf_total` of each token list, in one kernel call (a batch's cue scales)."""
@@ -83,50 +74,25 @@ class Bm25Queries:
         indptr = np.zeros(len(token_lists) + 1, np.int64)
         np.cumsum([len(t) for t in token_lists], out=indptr[1:])
         out = np.zeros(len(token_lists))
-        df, n_live = self.query_arrays()[:2]
-        idf_totals_batch(indptr, ids, df, n_live, out)
+        p = self.query_postings()
+        idf_totals_batch(indptr, ids, p.df, p.n_live, out)
         return out
 
-    def query_args(self, tokens: list[str]) -> tuple:
-        """Every argument of ``bm25_query`` for one query but ``out`` (the dense scores it adds
-        into), for a caller that runs the kernel inside its own; ``is_large`` says when
-        :meth:`scores`, which runs it across threads, is the better call. The arrays are this
-        index's own: hold off changes to it until the kernel has run."""
-        return (self._term_ids(tokens), *self.query_arrays())
-
-    def _term_ids(self, tokens: list[str]) -> np.ndarray:
-        """The vocabulary ids of ``tokens`` (-1 for a token it lacks)."""
+    def term_ids(self, tokens: list[str]) -> np.ndarray:
+        """The vocabulary ids of ``tokens`` (-1 for a token it lacks), as the kernels take them."""
         get = self.vocab.getter()
         return np.array([get(tok, -1) for tok in tokens], dtype=np.int64)
 
-    def fused_query_args(self, query: str, tokens: list[str] | None = None) -> tuple:
-        """``(query_text, term_ids, arrays)`` for ``maclaw_kernels.recall.recall_query``: an
-        ASCII ``query`` with ``tokens`` None goes as its bytes, which the kernel splits and looks
-        up in the vocabulary's word table (``maclaw_kernels.terms``) itself, or reports unknown;
-        given ``tokens`` (``tokenize(query)``), their ids go instead, and the vocabulary learns
-        the query's words for the next time (:meth:`Vocabulary.learn`). ``arrays``: the word
-        table's and :meth:`query_arrays`, the same tuple object while neither changes."""
-        args = self.query_arrays()
-        words = self.vocab.term_arrays()
-        text = self._text_args  # the word table's arrays and ``args``, kept while both stand
-        if text is None or text[0] is not args or text[1] is not words:
-            text = self._text_args = (args, words, (*words, *args))
-        if tokens is None:
-            return query.encode("ascii"), _NO_TERMS, text[2]
-        if query:
-            self.vocab.learn(query)  # its known words go through the kernel next time
-        return b"", self._term_ids(tokens), text[2]
-
-    def query_arrays(self) -> tuple:
-        """:meth:`query_args` after the term ids."""
+    def query_postings(self) -> Postings:
+        """This index's arrays as the query kernels read them. They are the index's own: hold
+        off changes to it until the kernel has run."""
         args = self._args  # kept while the index is unchanged and has no tail to scan
-        if args is None or args[-1].shape[0] < len(self.vocab):
+        if args is None or args.term_weight.shape[0] < len(self.vocab):
             with self._lock:
-                args = self._query_arrays()
+                args = self._query_postings()
         return args
 
-    def _query_arrays(self) -> tuple:
-        """:meth:`query_args` after the term ids (under the lock)."""
+    def _query_postings(self) -> Postings:
         tail = self._fwd_used - self._main_nnz
         if tail:
             # rent or buy: once queries have scanned as many tail postings as a rebuild
@@ -137,14 +103,13 @@ class Bm25Queries:
             elif self._tail_args is not None:  # unchanged since made: every change resets it
                 return self._tail_args
         ip, pd, pt = self._main
-        args = (self._df, len(self._key_doc), ip, pd, pt, self._main_upto, self._n_docs,
-                self._doc_start, self._doc_nterms, self._fwd_terms, self._fwd_tfs,
-                self._doc_norm, self._doc_live, self._doc_key, self.k1, self.b,
-                max(self.avgdl, 1e-9), self._term_weight_scratch())
+        args = Postings(self._df, len(self._key_doc), ip, pd, pt, self._main_upto, self._n_docs,
+                        self._doc_start, self._doc_nterms, self._fwd_terms, self._fwd_tfs,
+                        self._doc_norm, self._doc_live, self._doc_key, self.k1, self.b,
+                        max(self.avgdl, 1e-9), self._term_weight_scratch())
         if self._fwd_used == self._main_nnz:
             self._args = args
-        else:  # the tail is counted at every query, but the same tuple is handed out until a
-            # change: a caller keeps what it derives from it (recall's address table) by identity
+        else:
             self._tail_args = args
         return args
 

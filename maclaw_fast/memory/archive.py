@@ -97,9 +97,10 @@ class ArchiveColumns:
         rows = np.empty(n, np.int64)
         # an archived entry may match by its vector alone (revive_needs_term is for dormant
         # rows: archive search runs only when the store has no strong match)
-        k = archive_cues(*self.bm25.query_args(tokens), matrix, has_vec, query,
-                         query_vector is not None, t.alive[:n], t.seq[:n], bm25_w, cos_w,
-                         cos_floor, min_cue, limit, bm25, cos, cue, rows)
+        knobs = (float(bm25_w), float(cos_w), float(cos_floor), float(min_cue),
+                 float(query_vector is not None))
+        k = archive_cues(self.bm25.term_ids(tokens), self.bm25.query_postings(), matrix, has_vec,
+                         query, t.alive[:n], t.seq[:n], knobs, int(limit), bm25, cos, cue, rows)
         return [(t.entry(r), float(cue[r]), float(bm25[r]), float(cos[r]))
                 for r in rows[:k].tolist()]
 

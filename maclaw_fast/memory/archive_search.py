@@ -19,12 +19,33 @@ from maclaw_fast.config import CATEGORY_TABLE
 from maclaw_fast.embedding.base import cosine_floor
 from maclaw_fast.memory.columns import budget_tokens
 from maclaw_fast.memory.lifecycle import restore_locked
-from maclaw_fast.memory.revival import QueryCues, unit_query
 from maclaw_fast.records import Entry, RecallHit, ScoreBreakdown
 from maclaw_kernels.revival import cue_strengths
 
 
-def with_archive(store, static, cues: QueryCues | None, hits: list[RecallHit],
+class QueryCues(msgspec.Struct, frozen=True):
+    """One recall's raw BM25 and cosine of every row, its ``idf_total`` (the scale of its cue
+    strengths), tokens and unit query vector (or None): what the archive check reads."""
+
+    bm25: np.ndarray
+    cos: np.ndarray
+    idf_total: float
+    tokens: list
+    qvec: np.ndarray | None
+
+    def best(self, store, rows: np.ndarray) -> float:
+        """The strongest cue among ``rows`` (0 when none)."""
+        if rows.shape[0] == 0:
+            return 0.0
+        rc = store.config.recall
+        out = np.empty(rows.shape[0])
+        cue_strengths(self.bm25[rows], self.cos[rows], self.idf_total, rc.bm25_weight,
+                      rc.cos_weight, self.qvec is not None, False,
+                      cosine_floor(store.embedder), out)
+        return float(out.max())
+
+
+def with_archive(store, plan, cues: QueryCues, hits: list[RecallHit],
                  rows: np.ndarray, project, dynamic: bool, category, reinforce: bool,
                  now: float, prior: np.ndarray | None = None) -> list[RecallHit]:
     """Archive search (SPEC §0 R9): when no returned entry's cue reaches
@@ -40,12 +61,12 @@ def with_archive(store, static, cues: QueryCues | None, hits: list[RecallHit],
     archived entry has no thread in the store, so the merge compares the store's hits without
     it."""
     fc = store.config.forgetting
-    if cues is None or not fc.archive_search or len(store.archive) == 0:
+    if not fc.archive_search or len(store.archive) == 0:
         return hits
-    if cues.best(rows) >= fc.archive_below:
+    if cues.best(store, rows) >= fc.archive_below:
         return hits
     rc = store.config.recall
-    qvec = unit_query(store, cues.qvec) if cues.qvec is not None else None
+    qvec = cues.qvec
     found = store.archive.search(cues.tokens, qvec, bm25_weight=rc.bm25_weight,
                                  cos_weight=rc.cos_weight, min_cue=fc.archive_min_cue,
                                  limit=4 * fc.archive_max_hits + 4,
@@ -54,7 +75,7 @@ def with_archive(store, static, cues: QueryCues | None, hits: list[RecallHit],
     found = found[:fc.archive_max_hits]
     if not found:
         return hits
-    eligible = static.scope_masks(store, project)[0]
+    eligible = plan.scope(store, project)[0].eligible[0]
     ranges = _ranges(store, cues.bm25[eligible], cues.cos[eligible])
     seeds = [_archive_hit(store, entry, bm25, cos, ranges, now)
              for entry, _, bm25, cos in found]
@@ -190,7 +211,7 @@ def _archive_hit(store, entry: Entry, bm25: float, cos: float, ranges, now: floa
     return RecallHit(entry, total, breakdown, "archived"), own
 
 
-def weak_queries(store, bm25, cos, rows, counts, token_lists, has_vector: bool,
+def weak_queries(store, bm25, cos, rows, counts, idf, has_vector: bool,
                  out: np.ndarray) -> None:
     """For a chunk of a batch: ``out[q]`` = no returned entry of query ``q`` reaches
     ``forgetting.archive_below`` (so :func:`with_archive` would consult the archive)."""
@@ -198,7 +219,6 @@ def weak_queries(store, bm25, cos, rows, counts, token_lists, has_vector: bool,
     if not fc.archive_search or len(store.archive) == 0:
         return
     rc = store.config.recall
-    idf = store._bm25.idf_totals(token_lists)
     for q in range(bm25.shape[0]):
         r = rows[q, :counts[q]]
         if r.shape[0] == 0:

@@ -48,6 +48,6 @@ def store_bytes(store) -> int:
     total += array_bytes(bm25) + bm25.vocab.resident_estimate(PER_TERM)
     total += t.text_bytes() + (0 if t.is_packed else t.n_rows * PER_ROW_OBJECTS)
     total += len(t._cache) * PER_CACHED_ENTRY
-    for plan in store._plan_cache.values():  # recall plans: masks and score buffers (their
-        total += array_bytes(plan, owned=True)  # views of the columns are counted above)
+    for plan in store._plan_cache.values():  # recall plans: masks and score buffers
+        total += plan.nbytes() if callable(getattr(plan, "nbytes", None)) else array_bytes(plan, owned=True)
     return total

@@ -7,7 +7,6 @@ from itertools import repeat
 
 import numpy as np
 
-from maclaw_fast.memory.columns import gather
 from maclaw_fast.records import RecallHit, ScoreBreakdown
 
 REASONS = ("scored", "graph", "self_identity", "user_fact", "revived", "archived")
@@ -53,19 +52,15 @@ def make_hits(store, rows: list[int], reasons, graph: list, total: list, bm25: l
     return list(map(RecallHit, entries, total, breakdowns, reasons))
 
 
-def batch_hits(store, plan, rows, parts, counts, cos_sel, affinity,
-               scope_of) -> list[list[RecallHit]]:
-    """Every query's hits, built in one pass over columns gathered for the whole batch."""
-    col = hit_columns(rows, parts, counts, cos_sel, affinity, scope_of)
+def batch_hits(store, rows, parts, counts, has_affinity: bool) -> list[list[RecallHit]]:
+    """Every query's hits (``parts``: the batch kernel's (query, part, rank) array), built in
+    one pass over columns gathered for the whole batch."""
+    col = hit_columns(rows, parts, counts)
     reason = REASON_NAMES[col["reason"].astype(np.int64)]
-    hit_rows = col["row"].tolist()
-    # a row's recency and importance are the same in every query: one float object per row
-    # (~40 hits per row in a 1,000 × 500 batch: 40k float objects fewer)
-    columns = ([floats_of(col[k]) for k in ("graph", "score", "bm25")]
-               + [gather(plan.recency.tolist(), hit_rows),
-                  gather(plan.importance.tolist(), hit_rows)]
-               + [floats_of(col[k]) for k in ("cos", "affinity")])
-    flat = make_hits(store, hit_rows, reason.tolist(), *columns)
+    columns = [floats_of(col[k]) for k in ("graph", "score", "bm25", "recency", "importance",
+                                           "cos")]
+    columns.append(floats_of(col["affinity"]) if has_affinity else [0.0] * len(columns[0]))
+    flat = make_hits(store, col["row"].tolist(), reason.tolist(), *columns)
     out, start = [], 0
     for c in counts.tolist():
         out.append(flat[start: start + c])
@@ -73,19 +68,19 @@ def batch_hits(store, plan, rows, parts, counts, cos_sel, affinity,
     return out
 
 
-def hit_columns(rows, parts, counts, cos_sel, affinity, scope_of) -> dict:
+_PART_NAMES = ("score", "bm25", "rel", "graph", "recency", "importance", "cos", "affinity",
+               "reason")  # the kernels' part rows (maclaw_kernels.recall.PART_*)
+
+
+def hit_columns(rows, parts, counts) -> dict:
     """Every selected hit of a batch, query by query in rank order, as NumPy columns: query
-    index, rank, row and the score breakdown but recency and importance (per row, in the plan:
-    each caller takes them in its own form)."""
+    index, rank, row and each score part."""
     valid = np.arange(rows.shape[1])[None, :] < counts[:, None]
     q_index, rank = np.nonzero(valid)
-    sel = rows[q_index, rank]
-    score, bm25n, _rel, graph, reason = parts
-    return {"query_index": q_index, "rank": rank, "row": sel, "score": score[q_index, rank],
-            "reason": reason[q_index, rank],
-            "bm25": bm25n[q_index, rank],
-            "cos": np.maximum(cos_sel[q_index, rank], 0.0).astype(np.float64),
-            "affinity": affinity[scope_of[q_index], sel], "graph": graph[q_index, rank]}
+    out = {"query_index": q_index, "rank": rank, "row": rows[q_index, rank]}
+    for k, name in enumerate(_PART_NAMES):
+        out[name] = parts[q_index, k, rank]
+    return out
 
 
 def ids_array(store):
@@ -97,14 +92,13 @@ def ids_array(store):
     return cached
 
 
-def arrow_hits(store, plan, rows, parts, counts, cos_sel, affinity, scope_of):
+def arrow_hits(store, rows, parts, counts):
     import pyarrow as pa
 
-    col = hit_columns(rows, parts, counts, cos_sel, affinity, scope_of)
+    col = hit_columns(rows, parts, counts)
     table = {"query_index": pa.array(col["query_index"].astype(np.int32)),
              "rank": pa.array(col["rank"].astype(np.int32)),
              "id": ids_array(store).take(pa.array(col["row"]))}
-    col["recency"], col["importance"] = plan.recency[col["row"]], plan.importance[col["row"]]
     for name in ("score", "recency", "importance", "bm25", "cos", "affinity", "graph"):
         table[name] = pa.array(col[name])
     table["reason"] = pa.DictionaryArray.from_arrays(  # RecallHit.reason, dictionary-encoded

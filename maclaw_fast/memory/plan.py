@@ -1,0 +1,186 @@
+"""The recall plan: what a recall needs of a store that changes only when the store does.
+
+One :class:`RecallPlan` per (table version, dynamic view, category filter) holds the kernels'
+records (:data:`maclaw_kernels.recall.Rows`, :data:`~maclaw_kernels.recall.Knobs`, a
+:data:`~maclaw_kernels.recall.Scope` per project), the conversation threads of the thread prior
+and the buffers a recall writes into. This module is the one place those records are built.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from maclaw_fast.errors import ValidationError
+from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, STATUS_CODE, USER_FACT
+from maclaw_fast.memory.thread_prior import ThreadPlan
+from maclaw_kernels.recall import N_PARTS, Knobs, Rows, Scope
+
+NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
+COS_MODES = {"raw": 0, "minmax": 1}
+# ln(1 + a) for the small access counts, read by the kernels instead of a log per row
+LOG_ACCESS = np.log1p(np.arange(64, dtype=np.float64))
+# the most score-matrix elements a batch chunk holds (two buffers: ~24 MB at this size)
+BATCH_CHUNK_ELEMENTS = 2_000_000
+_NO_DORMANT = np.zeros(0, np.bool_)
+
+
+def _writable(a: np.ndarray) -> np.ndarray:
+    """``a`` itself when writable (one compiled kernel for every store), else a copy."""
+    return a if a.flags.writeable else a.copy()
+
+
+def cosine_floor_of(store) -> float:
+    from maclaw_fast.embedding.base import cosine_floor
+
+    return float(cosine_floor(store.embedder))
+
+
+class RecallPlan:
+    """The records and buffers of recalls on one snapshot of a store (see the module doc)."""
+
+    def __init__(self, store, dynamic: bool, category: str | None) -> None:
+        t, g = store._table, store._graph
+        rc, fc = store.config.recall, store.config.forgetting
+        if rc.bm25_norm not in NORM_MODES:
+            raise ValidationError(f"bm25_norm must be one of {sorted(NORM_MODES)}")
+        if rc.cos_norm not in COS_MODES:
+            raise ValidationError(f"cos_norm must be one of {sorted(COS_MODES)}")
+        self.version, self.config = t.version, store.config  # what this plan was made for
+        self.dynamic, self.category = dynamic, category
+        self.n = n = t.n_rows
+        cat = t.category[:n]
+        in_view = t.alive[:n].copy()
+        if category is not None:
+            in_view &= cat == CATEGORY_CODE[category]
+        active = in_view & (t.status[:n] == 0)
+        self.is_global = t.scope[:n] == 0
+        self.active = active
+        # the dormant rows a query may revive: those of the view (no user facts in the
+        # dynamic view, as recall_dynamic returns none)
+        dormant = in_view & (t.status[:n] == STATUS_CODE["dormant"])
+        if dynamic:
+            dormant &= cat != USER_FACT
+        self.dormant = dormant if fc.revive else None
+        # SPEC R4: at most max_identity self-identity entries lead (picked per call: access
+        # counts change in place); user facts lead only when among the query's results
+        fixed = np.flatnonzero(active & (cat == SELF_IDENTITY))
+        self.fixed = np.ascontiguousarray(fixed[np.argsort(t.seq[fixed], kind="stable")],
+                                          dtype=np.int64)
+        self.user_fact = np.ascontiguousarray(active & (cat == USER_FACT))
+        self.max_entries = rc.dynamic_max_entries if dynamic else rc.max_entries
+        self.budget = rc.dynamic_token_budget if dynamic else rc.token_budget
+        max_identity = max(int(rc.max_identity), 0)
+        self.width = self.max_entries + min(max_identity, self.fixed.shape[0])
+        self.rows = Rows(*(_writable(a) for a in (
+            t.updated_at[:n], t.weight[:n], t.access[:n], t.seq[:n], t.tokens[:n], g.nbr[:n],
+            g.weight[:n], g.prev[:n], g.next[:n])),
+            np.full(2, np.nan), np.full(n, np.nan), np.zeros(n), LOG_ACCESS)
+        # a store without an embedder has no cosine: BM25 carries both weights, so relevance
+        # keeps its range against recency and importance
+        bm25_w, cos_w = ((rc.bm25_weight, rc.cos_weight) if store.dim
+                         else (rc.bm25_weight + rc.cos_weight, 0.0))
+        self.knobs = Knobs(*map(float, (
+            rc.recency_decay_per_hour, rc.weight_recency, rc.weight_importance,
+            rc.weight_relevance, NORM_MODES[rc.bm25_norm], COS_MODES[rc.cos_norm], bm25_w, cos_w,
+            rc.graph_seeds, rc.graph_hops, rc.graph_hop_factor, rc.adjacency_hops,
+            rc.adjacency_factor, rc.adjacency_mix, max_identity,
+            0 if dynamic else max(int(rc.max_user_facts), 0), max(int(rc.user_fact_window), 0),
+            self.max_entries, self.budget, fc.revive_min_cue, fc.revive_needs_term,
+            cosine_floor_of(store))))
+        self._scopes: dict[str | None, tuple[Scope, bool]] = {}
+        self._threads: ThreadPlan | None | bool = False  # made on first use
+        # a single recall's outputs, base scores and every row's BM25 and cosine, as blocks of
+        # one query (written under the store lock; the hits are built before it is released)
+        self.out_rows = np.empty((1, self.width), np.int64)
+        self.out_parts = np.empty((1, N_PARTS, self.width))
+        self.out_count = np.zeros(1, np.int64)
+        self.base = np.empty((3, n))
+        self.bm25 = np.zeros((1, n))
+        self.cos = np.zeros((1, n), np.float32)
+        # batches run in chunks whose (chunk, n) score buffers are kept: fresh multi-megabyte
+        # arrays cost a page fault per 4 KiB on every batch
+        self.batch_chunk = int(min(1024, max(16, BATCH_CHUNK_ELEMENTS // max(n, 1))))
+        self._batch: tuple[np.ndarray, np.ndarray] | None = None
+
+    def scope(self, store, project: str | None) -> tuple[Scope, bool]:
+        """The :data:`Scope` of one project (project-scoped entries need its tag) as masks of
+        one row, and whether any row has an affinity in it."""
+        cached = self._scopes.get(project)
+        if cached is None:
+            n = self.n
+            affinity = np.zeros(n)
+            eligible = self.active
+            dormant = self.dormant
+            if project:
+                tagged = np.zeros(n, np.bool_)
+                tagged[[r for r in store._table.rows_with_tag(project) if r < n]] = True
+                affinity[tagged] = store.config.recall.project_affinity
+                in_scope = self.is_global | tagged
+                eligible = eligible & in_scope
+                if dormant is not None:
+                    dormant = dormant & in_scope
+            if dormant is None or not dormant.any():
+                dormant = np.zeros((1, 0), np.bool_)
+            scope = Scope(eligible[None], eligible[None], affinity[None],
+                          dormant.reshape(1, -1), self.fixed, self.user_fact)
+            cached = self._scopes[project] = (scope, bool(affinity.any()))
+        return cached
+
+    def batch_scopes(self, store, projects: list) -> tuple[Scope, np.ndarray]:
+        """One :data:`Scope` whose masks hold a row per distinct project of ``projects``
+        (``dormant`` with no columns when none may revive), and each query's row."""
+        uniq = {p: i for i, p in enumerate(dict.fromkeys(projects))} or {None: 0}
+        scopes = [self.scope(store, p)[0] for p in uniq]
+        if len(scopes) == 1:
+            return scopes[0], np.zeros(len(projects), np.int64)
+        revives = any(s.dormant.shape[1] for s in scopes)
+        dormant = (np.concatenate([s.dormant if s.dormant.shape[1]
+                                   else np.zeros((1, self.n), np.bool_) for s in scopes])
+                   if revives else np.zeros((len(scopes), 0), np.bool_))
+        stacked = Scope(*(np.concatenate([getattr(s, f) for s in scopes])
+                          for f in ("eligible", "scored", "affinity")), dormant, self.fixed,
+                        self.user_fact)
+        return stacked, np.array([uniq[p] for p in projects], dtype=np.int64)
+
+    def threads(self, store) -> ThreadPlan | None:
+        """The conversation threads when the thread prior applies (a weight above 0 and at
+        least two conversations of two or more rows), else None."""
+        if self._threads is False:
+            rc = store.config.recall
+            plan = None
+            if rc.thread_bm25_weight > 0.0 or rc.thread_cos_weight > 0.0:
+                plan = ThreadPlan(store, self.n, self.category)
+                if plan.n_conversations < 2:
+                    plan = None
+            self._threads = plan
+        return self._threads
+
+    def batch_buffers(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """(BM25 float64, cosine float32) buffers of ``rows`` × n, reused under the store lock."""
+        if self._batch is None:
+            self._batch = (np.zeros((self.batch_chunk, self.n)),
+                           np.zeros((self.batch_chunk, self.n), np.float32))
+        return self._batch[0][:rows], self._batch[1][:rows]
+
+    def nbytes(self) -> int:
+        """Bytes of the buffers and masks this plan holds (what ``trim`` releases)."""
+        total = self.base.nbytes + self.bm25.nbytes + self.cos.nbytes
+        total += sum(a.nbytes for a in self.rows[9:12])
+        if self._batch is not None:
+            total += self._batch[0].nbytes + self._batch[1].nbytes
+        for scope, _ in self._scopes.values():
+            total += scope.eligible.nbytes + scope.affinity.nbytes + scope.dormant.nbytes
+        return total
+
+
+def recall_plan(store, dynamic: bool = False, category: str | None = None) -> RecallPlan:
+    """The store's cached plan for this view (made anew once the table or config changed)."""
+    cache = store._plan_cache
+    key = (store._table.version, id(store.config))
+    if cache.get("version") != key:
+        cache.clear()
+        cache["version"] = key
+    plan = cache.get((dynamic, category))
+    if plan is None:
+        plan = cache[(dynamic, category)] = RecallPlan(store, dynamic, category)
+    return plan

@@ -1,7 +1,57 @@
 """numba kernels of maclaw_fast, installed as ``maclaw_kernels``.
 
 Plain functions over arrays and scalars: no objects, no globals, every knob an argument,
-``cache=True``, serial by default with ``*_batch`` variants over ``prange``. This package depends
-only on numpy and numba and never imports ``maclaw_fast``. Each kernel is compared with a plain
-reference on random inputs in ``tests/test_*kernels.py``.
+``cache=True``. This package depends only on numpy and numba and never imports
+``maclaw_fast``. Each kernel is compared with a plain reference on random inputs in
+``tests/test_*kernels.py``.
+
+numba's on-disk cache checks only the source file of the function it compiled, so a caller
+would keep running the old machine code of a changed callee in another file. The locators
+registered below stamp every kernel with all of this package's sources instead: any change
+here recompiles every kernel once.
 """
+
+import hashlib
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+
+
+def _package_stamp() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(_HERE.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _register_locators() -> None:
+    try:
+        from numba.core import caching
+    except ImportError:  # an older numba lays its cache out differently: its own rule applies
+        return
+    stamp = _package_stamp()
+
+    def ours(base):
+        class PackageStamped(base):
+            def get_source_stamp(self):
+                return stamp
+
+            @classmethod
+            def from_function(cls, py_func, py_file):
+                if Path(py_file).resolve().parent != _HERE:
+                    return None
+                return super().from_function(py_func, py_file)
+
+        PackageStamped.__name__ = f"Kernels{base.__name__}"
+        return PackageStamped
+
+    names = ("UserProvidedCacheLocator", "InTreeCacheLocator", "UserWideCacheLocator")
+    bases = [getattr(caching, n, None) for n in names]
+    impl = getattr(caching, "CacheImpl", None)
+    if impl is None or None in bases or not hasattr(impl, "_locator_classes"):
+        return
+    impl._locator_classes[:0] = [ours(b) for b in bases]
+
+
+_register_locators()

@@ -84,23 +84,24 @@ def build_csr(n_terms, terms, docs, tfs):
 
 
 @njit(cache=True)
-def bm25_scores_forward(term_weight, lo, hi, doc_start, doc_nterms, fwd_terms, fwd_tfs,
-                        doc_norm, doc_live, doc_key, k1, b, avgdl, out):
-    """BM25 of docs ``lo..hi`` by scanning their own terms: ``term_weight[t]`` is the query's
-    idf for term ``t`` (0 when absent). Serves the small, unsorted tail of recent documents
-    without building postings for it."""
+def bm25_scores_forward(uniq, idf, lo, hi, doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm,
+                        doc_live, doc_key, k1, b, avgdl, out):
+    """BM25 of docs ``lo..hi`` by scanning their own terms, for the query's distinct terms
+    ``uniq`` with weights ``idf``: serves the small, unsorted tail of recent documents without
+    building postings for it. Each term's part is added in query-term order with the
+    arithmetic of the postings path, so a document scores the same bits on either side."""
     for d in range(lo, hi):
         if not doc_live[d]:
             continue
-        norm = k1 * (1.0 - b + b * np.float64(doc_norm[d]) / avgdl)
-        acc = 0.0
-        for p in range(doc_start[d], doc_start[d] + doc_nterms[d]):
-            w = term_weight[fwd_terms[p]]
-            if w != 0.0:
-                tf = np.float64(fwd_tfs[p])
-                acc += w * (k1 + 1.0) * tf / (tf + norm)
-        if acc != 0.0:
-            out[doc_key[d]] += acc
+        for i in range(uniq.shape[0]):
+            t = uniq[i]
+            for p in range(doc_start[d], doc_start[d] + doc_nterms[d]):
+                if fwd_terms[p] == t:
+                    w = idf[i] * (k1 + 1.0)
+                    tf = np.float64(fwd_tfs[p])
+                    norm = np.float64(doc_norm[d])
+                    out[doc_key[d]] += w * tf / (tf + k1 * (1.0 - b + b * norm / avgdl))
+                    break
 
 
 @njit(cache=True)
@@ -176,7 +177,7 @@ def bm25_query(term_ids, p, out):
     _accumulate(uniq, idf, p.indptr, p.post_docs, p.post_tfs, p.doc_norm, p.doc_live,
                 p.doc_key, p.k1, p.b, p.avgdl, out, 0, p.doc_live.shape[0])
     if p.main_upto < p.n_docs:
-        bm25_scores_forward(p.term_weight, p.main_upto, p.n_docs, p.doc_start, p.doc_nterms,
+        bm25_scores_forward(uniq, idf, p.main_upto, p.n_docs, p.doc_start, p.doc_nterms,
                             p.fwd_terms, p.fwd_tfs, p.doc_norm, p.doc_live, p.doc_key, p.k1,
                             p.b, p.avgdl, out)
     p.term_weight[uniq] = 0.0
@@ -196,7 +197,7 @@ def bm25_query_parallel(term_ids, p, out, n_parts):
                     p.doc_key, p.k1, p.b, p.avgdl, out, d_lo, d_hi)
         lo_tail = max(p.main_upto, d_lo)
         if lo_tail < d_hi:
-            bm25_scores_forward(p.term_weight, lo_tail, d_hi, p.doc_start, p.doc_nterms,
+            bm25_scores_forward(uniq, idf, lo_tail, d_hi, p.doc_start, p.doc_nterms,
                                 p.fwd_terms, p.fwd_tfs, p.doc_norm, p.doc_live, p.doc_key,
                                 p.k1, p.b, p.avgdl, out)
     p.term_weight[uniq] = 0.0

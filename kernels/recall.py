@@ -5,7 +5,8 @@ The stages, in the order :func:`rank_scored` runs them: the memory-stream base s
 and importance, plus the thread prior); revival (dormant rows the query cues strongly join the
 candidates); fusion (normalised BM25 and cosine plus project affinity); the top rows; the graph
 and conversation-link walk from the best seeds; the identity / user-fact block; the entry and
-token budget. :func:`rank` runs them for a block of queries (one or many).
+token budget. :func:`recall_block` runs the whole pipeline, BM25 and cosines first, for a block
+of queries (one, or a batch's share on one thread).
 
 The arrays travel as the records below, built in one place
 (:mod:`maclaw_fast.memory.plan`); every scalar knob is a float64 of :data:`Knobs`.
@@ -16,10 +17,14 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from maclaw_kernels.bm25 import Postings, bm25_query
 from maclaw_kernels.graph import propagate_linked
-from maclaw_kernels.recall_assemble import KIND_RANKED, cos_range, norm_cos, pick_identity, select_hits
-from maclaw_kernels.revival import count_cued, revived_masks
+from maclaw_kernels.recall_assemble import (KIND_RANKED, cos_range, norm_cos, pick_identity,
+                                            select_hits)
+from maclaw_kernels.revival import count_cued, cue_strength, revived_masks, terms_idf_total
+from maclaw_kernels.thread_prior import thread_bm25, thread_prior
 from maclaw_kernels.topk import top_k_desc, top_k_known
+from maclaw_kernels.vectors import dot_scores
 
 # Per-row columns of a store (views of its table and graph) and the recency memo:
 # ``updated_at`` f8, ``weight`` f8 (category importance), ``access`` i8, ``seq`` i8 (store
@@ -43,10 +48,35 @@ Knobs = namedtuple("Knobs", [
     "max_user_facts", "lead_window", "max_entries", "budget", "revive_bar",
     "revive_needs_term", "cos_floor"])
 
-# The queries of one call: ``bm25`` f8[q, n] (raw), ``cos`` f4[q, n], ``prior`` f8[q, n] (the
-# thread prior; no rows: none), ``idf`` f8[q] (each query's ``idf_total``, the scale of its cue
-# strengths), ``has_vector`` (the queries have vectors).
-Queries = namedtuple("Queries", ["bm25", "cos", "prior", "idf", "has_vector"])
+# What every query reads of the store's indexes: the BM25 ``postings``
+# (:data:`maclaw_kernels.bm25.Postings`; its ``term_weight`` scratch is replaced per call by
+# :data:`Work`'s), the unit vectors ``matrix`` f4[n, d] and ``has_vec`` b1.
+Corpus = namedtuple("Corpus", ["postings", "matrix", "has_vec"])
+
+# The conversation threads of the thread prior (``n_threads`` 0: the prior does not apply):
+# ``thread_of`` i8[n], ``member`` b1[n], ``vnorm`` f8[threads] (length of each thread's vector
+# sum), then ``n_threads``, ``k1``, ``b``, ``w_bm25``, ``w_cos`` as float64.
+Threads = namedtuple("Threads", ["thread_of", "member", "vnorm", "n_threads", "k1", "b",
+                                 "w_bm25", "w_cos"])
+
+# A block of queries: query ``q``'s vocabulary ids are ``term_ids[term_indptr[q]:
+# term_indptr[q + 1]]`` (-1 = unknown), its unit vector ``vectors[q]`` (read only when
+# ``has_vector``); ``bm25`` / ``cos`` f8/f4[q, n] computed beforehand (a large store scores
+# across threads), or with no rows: computed here.
+Block = namedtuple("Block", ["term_ids", "term_indptr", "vectors", "has_vector", "bm25", "cos"])
+
+# One thread's scratch: ``bm25`` f8[n] and ``cos`` f4[n] (every row's, for the last query of
+# the block), ``mat`` f8[6, n], ``term_weight`` f8 zeroed over the vocabulary.
+Work = namedtuple("Work", ["bm25", "cos", "mat", "term_weight"])
+
+# Every row's memory-stream score at time ``at[0]``: ``values`` f8[3, n] (recency, importance,
+# base score; :func:`base_scores`), ``at`` f8[1].
+Base = namedtuple("Base", ["values", "at"])
+
+# What a block writes: ``rows`` i8[q, width], ``parts`` f8[q, N_PARTS, width], ``count`` i8[q],
+# ``best_cue`` f8[q] (the strongest cue among a query's selected rows: the archive is consulted
+# below a bar).
+Out = namedtuple("Out", ["rows", "parts", "count", "best_cue"])
 
 # rows of ``out_parts``: what each selected row's score is made of
 PART_SCORE, PART_BM25, PART_REL, PART_GRAPH = 0, 1, 2, 3
@@ -253,20 +283,71 @@ def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, 
     return m
 
 
+@njit(cache=True)
+def query_prior(term_ids, p, cos, has_vec, has_vector, threads, out):
+    """Every row's thread prior for one query into ``out`` (0 for the rows that are no
+    thread's members): each thread scored as one document, BM25 of its rows' text and the
+    cosine of their centroid (:mod:`maclaw_kernels.thread_prior`)."""
+    n_threads = int(threads.n_threads)
+    tb = np.zeros(n_threads)
+    thread_bm25(term_ids, p, threads.thread_of, threads.member, n_threads, threads.k1,
+                threads.b, tb)
+    thread_prior(tb, cos, has_vec, has_vector and threads.w_cos > 0.0, threads.member,
+                 threads.thread_of, n_threads, threads.vnorm, threads.w_bm25, threads.w_cos,
+                 out)
+
+
 @njit(cache=True, nogil=True)
-def rank(rows, scopes, scope_of, knobs, queries, base, out_rows, out_parts, out_count):
-    """:func:`rank_one` for each query ``q`` of ``queries``; ``scopes`` holds one row per
-    distinct project in each mask (``dormant`` with no columns: revival off) and query ``q``
-    uses row ``scope_of[q]``. Releases the GIL: a batch runs its queries on several threads
-    in chunks (each call its own ``out_*`` rows), one :func:`base_scores` before them."""
-    n = base.shape[1]
-    work = np.empty((5, n))
-    no_prior = np.zeros(0)
-    for q in range(queries.bm25.shape[0]):
+def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, work, out, now):
+    """Recall at ``now`` for each query ``q`` of ``block``: its BM25 and cosine over every
+    row, its thread prior, then :func:`rank_one` over the masks of ``scopes`` row
+    ``scope_of[q]`` (one row per distinct project; ``dormant`` with no columns: revival off).
+    ``base`` is brought to ``now`` first unless it is there already (a batch does it once,
+    before its threads). Releases the GIL: a batch runs blocks on several threads, each with
+    its own ``work`` and ``out`` rows.
+
+    The records come as plain tuples and are named again here: numba types a namedtuple
+    argument field by field in Python, ~8 µs a call for these, a plain tuple in C."""
+    corpus, threads, rows, scopes = Corpus(*corpus), Threads(*threads), Rows(*rows), \
+        Scope(*scopes)
+    knobs, block, base, work, out = Knobs(*knobs), Block(*block), Base(*base), Work(*work), \
+        Out(*out)
+    if base.at[0] != now:
+        base_scores(rows, knobs, now, base.values)
+        base.at[0] = now
+    n = base.values.shape[1]
+    p = Postings(*corpus.postings[:17], work.term_weight)
+    bm25, cos = work.bm25[:n], work.cos[:n]
+    prior = work.mat[5, :n]
+    no_prior = prior[:0]
+    for q in range(scope_of.shape[0]):
+        term_ids = block.term_ids[block.term_indptr[q]:block.term_indptr[q + 1]]
+        if block.bm25.shape[0] > 0:
+            bm25[:] = block.bm25[q]
+        else:
+            bm25[:] = 0.0
+            bm25_query(term_ids, p, bm25)
+        if not block.has_vector:
+            cos[:] = 0.0
+        elif block.cos.shape[0] > 0:
+            cos[:] = block.cos[q]
+        else:
+            dot_scores(corpus.matrix, n, corpus.has_vec, block.vectors[q], cos)
+        this_prior = no_prior
+        if threads.n_threads > 0:
+            query_prior(term_ids, p, cos, corpus.has_vec, block.has_vector, threads, prior)
+            this_prior = prior
+        idf_total = terms_idf_total(term_ids, p.df, p.n_live)
         s = scope_of[q]
         scope = Scope(scopes.eligible[s], scopes.scored[s], scopes.affinity[s],
                       scopes.dormant[s], scopes.fixed, scopes.user_fact)
-        prior = queries.prior[q] if queries.prior.shape[0] > 0 else no_prior
-        out_count[q] = rank_one(rows, scope, knobs, queries.bm25[q], queries.cos[q], prior,
-                                queries.idf[q], queries.has_vector, base, work, out_rows[q],
-                                out_parts[q])
+        m = rank_one(rows, scope, knobs, bm25, cos, this_prior, idf_total, block.has_vector,
+                     base.values, work.mat, out.rows[q], out.parts[q])
+        out.count[q] = m
+        best = 0.0
+        for j in range(m):
+            r = out.rows[q, j]
+            best = max(best, cue_strength(bm25[r], cos[r], idf_total, knobs.bm25_w,
+                                          knobs.cos_w, block.has_vector, False,
+                                          knobs.cos_floor))
+        out.best_cue[q] = best

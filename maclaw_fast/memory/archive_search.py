@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 
-import msgspec
 import numpy as np
 
 from maclaw_fast.config import CATEGORY_TABLE
@@ -20,34 +19,11 @@ from maclaw_fast.embedding.base import cosine_floor
 from maclaw_fast.memory.columns import budget_tokens
 from maclaw_fast.memory.lifecycle import restore_locked
 from maclaw_fast.records import Entry, RecallHit, ScoreBreakdown
-from maclaw_kernels.revival import cue_strengths
 
 
-class QueryCues(msgspec.Struct, frozen=True):
-    """One recall's raw BM25 and cosine of every row, its ``idf_total`` (the scale of its cue
-    strengths), tokens and unit query vector (or None): what the archive check reads."""
-
-    bm25: np.ndarray
-    cos: np.ndarray
-    idf_total: float
-    tokens: list
-    qvec: np.ndarray | None
-
-    def best(self, store, rows: np.ndarray) -> float:
-        """The strongest cue among ``rows`` (0 when none)."""
-        if rows.shape[0] == 0:
-            return 0.0
-        rc = store.config.recall
-        out = np.empty(rows.shape[0])
-        cue_strengths(self.bm25[rows], self.cos[rows], self.idf_total, rc.bm25_weight,
-                      rc.cos_weight, self.qvec is not None, False,
-                      cosine_floor(store.embedder), out)
-        return float(out.max())
-
-
-def with_archive(store, plan, cues: QueryCues, hits: list[RecallHit],
-                 rows: np.ndarray, project, dynamic: bool, category, reinforce: bool,
-                 now: float, prior: np.ndarray | None = None) -> list[RecallHit]:
+def with_archive(store, plan, work, tokens: list[str], qvec, hits: list[RecallHit],
+                 rows: np.ndarray, project, dynamic: bool, category,
+                 now: float) -> list[RecallHit]:
     """Archive search (SPEC §0 R9): when no returned entry's cue reaches
     ``forgetting.archive_below``, up to ``archive_max_hits`` archived entries of the query's
     scope with a cue of at least ``archive_min_cue`` join the ranked hits
@@ -55,19 +31,18 @@ def with_archive(store, plan, cues: QueryCues, hits: list[RecallHit],
     computes them, relevance from their BM25 (over the archive's statistics) and cosine,
     normalised by this query's ranges over the store's candidates. So do the archived entries
     within ``adjacency_hops`` conversation links of them (:func:`_linked_hits`). The recall's
-    entry and token limits hold. A reinforcing recall restores the archived entries it returns into the store
-    (SPEC §9: ``updated_at = now``, access 1, re-indexed, then the capacity check).
-    ``prior``: the query's thread prior per row when it applies (``hits`` are ``rows``): an
-    archived entry has no thread in the store, so the merge compares the store's hits without
-    it."""
+    entry and token limits hold (a reinforcing recall then restores the archived entries it
+    returns: ``updated_at = now``, access 1, re-indexed, then the capacity check).
+    ``work``: the recall's scratch, every row's BM25 and cosine and (when it applies) thread
+    prior (``hits`` are ``rows``): an archived entry has no thread in the store, so the merge
+    compares the store's hits without it."""
     fc = store.config.forgetting
     if not fc.archive_search or len(store.archive) == 0:
         return hits
-    if cues.best(store, rows) >= fc.archive_below:
-        return hits
     rc = store.config.recall
-    qvec = cues.qvec
-    found = store.archive.search(cues.tokens, qvec, bm25_weight=rc.bm25_weight,
+    n = plan.n
+    prior = work.mat[5, :n] if plan.threads(store).n_threads > 0 else None
+    found = store.archive.search(tokens, qvec, bm25_weight=rc.bm25_weight,
                                  cos_weight=rc.cos_weight, min_cue=fc.archive_min_cue,
                                  limit=4 * fc.archive_max_hits + 4,
                                  cos_floor=cosine_floor(store.embedder))
@@ -76,11 +51,11 @@ def with_archive(store, plan, cues: QueryCues, hits: list[RecallHit],
     if not found:
         return hits
     eligible = plan.scope(store, project)[0].eligible[0]
-    ranges = _ranges(store, cues.bm25[eligible], cues.cos[eligible])
+    ranges = _ranges(store, work.bm25[:n][eligible], work.cos[:n][eligible])
     seeds = [_archive_hit(store, entry, bm25, cos, ranges, now)
              for entry, _, bm25, cos in found]
     extra = [h for h, _ in seeds]
-    extra += _linked_hits(store, seeds, cues.tokens, qvec, ranges, now,
+    extra += _linked_hits(store, seeds, tokens, qvec, ranges, now,
                           lambda e: _in_scope(store, e, project, dynamic, category))
     lead = sum(1 for h in hits if h.reason in ("self_identity", "user_fact"))
     key = {}  # the store hits' scores without the thread prior (by position)
@@ -101,13 +76,7 @@ def with_archive(store, plan, cues: QueryCues, hits: list[RecallHit],
             continue
         out.append(h)
         used += cost
-    if reinforce:
-        out = [_restored(store, h, now) if h.reason == "archived" else h for h in out]
     return out
-
-
-def _restored(store, hit: RecallHit, now: float) -> RecallHit:
-    return msgspec.structs.replace(hit, entry=restore_locked(store, hit.entry.id, now))
 
 
 def _in_scope(store, entry: Entry, project, dynamic: bool, category) -> bool:
@@ -209,25 +178,6 @@ def _archive_hit(store, entry: Entry, bm25: float, cos: float, ranges, now: floa
              + rc.weight_relevance * rel)
     breakdown = ScoreBreakdown(recency, importance, x, max(cos, 0.0), 0.0, rel - own, total)
     return RecallHit(entry, total, breakdown, "archived"), own
-
-
-def weak_queries(store, bm25, cos, rows, counts, idf, has_vector: bool,
-                 out: np.ndarray) -> None:
-    """For a chunk of a batch: ``out[q]`` = no returned entry of query ``q`` reaches
-    ``forgetting.archive_below`` (so :func:`with_archive` would consult the archive)."""
-    fc = store.config.forgetting
-    if not fc.archive_search or len(store.archive) == 0:
-        return
-    rc = store.config.recall
-    for q in range(bm25.shape[0]):
-        r = rows[q, :counts[q]]
-        if r.shape[0] == 0:
-            out[q] = True
-            continue
-        cue = np.empty(r.shape[0])
-        cue_strengths(bm25[q, r], cos[q, r], idf[q], rc.bm25_weight, rc.cos_weight,
-                      has_vector, False, cosine_floor(store.embedder), cue)
-        out[q] = cue.max() < fc.archive_below
 
 
 def batch_with_archive(store, result, weak: np.ndarray, rows, counts, recall_one,

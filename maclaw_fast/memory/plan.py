@@ -13,15 +13,19 @@ import numpy as np
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, STATUS_CODE, USER_FACT
 from maclaw_fast.memory.thread_prior import ThreadPlan
-from maclaw_kernels.recall import N_PARTS, Knobs, Rows, Scope
+from maclaw_kernels.recall import N_PARTS, Base, Knobs, Out, Rows, Scope, Threads, Work
 
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
 COS_MODES = {"raw": 0, "minmax": 1}
 # ln(1 + a) for the small access counts, read by the kernels instead of a log per row
 LOG_ACCESS = np.log1p(np.arange(64, dtype=np.float64))
-# the most score-matrix elements a batch chunk holds (two buffers: ~24 MB at this size)
-BATCH_CHUNK_ELEMENTS = 2_000_000
-_NO_DORMANT = np.zeros(0, np.bool_)
+_NO_ROWS, _NO_MASK, _NO_FLOATS = np.zeros(0, np.int64), np.zeros(0, np.bool_), np.zeros(0)
+
+
+def new_out(queries: int, width: int) -> Out:
+    """Output arrays for a block of ``queries`` (unused row slots -1)."""
+    return Out(np.full((queries, width), -1, np.int64), np.zeros((queries, N_PARTS, width)),
+               np.zeros(queries, np.int64), np.zeros(queries))
 
 
 def _writable(a: np.ndarray) -> np.ndarray:
@@ -88,19 +92,12 @@ class RecallPlan:
             self.max_entries, self.budget, fc.revive_min_cue, fc.revive_needs_term,
             cosine_floor_of(store))))
         self._scopes: dict[str | None, tuple[Scope, bool]] = {}
-        self._threads: ThreadPlan | None | bool = False  # made on first use
-        # a single recall's outputs, base scores and every row's BM25 and cosine, as blocks of
-        # one query (written under the store lock; the hits are built before it is released)
-        self.out_rows = np.empty((1, self.width), np.int64)
-        self.out_parts = np.empty((1, N_PARTS, self.width))
-        self.out_count = np.zeros(1, np.int64)
-        self.base = np.empty((3, n))
-        self.bm25 = np.zeros((1, n))
-        self.cos = np.zeros((1, n), np.float32)
-        # batches run in chunks whose (chunk, n) score buffers are kept: fresh multi-megabyte
-        # arrays cost a page fault per 4 KiB on every batch
-        self.batch_chunk = int(min(1024, max(16, BATCH_CHUNK_ELEMENTS // max(n, 1))))
-        self._batch: tuple[np.ndarray, np.ndarray] | None = None
+        self._threads: Threads | bool = False  # made on first use
+        self._static: tuple | None = None
+        # every row's recency, importance and base score at the last recall's ``now``
+        self.base = Base(np.empty((3, n)), np.full(1, np.nan))
+        self._work: Work | None = None  # a single recall's scratch and outputs, made on
+        self._out: Out | None = None  # first use (written under the store lock)
 
     def scope(self, store, project: str | None) -> tuple[Scope, bool]:
         """The :data:`Scope` of one project (project-scoped entries need its tag) as masks of
@@ -142,9 +139,9 @@ class RecallPlan:
                         self.user_fact)
         return stacked, np.array([uniq[p] for p in projects], dtype=np.int64)
 
-    def threads(self, store) -> ThreadPlan | None:
+    def threads(self, store) -> Threads:
         """The conversation threads when the thread prior applies (a weight above 0 and at
-        least two conversations of two or more rows), else None."""
+        least two conversations of two or more rows); ``n_threads`` 0 when it does not."""
         if self._threads is False:
             rc = store.config.recall
             plan = None
@@ -152,22 +149,45 @@ class RecallPlan:
                 plan = ThreadPlan(store, self.n, self.category)
                 if plan.n_conversations < 2:
                     plan = None
-            self._threads = plan
+            if plan is None:
+                self._threads = Threads(_NO_ROWS, _NO_MASK, _NO_FLOATS, 0.0, 0.0, 0.0, 0.0, 0.0)
+            else:
+                self._threads = Threads(plan.thread_of, plan.member, plan.vnorm,
+                                        float(plan.n_threads), float(rc.thread_k1),
+                                        float(rc.thread_b), float(rc.thread_bm25_weight),
+                                        float(rc.thread_cos_weight))
         return self._threads
 
-    def batch_buffers(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
-        """(BM25 float64, cosine float32) buffers of ``rows`` × n, reused under the store lock."""
-        if self._batch is None:
-            self._batch = (np.zeros((self.batch_chunk, self.n)),
-                           np.zeros((self.batch_chunk, self.n), np.float32))
-        return self._batch[0][:rows], self._batch[1][:rows]
+    def work(self, store, *, fresh: bool = False) -> Work:
+        """Scratch for one thread's recalls (``fresh``: a new one, for a batch's extra
+        threads; otherwise the plan's own, used under the store lock)."""
+        if self._work is None or fresh:
+            n = self.n
+            work = Work(np.zeros(n), np.zeros(n, np.float32), np.empty((6, n)),
+                        np.zeros(max(len(store._bm25.vocab), 1)))
+            if fresh:
+                return work
+            self._work = work
+        return self._work
+
+    def static_args(self, store) -> tuple:
+        """The kernel's threads, rows and knobs records as plain tuples (see
+        :func:`maclaw_kernels.recall.recall_block`), made once per plan."""
+        if self._static is None:
+            self._static = (tuple(self.threads(store)), tuple(self.rows), tuple(self.knobs))
+        return self._static
+
+    def out(self) -> Out:
+        """A single recall's outputs (a block of one query)."""
+        if self._out is None:
+            self._out = new_out(1, self.width)
+        return self._out
 
     def nbytes(self) -> int:
         """Bytes of the buffers and masks this plan holds (what ``trim`` releases)."""
-        total = self.base.nbytes + self.bm25.nbytes + self.cos.nbytes
-        total += sum(a.nbytes for a in self.rows[9:12])
-        if self._batch is not None:
-            total += self._batch[0].nbytes + self._batch[1].nbytes
+        total = self.base.values.nbytes + sum(a.nbytes for a in self.rows[9:12])
+        if self._work is not None:
+            total += sum(a.nbytes for a in self._work)
         for scope, _ in self._scopes.values():
             total += scope.eligible.nbytes + scope.affinity.nbytes + scope.dormant.nbytes
         return total

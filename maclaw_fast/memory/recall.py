@@ -12,24 +12,24 @@ matches strongly (:mod:`maclaw_fast.memory.archive_search`); reinforcement of wh
 from __future__ import annotations
 
 import os
+from itertools import repeat
 
 import msgspec
 import numpy as np
 
 from maclaw_fast.embedding import check_vectors
+from maclaw_fast.embedding.base import plain_vector
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory import validate
-from maclaw_fast.memory.archive_search import (QueryCues, batch_with_archive, restore_returned,
-                                              weak_queries, with_archive)
+from maclaw_fast.index.vectors import PARALLEL_ELEMENTS
+from maclaw_fast.memory.archive_search import batch_with_archive, restore_returned, with_archive
 from maclaw_fast.memory.hits import REASONS, arrow_hits, batch_hits, hits_from_parts
-from maclaw_fast.memory.plan import RecallPlan, recall_plan
+from maclaw_fast.memory.plan import RecallPlan, new_out, recall_plan
 from maclaw_fast.persist.journal import PutOp, TouchOp
 from maclaw_fast.records import RecallHit
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_fast.threads import batch_threads, blas_threads, numba_threads
-from maclaw_kernels.recall import N_PARTS, Queries, base_scores, rank
-
-_NO_PRIORS = np.zeros((0, 0))
+from maclaw_kernels.recall import Block, Out, base_scores, recall_block
 DORMANT = 2  # the status code of dormant entries (columns.STATUS)
 
 
@@ -55,40 +55,57 @@ def _query_vectors(store, queries: list[str], given) -> np.ndarray | None:
 
 
 def _query_vector(store, query: str, given) -> np.ndarray | None:
+    """One unit query vector as a block of one (1, dim), or None."""
     if given is None and (store._qcache is None or not query.strip()):
         return None
-    return _query_vectors(store, [query], None if given is None else given)[0]
+    if store.dim and plain_vector(given, store.dim) and abs(np.dot(given, given) - 1.0) < 1e-6:
+        return given[None]  # the usual case: already of unit length, used as given
+    return _query_vectors(store, [query], given)[:1]
 
 
-# ---------------------------------------------------------------------- relevance
-def relevance(store, plan: RecallPlan, tokens: list[str], qvec) -> Queries:
-    """One query's relevance inputs over every row of ``plan`` (lock held), as a block of one:
-    BM25 and cosine into the plan's buffers, the thread prior when it applies, the query's
-    ``idf_total``."""
-    n = plan.n
-    bm25, cos = plan.bm25, plan.cos
-    bm25.fill(0.0)
+# ---------------------------------------------------------------------- the kernel's block
+def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs) -> tuple:
+    """A block of queries as the kernel reads them (lock held), as a plain tuple: every query's
+    vocabulary ids, its vector, and for a large store its BM25 and cosines scored across
+    threads first."""
     index = store._bm25
-    index.scores(tokens, n, out=bm25[0])
-    if qvec is None:
-        cos.fill(0.0)
+    get = index.vocab.getter()
+    if len(token_lists) == 1:
+        ids = np.fromiter(map(get, token_lists[0], repeat(-1)), np.int64, len(token_lists[0]))
+        indptr = np.array((0, ids.shape[0]), np.int64)
     else:
-        store._vectors.scores(qvec, n, cos[0])
-    threads = plan.threads(store)
-    prior = _NO_PRIORS
-    if threads is not None:
-        prior = np.empty((1, n))
-        threads.prior(store, index.term_ids(tokens), cos[0], qvec is not None, prior[0])
-    idf = np.array([index.idf_total(tokens)])
-    return Queries(bm25, cos, prior, idf, qvec is not None)
+        indptr = np.zeros(len(token_lists) + 1, np.int64)
+        np.cumsum(np.fromiter(map(len, token_lists), np.int64, len(token_lists)),
+                  out=indptr[1:])
+        ids = np.fromiter((get(tok, -1) for toks in token_lists for tok in toks), np.int64,
+                          int(indptr[-1]))
+    has_vector = qvecs is not None
+    vectors = qvecs if has_vector else _NO_VECTORS
+    n = plan.n
+    bm25, cos = _NO_BM25, _NO_COS
+    if len(token_lists) == 1 and index.is_large:  # many postings: split across threads
+        bm25 = index.scores(token_lists[0], n)[None]
+    if len(token_lists) == 1 and has_vector and n * store.dim >= PARALLEL_ELEMENTS:
+        cos = store._vectors.scores(vectors[0], n)[None]
+    return (ids, indptr, vectors, has_vector, bm25, cos)  # a Block
+
+
+def _corpus(store) -> tuple:
+    """The store's indexes as the kernel reads them (a plain :data:`Corpus` tuple)."""
+    vec = store._vectors
+    return (tuple(store._bm25.query_postings()), vec.matrix, vec.has_vec)
 
 
 # ---------------------------------------------------------------------- one query
 def recall(store, query, *, project=None, reinforce=True, query_vector=None, dynamic=False,
            category=None) -> list[RecallHit]:
-    query = validate.query(query)
-    project = validate.project(project)
-    reinforce = validate.flag(reinforce, "reinforce")
+    # plain arguments are checked inline; the validators see only the rest
+    if type(query) is not str or not query.isascii():
+        query = validate.query(query)
+    if project is not None:
+        project = validate.project(project)
+    if type(reinforce) is not bool:
+        reinforce = validate.flag(reinforce, "reinforce")
     if category is not None:
         category = validate.category(category)
     qvec = _query_vector(store, query, query_vector)  # embedding runs outside the lock
@@ -98,48 +115,32 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         now = float(store.clock())
         plan = recall_plan(store, dynamic, category)
         scope, has_affinity = plan.scope(store, project)
-        q = relevance(store, plan, tokens, qvec)
-        base_scores(plan.rows, plan.knobs, now, plan.base)
-        rank(plan.rows, scope, _ONE, plan.knobs, q, plan.base, plan.out_rows, plan.out_parts,
-             plan.out_count)
-        m = int(plan.out_count[0])
-        rows = plan.out_rows[0, :m]
-        hits = hits_from_parts(store, rows, plan.out_parts[0, :, :m], has_affinity)
-        cues = QueryCues(q.bm25[0], q.cos[0], float(q.idf[0]), tokens, qvec)
-        out = with_archive(store, plan, cues, hits, rows, project, dynamic, category, False,
-                           now, q.prior[0] if q.prior.shape[0] else None)
-        if reinforce and out is not hits:  # merged: the limits may have cut some rows
-            out = _reinforce_hits(store, out, now)
+        work, out = plan.work(store), plan.out()
+        if work.term_weight.shape[0] < len(store._bm25.vocab):
+            work = plan.work(store, fresh=True)
+        threads, rows, knobs = plan.static_args(store)
+        recall_block(_corpus(store), threads, rows, tuple(scope), _ONE, knobs,
+                     _block(store, plan, [tokens], qvec), tuple(plan.base), tuple(work),
+                     tuple(out), now)
+        m = int(out.count[0])
+        rows = out.rows[0, :m]
+        hits = hits_from_parts(store, rows, out.parts[0, :, :m], has_affinity)
+        if out.best_cue[0] < store.config.forgetting.archive_below:
+            hits = with_archive(store, plan, work, tokens, None if qvec is None else qvec[0],
+                                hits, rows, project, dynamic, category, now)
+        if reinforce and any(h.reason == "archived" for h in hits):
+            hits = _reinforce_hits(store, hits, now)
         elif reinforce and m:
             _reinforce(store, rows.copy(), now)
-        return out
+        return hits
 
 
 _ONE = np.zeros(1, np.int64)  # a single query's scope row
+_NO_VECTORS = np.zeros((1, 0), np.float32)
+_NO_BM25, _NO_COS = np.zeros((0, 0)), np.zeros((0, 0), np.float32)
 
 
 # ---------------------------------------------------------------------- many queries
-def _rank_threads(plan, scopes, scope_of, queries: Queries, rows, parts, counts,
-                  threads: int) -> None:
-    """:func:`rank` over the queries in ``threads`` contiguous blocks at once (the kernel
-    releases the GIL); each block writes its own rows of the outputs."""
-    nq = queries.bm25.shape[0]
-    blocks = max(1, min(threads, nq // 16))
-    if blocks == 1:
-        rank(plan.rows, scopes, scope_of, plan.knobs, queries, plan.base, rows, parts, counts)
-        return
-    cuts = [nq * b // blocks for b in range(blocks + 1)]
-
-    def block(b):
-        lo, hi = cuts[b], cuts[b + 1]
-        prior = queries.prior[lo:hi] if queries.prior.shape[0] else queries.prior
-        rank(plan.rows, scopes, scope_of[lo:hi], plan.knobs,
-             Queries(queries.bm25[lo:hi], queries.cos[lo:hi], prior, queries.idf[lo:hi],
-                     queries.has_vector), plan.base, rows[lo:hi], parts[lo:hi], counts[lo:hi])
-
-    list(_pool().map(block, range(blocks)))
-
-
 _POOL: list = []
 
 
@@ -150,6 +151,31 @@ def _pool():
         _POOL.append(ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
                                         thread_name_prefix="maclaw-recall"))
     return _POOL[0]
+
+
+def _run_blocks(store, plan, scopes, scope_of, block: Block, out: Out, threads: int,
+                now: float) -> None:
+    """:func:`recall_block` over the queries in ``threads`` contiguous shares at once (the
+    kernel releases the GIL); each share writes its own rows of ``out`` with its own scratch."""
+    nq = scope_of.shape[0]
+    shares = max(1, min(threads, nq // 8))
+    corpus, static = _corpus(store), plan.static_args(store)
+    cuts = [nq * b // shares for b in range(shares + 1)]
+    base_scores(plan.rows, plan.knobs, now, plan.base.values)  # once, before the threads
+    plan.base.at[0] = now
+
+    def share(b):
+        lo, hi = cuts[b], cuts[b + 1]
+        part = (block.term_ids, block.term_indptr[lo:hi + 1], block.vectors[lo:hi]
+                if block.has_vector else block.vectors, block.has_vector, block.bm25, block.cos)
+        work = plan.work(store, fresh=b > 0)
+        recall_block(corpus, static[0], static[1], tuple(scopes), scope_of[lo:hi], static[2],
+                     part, tuple(plan.base), tuple(work), tuple(a[lo:hi] for a in out), now)
+
+    if shares == 1:
+        share(0)
+    else:
+        list(_pool().map(share, range(shares)))
 
 
 def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors=None,
@@ -166,42 +192,19 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         store._check_open()
         now = float(store.clock())
         plan = recall_plan(store)
-        n = plan.n
         scopes, scope_of = plan.batch_scopes(store, projects)
-        threads = plan.threads(store)
-        rows = np.full((nq, plan.width), -1, np.int64)
-        parts = np.zeros((nq, N_PARTS, plan.width))
-        counts = np.zeros(nq, np.int64)
-        weak = np.zeros(nq, np.bool_)  # no strong match: the archive is consulted
-        has_vector = qvecs is not None
-        base_scores(plan.rows, plan.knobs, now, plan.base)
+        out = new_out(nq, plan.width)
+        block = Block(*_block(store, plan, token_lists, qvecs))
         n_threads = batch_threads(store.config.batch_threads) or (os.cpu_count() or 1)
-        with numba_threads(n_threads), blas_threads(1):
-            for lo in range(0, nq, plan.batch_chunk):
-                hi = min(nq, lo + plan.batch_chunk)
-                bm25, cos = plan.batch_buffers(hi - lo)
-                store._bm25.scores_batch(token_lists[lo:hi], n, out=bm25)
-                if has_vector:
-                    store._vectors.scores_batch(qvecs[lo:hi], n, out=cos)
-                else:
-                    cos.fill(0.0)
-                idf = store._bm25.idf_totals(token_lists[lo:hi])
-                prior = _NO_PRIORS
-                if threads is not None:
-                    prior = np.empty((hi - lo, n))
-                    for q in range(lo, hi):
-                        threads.prior(store, store._bm25.term_ids(token_lists[q]), cos[q - lo],
-                                      has_vector, prior[q - lo])
-                _rank_threads(plan, scopes, scope_of[lo:hi],
-                              Queries(bm25, cos, prior, idf, has_vector), rows[lo:hi],
-                              parts[lo:hi], counts[lo:hi], n_threads)
-                weak_queries(store, bm25, cos, rows[lo:hi], counts[lo:hi], idf, has_vector,
-                             weak[lo:hi])
+        with numba_threads(1), blas_threads(1):
+            _run_blocks(store, plan, scopes, scope_of, block, out, n_threads, now)
+        rows, parts, counts = out.rows, out.parts, out.count
         if as_arrow:
             result = arrow_hits(store, rows, parts, counts)
         else:
             result = batch_hits(store, rows, parts, counts, bool(scopes.affinity.any()))
         # queries without a strong match consult the archive as recall() does
+        weak = out.best_cue < store.config.forgetting.archive_below
         result, sel, archived = batch_with_archive(
             store, result, weak, rows, counts,
             lambda q: recall(store, queries[q], project=projects[q], reinforce=False,

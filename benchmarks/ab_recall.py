@@ -1,14 +1,20 @@
-"""A/B timing of ``MemoryStore.recall`` between two builds, each with its own default config.
+"""Same-run A/B of recall between two builds: single ``recall`` p50 against store size, beside a
+bare NumPy ``E @ q`` + top-20 in the same process, and ``recall_batch_arrow`` / ``recall_batch``
+queries per second.
 
-    python benchmarks/ab_recall.py --base main --cand HEAD [--rounds 6] [--calls 2000]
+    python benchmarks/ab_recall.py --base main --cand HEAD                     # 500 notes
+    python benchmarks/ab_recall.py --base main --cand HEAD --sizes 500,1000,10000,100000 \\
+        --kinds notes,conversation --batch --out benchmarks/results/recall_ab.md
 
 Each build (a git revision) is exported to a temporary directory and imported from there by
-this same interpreter. One store of 500 synthetic entries (the ``recall 500`` benchmark's
-corpus: 8–24 words, four categories, tags, random ages, 384-d vectors given to ``save``) is built
-per round in a fresh process, and ``recall(query, query_vector=…, reinforce=False)`` is timed
-over cycling queries. The builds take turns, round after round, so the machine's drift hits
-both; the result is the median over rounds of each build's p50 and the candidate/base ratio per
-round.
+this interpreter, each with its own default config. Per (size, kind) and round, a fresh process
+per build builds the store through ``save`` (synthetic 8–24-word texts, four categories, tags,
+ages over 30 days, 384-d random unit vectors given; ``conversation``: threads of 10 turns, so
+the thread prior applies), then times ``recall(query, query_vector=…, reinforce=False)`` over
+cycling queries; the builds take turns round after round, so the machine's drift hits both.
+Reported: the median over rounds of each build's p50, the median and range of the per-round
+ratio cand/base, and cand's p50 over the bare NumPy scan's (``E @ q`` of every row, then the
+top 20 by ``argpartition``; no BM25, no ranking: the floor of any exact search).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,8 +34,10 @@ import json, sys, time
 import numpy as np
 from maclaw_fast import MemoryStore
 from maclaw_fast.config import CapacityConfig, MemoryConfig
+import msgspec
 
-N, NQ, DIM, NOW = 500, 200, 384, 1.8e9
+N, KIND, CALLS, BATCH = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+NQ, DIM, NOW = 200, 384, 1.8e9
 rng = np.random.default_rng(0)
 words = [f"w{i}" for i in range(3000)]
 p = 1.0 / np.arange(1, len(words) + 1) ** 1.1
@@ -42,25 +51,52 @@ cats = ("instruction", "preference", "project_knowledge", "session_checkpoint")
 tags = ("atlas", "zeus", "hermes", "infra", "frontend", "billing", "ml", "ops")
 vecs = unit(N, 1000)
 t = [NOW]
-store = MemoryStore.in_memory(embedder="hash", clock=lambda: t[0],
-                              config=MemoryConfig(capacity=CapacityConfig(store_capacity=1000)))
+cfg = MemoryConfig()
+cfg = msgspec.structs.replace(
+    cfg, auto_link=False, capacity=CapacityConfig(store_capacity=2 * N + 10,
+                                                   gc_threshold=2 * N, archive_capacity=2 * N))
+store = MemoryStore.in_memory(embedder="hash", clock=lambda: t[0], config=cfg)
 for i in range(N):
-    t[0] = NOW - float(rng.random()) * 30 * 86400
-    store.save(f"{text(int(rng.integers(8, 25)))} {i}", category=cats[i % 4],
-               tags=[tags[int(rng.integers(0, 8))]], vector=vecs[i])
+    t[0] = NOW - float(rng.random()) * 30 * 86400 if KIND == "notes" else NOW - (N - i) * 60.0
+    if KIND == "notes":
+        store.save(f"{text(int(rng.integers(8, 25)))} {i}", category=cats[i % 4],
+                   tags=[tags[int(rng.integers(0, 8))]], vector=vecs[i])
+    else:
+        store.save(f"speaker {i % 2}: {text(int(rng.integers(8, 25)))} {i}",
+                   category="conversation_summary", thread=f"s{i // 10}", vector=vecs[i])
 t[0] = NOW
 queries = [text(int(rng.integers(2, 7))) for _ in range(NQ)]
 Q = unit(NQ, 2000)
-for i in range(300):
+for i in range(30):
     store.recall(queries[i % NQ], query_vector=Q[i % NQ], reinforce=False)
-calls = int(sys.argv[1])
-times = np.empty(calls)
-for j in range(calls):
+times = np.empty(CALLS)
+for j in range(CALLS):
     i = j % NQ
     t0 = time.perf_counter()
     store.recall(queries[i], query_vector=Q[i], reinforce=False)
     times[j] = time.perf_counter() - t0
-print(json.dumps({"p50": float(np.median(times)), "mean": float(times.mean())}))
+E = vecs
+bare = np.empty(CALLS)
+for j in range(CALLS):
+    q = Q[j % NQ]
+    t0 = time.perf_counter()
+    s = E @ q
+    top = np.argpartition(-s, 20)[:20]
+    top = top[np.argsort(-s[top])]
+    bare[j] = time.perf_counter() - t0
+out = {"p50": float(np.median(times)), "bare_p50": float(np.median(bare))}
+if BATCH:
+    qs = [queries[i % NQ] for i in range(BATCH)]
+    qv = np.ascontiguousarray(Q[np.arange(BATCH) % NQ])
+    for name, fn in (("arrow_qps", store.recall_batch_arrow), ("list_qps", store.recall_batch)):
+        fn(qs[:50], query_vectors=qv[:50], reinforce=False)
+        best = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            fn(qs, query_vectors=qv, reinforce=False)
+            best.append(BATCH / (time.perf_counter() - t0))
+        out[name] = float(np.median(best))
+print(json.dumps(out))
 """
 
 
@@ -74,10 +110,10 @@ def export(rev: str, repo: Path, into: Path) -> Path:
     return into
 
 
-def run(root: Path, calls: int) -> dict:
+def run(root: Path, n: int, kind: str, calls: int, batch: int) -> dict:
     env = dict(os.environ, PYTHONPATH=str(root))
-    out = subprocess.run([sys.executable, "-c", CHILD, str(calls)], cwd=root, env=env,
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, "-c", CHILD, str(n), kind, str(calls), str(batch)],
+                         cwd=root, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -85,31 +121,64 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", default="main")
     ap.add_argument("--cand", default="HEAD")
-    ap.add_argument("--rounds", type=int, default=6)
-    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--sizes", default="500")
+    ap.add_argument("--kinds", default="notes")
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--calls", type=int, default=1000)
+    ap.add_argument("--batch", type=int, default=0, help="also time batches of this many")
+    ap.add_argument("--out", default=None, help="write a Markdown table here")
     args = ap.parse_args(argv)
     repo = Path(__file__).resolve().parents[1]
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         roots = {"base": export(args.base, repo, Path(tmp) / "base"),
                  "cand": export(args.cand, repo, Path(tmp) / "cand")}
         for root in roots.values():  # compile (numba caches under the export) before timing
-            run(root, 10)
-        res: dict[str, list[float]] = {"base": [], "cand": []}
-        for r in range(args.rounds):
-            order = ("base", "cand") if r % 2 == 0 else ("cand", "base")
-            for name in order:
-                res[name].append(run(roots[name], args.calls)["p50"])
-            print(f"round {r}: base {res['base'][-1] * 1e6:.1f} µs, "
-                  f"cand {res['cand'][-1] * 1e6:.1f} µs", file=sys.stderr, flush=True)
-    import statistics
-
-    ratios = [c / b for b, c in zip(res["base"], res["cand"])]
-    report = {"base": args.base, "cand": args.cand, "rounds": args.rounds, "calls": args.calls,
-              "base_p50_us": statistics.median(res["base"]) * 1e6,
-              "cand_p50_us": statistics.median(res["cand"]) * 1e6,
-              "ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
-              "ratio_max": max(ratios), "date": time.strftime("%Y-%m-%d %H:%M")}
-    print(json.dumps(report, indent=1))
+            run(root, 50, "notes", 10, 0)
+        for kind in args.kinds.split(","):
+            for n in map(int, args.sizes.split(",")):
+                calls = max(50, min(args.calls, int(args.calls * 2000 / n)))
+                batch = args.batch if n <= 1000 else 0
+                res: dict[str, list[dict]] = {"base": [], "cand": []}
+                for r in range(args.rounds):
+                    for name in (("base", "cand") if r % 2 == 0 else ("cand", "base")):
+                        res[name].append(run(roots[name], n, kind, calls, batch))
+                row = {"kind": kind, "n": n}
+                for key in ("p50", "bare_p50", "arrow_qps", "list_qps"):
+                    if key not in res["cand"][0]:
+                        continue
+                    b = [x[key] for x in res["base"]]
+                    c = [x[key] for x in res["cand"]]
+                    ratios = [ci / bi for bi, ci in zip(b, c)]
+                    row[key] = (statistics.median(b), statistics.median(c),
+                                statistics.median(ratios), min(ratios), max(ratios))
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+    lines = [f"# Recall A/B: {args.cand} against {args.base}", "",
+             f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, load "
+             f"{os.getloadavg()[0]:.1f}; {args.rounds} rounds, builds alternating; default "
+             "config of each build, vectors given (the model is not timed).", "",
+             "| store | entries | base p50 µs | cand p50 µs | cand/base (range) | "
+             "NumPy E@q+top20 µs | cand/NumPy |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        b, c, r, lo, hi = row["p50"]
+        bare = row["bare_p50"][1]
+        lines.append(f"| {row['kind']} | {row['n']:,} | {b * 1e6:.1f} | {c * 1e6:.1f} | "
+                     f"{r:.2f} ({lo:.2f}–{hi:.2f}) | {bare * 1e6:.1f} | {c / bare:.2f} |")
+    batch_rows = [row for row in rows if "arrow_qps" in row]
+    if batch_rows:
+        lines += ["", f"Batches of {args.batch} queries (queries per second):", "",
+                  "| store | entries | call | base q/s | cand q/s | cand/base (range) |",
+                  "|---|---:|---|---:|---:|---:|"]
+        for row in batch_rows:
+            for key, call in (("arrow_qps", "recall_batch_arrow"), ("list_qps", "recall_batch")):
+                b, c, r, lo, hi = row[key]
+                lines.append(f"| {row['kind']} | {row['n']:,} | {call} | {b:,.0f} | {c:,.0f} | "
+                             f"{r:.2f} ({lo:.2f}–{hi:.2f}) |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
     return 0
 
 

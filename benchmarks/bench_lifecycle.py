@@ -186,7 +186,7 @@ def recall_stores() -> dict:
     no_vectors = build_store(corpus)
     for i in no_vectors.bench_ids[500:]:
         no_vectors.set_fields(i, status="dormant", strength=0.05)
-    no_vectors._vectors.has_vec[[no_vectors._row(i) for i in no_vectors.bench_ids[500:]]] = False
+    no_vectors.vectors.has_vec[[no_vectors.row_of_id(i) for i in no_vectors.bench_ids[500:]]] = False
     vector_cues = build_store(corpus)
     for i in vector_cues.bench_ids[500:]:
         vector_cues.set_fields(i, status="dormant", strength=0.05)
@@ -194,7 +194,7 @@ def recall_stores() -> dict:
         vector_cues.config, forgetting=msgspec.structs.replace(vector_cues.config.forgetting,
                                                                revive_needs_term=False))
     archived = build_store(corpus)
-    archived.archive_rows([archived._row(i) for i in archived.bench_ids[500:]])
+    archived.archive_rows([archived.row_of_id(i) for i in archived.bench_ids[500:]])
     queries, qvecs = make_queries(1000, seed=1)
     rng = np.random.default_rng(5)
     pick = rng.choice(np.arange(500, 1000), 200, replace=False)
@@ -357,8 +357,8 @@ def main() -> int:
     ratio = summary["500 active + 500 dormant"]["ratio"]
     cos_share = (ratio - summary["500 active + 500 dormant without vectors"]["ratio"])
     dormant = s["500 active + 500 dormant"]
-    rows = np.array([dormant._row(i) for i in dormant.bench_ids[500:]])
-    with_term = np.mean([(dormant._bm25.scores(tokenize(q), len(dormant))[rows] > 0).sum()
+    rows = np.array([dormant.row_of_id(i) for i in dormant.bench_ids[500:]])
+    with_term = np.mean([(dormant.bm25.scores(tokenize(q), len(dormant))[rows] > 0).sum()
                          for q in s["weak"][0][:200]])
     # conversation stores: the thread prior's path
     conv = conversation_stores()

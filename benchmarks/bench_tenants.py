@@ -115,14 +115,14 @@ def ms(x: float) -> str:
 
 def breakdown(store) -> dict[str, int]:
     """Bytes of one open store by part (arrays exactly, text and objects estimated)."""
-    t, bm = store._table, store._bm25
+    t, bm = store.table, store.bm25
     return {
-        "vectors (384-d float32 + mask)": array_bytes(store._vectors),
+        "vectors (384-d float32 + mask)": array_bytes(store.vectors),
         "BM25 mirror arrays": array_bytes(bm),
         "BM25 vocabulary (strings, dict, word table)": bm.vocab.resident_estimate(PER_TERM)
         + sum(a.nbytes for a in bm.vocab.term_arrays()),
         "entry columns (numeric)": array_bytes(t),
-        "graph": array_bytes(store._graph),
+        "graph": array_bytes(store.graph),
         # a reopened store keeps its text packed (bytes + offsets) until a write
         "text (ids, content, tags; packed)" if t.is_packed else "text (content characters)":
         t.text_bytes(),

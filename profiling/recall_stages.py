@@ -3,13 +3,10 @@
     python profiling/recall_stages.py --entries 500 --queries 20000
     python profiling/recall_stages.py --entries 100000 --queries 300
 
-Mirrors ``maclaw_fast.memory.recall.recall`` with a timer around every stage (validation, query
-vector, tokenising, cached plan and masks, BM25, cosines, ranking, typed hits; at 500 entries the
-real call runs the last three kernels as one, ``recall_viewed``, its arrays passed as one address
-table, and splits ASCII queries inside it) on the benchmark data of
-``benchmarks/bench_memory.py``, then times the real call for comparison, so the sum of the stages
-overstates the call by the boundaries it adds. Keep it in step with ``recall()`` when that
-changes.
+Mirrors ``maclaw_fast.memory.recall.recall`` with a timer around every stage (validation and
+query vector, tokenising, the cached plan with its scope and the query's block, the one kernel
+call that scores and ranks, typed hits) on the benchmark data of ``benchmarks/bench_memory.py``,
+then times the real call for comparison. Keep it in step with ``recall()`` when that changes.
 """
 
 from __future__ import annotations
@@ -30,53 +27,37 @@ from maclaw_fast.memory import recall as R  # noqa: E402
 from maclaw_fast.memory import validate  # noqa: E402
 from maclaw_fast.memory.hits import hits_from_parts  # noqa: E402
 from maclaw_fast.text.tokenizer import tokenize  # noqa: E402
-from maclaw_kernels.bm25 import bm25_query  # noqa: E402
-from maclaw_kernels.vectors import dot_scores  # noqa: E402
+from maclaw_fast.memory.plan import recall_plan  # noqa: E402
+from maclaw_kernels.recall import recall_block  # noqa: E402
 
-STAGES = ("validate + query vector", "tokenize", "plan + masks", "BM25 (arguments + kernel)",
-          "cosines (kernel)", "ranking (kernel)", "hits")
+STAGES = ("validate + query vector", "tokenize", "plan + scope + block", "kernel: scores + rank",
+          "hits")
 
 
 def staged_recall(store, query, qvec_in, acc):
-    """``recall()`` with the fused kernel call (``recall_query``) split back into its three
-    kernels, so each can be timed; the real call is timed separately in :func:`main`."""
-    pc = time.perf_counter
-    t0 = pc()
+    """``recall(query, query_vector=qvec_in, reinforce=False)`` stage by stage."""
+    t0 = time.perf_counter()
     query = validate.query(query)
-    qvec = R._query_vectors(store, [query], qvec_in)
-    t1 = pc()
+    qvec = R._query_vector(store, query, qvec_in)
+    t1 = time.perf_counter()
     tokens = tokenize(query)
-    t2 = pc()
-    with store._lock:
-        static = R._static(store, False, None)
-        n = static.n
+    t2 = time.perf_counter()
+    with store.lock:
         now = float(store.clock())
-        eligible, affinity, scored, has_affinity = static.scope_masks(store, None)
-        rows, parts, work, bm25, cos = static.single
-        t3 = pc()
-        if n * store.dim >= R.PARALLEL_ELEMENTS:
-            bm25 = store._bm25.scores(tokens, n)
-            t4 = pc()
-            vec = store._vectors
-            vec.keep_codes()
-            t5 = pc()  # the large-store kernel bounds and scores the cosines itself
-            m = R.recall_large(vec.matrix[:n], vec.codes[:n], vec.scale[:n], vec.err[:n],
-                               R.BOUND_SLACK, vec.has_vec[:n], qvec[0], *static.recency_args,
-                               now, *static.recency_knobs, bm25, affinity, eligible, scored,
-                               *static.kernel_args, R.LARGE_BLOCK, *static.scratch(), rows, parts)
-        else:
-            bm25[:] = 0.0
-            bm25_query(*store._bm25.query_args(tokens), bm25)
-            t4 = pc()
-            dot_scores(store._vectors.matrix, n, store._vectors.has_vec, qvec[0], cos)
-            t5 = pc()
-            m = R.recall_single(*static.recency_args, now, *static.recency_knobs, bm25, cos,
-                                affinity, eligible, scored, *static.kernel_args, work, rows,
-                                parts)
-        t6 = pc()
-        hits = hits_from_parts(store, rows[:m], parts[:, :m], has_affinity)
-        t7 = pc()
-    acc += np.diff([t0, t1, t2, t3, t4, t5, t6, t7])
+        plan = recall_plan(store)
+        scope, has_affinity = plan.scope(store, None)
+        work, out = plan.work(store), plan.out()
+        threads, rows, knobs = plan.static_args(store)
+        block = R._block(store, plan, [tokens], qvec)
+        corpus = R._corpus(store)
+        t3 = time.perf_counter()
+        recall_block(corpus, threads, rows, tuple(scope), R._ONE, knobs, block,
+                     tuple(plan.base), tuple(work), tuple(out), now)
+        t4 = time.perf_counter()
+        m = int(out.count[0])
+        hits = hits_from_parts(store, out.rows[0, :m], out.parts[0, :, :m], has_affinity)
+        t5 = time.perf_counter()
+    acc += (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)
     return hits
 
 

@@ -43,7 +43,7 @@ def conversation(store, clock):
     clock.t += 60
     after = store.save("Then we talked about the hiking trip", category="conversation_summary",
                        thread="talk")
-    store.archive_rows([store._row(q.id), store._row(a.id)])
+    store.archive_rows([store.row_of_id(q.id), store.row_of_id(a.id)])
     return q, a, after
 
 
@@ -76,17 +76,17 @@ def test_a_reinforcing_recall_restores_both_and_keeps_them_linked(tmp_path):
     with MemoryStore.open(path, embedder=None, clock=clock) as s:
         q, a, after = conversation(s, clock)
         prev, nxt = s.conversation_links()
-        assert nxt[s._row(after.id)] == -1 and prev[s._row(after.id)] == -1
+        assert nxt[s.row_of_id(after.id)] == -1 and prev[s.row_of_id(after.id)] == -1
         clock.t += 60
         got = {h.entry.id for h in s.recall(QUERY)}
         assert {q.id, a.id} <= got and q.id in s and a.id in s
         assert q.id not in s.archive and a.id not in s.archive
-        rows = {e: s._row(e) for e in (q.id, a.id, after.id)}
+        rows = {e: s.row_of_id(e) for e in (q.id, a.id, after.id)}
         prev, nxt = s.conversation_links()
         assert nxt[rows[q.id]] == rows[a.id] and prev[rows[a.id]] == rows[q.id]
         assert nxt[rows[a.id]] == rows[after.id] and prev[rows[after.id]] == rows[a.id]
     with MemoryStore.open(path, embedder=None, clock=clock) as s:  # the journal replays it
-        rows = {e: s._row(e) for e in (q.id, a.id, after.id)}
+        rows = {e: s.row_of_id(e) for e in (q.id, a.id, after.id)}
         prev, nxt = s.conversation_links()
         assert nxt[rows[q.id]] == rows[a.id] and nxt[rows[a.id]] == rows[after.id]
 
@@ -130,7 +130,7 @@ def test_archived_hits_are_normalised_over_the_store_candidates():
         ids = [s.save(f"note {i} on topic t{i} with detail d{i}", category="project_knowledge").id
                for i in range(10)]
         gone = ids[3]
-        s.archive_rows([s._row(gone)])
+        s.archive_rows([s.row_of_id(gone)])
         va = s.archive.vector(gone)
         qv = va + s.vector(ids[5])
         qv = (qv / np.linalg.norm(qv)).astype(np.float32)

@@ -271,7 +271,7 @@ def test_cli_maintain_gc_archive_extract(tmp_path, llm_server, capsys):
     assert json.loads(capsys.readouterr().out)["before"] == 3
     with MemoryStore.open(store, embedder=None) as s:
         victim = s.entries()[0].id
-        s.archive_rows([s._row(victim)])
+        s.archive_rows([s.row_of_id(victim)])
     assert main(["archive", "list", "--store", store, "--embedder", "none"]) == 0
     assert victim in capsys.readouterr().out
     assert main(["archive", "restore", victim, "--store", store, "--embedder", "none"]) == 0

@@ -213,11 +213,11 @@ def test_revival_is_recall_over_the_cued_entries_made_active(needs_term):
     rc = store.config.recall
     for q in ["deploy pipeline note", "tea kettle", "sailing", "rust compiler 12", "roses tax",
               "what about piano lessons", "bike", "note 5 on garden roses"]:
-        bm25 = store._bm25.scores(tokenize(q), store._table.n_rows)
+        bm25 = store.bm25.scores(tokenize(q), store.table.n_rows)
         qv = store.embedder.embed([q])[0]
-        total = store._bm25.idf_total(tokenize(q))
+        total = store.bm25.idf_total(tokenize(q))
         cued = {i for i in dormant
-                if ref_cue(bm25[store._row(i)], float(store.vector(i) @ qv), total,
+                if ref_cue(bm25[store.row_of_id(i)], float(store.vector(i) @ qv), total,
                            rc.bm25_weight, rc.cos_weight, True, needs_term)
                 >= store.config.forgetting.revive_min_cue}
         got = store.recall(q, reinforce=False, query_vector=qv)
@@ -293,7 +293,7 @@ def test_batch_equals_single_with_dormant_and_archived_entries():
         ("the vault token rotates every friday", "project_knowledge", ["atlas"]),
         ("grandma's birthday is on june third", "user_fact", []),
         ("the wifi password is taped to the fridge", "conversation_summary", []))]
-    store.archive_rows([store._row(i) for i in ids[3:48:7] + rare])
+    store.archive_rows([store.row_of_id(i) for i in ids[3:48:7] + rare])
     queries = ["deploy pipeline note", "tea kettle", "sailing", "note 10 on tax forms",
                "nothing like this at all", "bike repair", "rust compiler detail",
                "when does the vault token rotate", "grandma birthday june",
@@ -355,7 +355,7 @@ def test_archive_search_keeps_the_recall_scope():
         a = s.save("zeus deploys need the vault token", category="project_knowledge",
                    tags=["zeus"])
         s.save("unrelated filler about lunch", category="conversation_summary")
-        s.archive_rows([s._row(a.id)])
+        s.archive_rows([s.row_of_id(a.id)])
         assert a.id not in [h.entry.id for h in s.recall("vault token deploys",
                                                          project="atlas", reinforce=False)]
         assert a.id in [h.entry.id for h in s.recall("vault token deploys", project="zeus",

@@ -184,7 +184,7 @@ def test_restore_reindexes_relinks_and_resets_access(clock, embedder):
     b = store.save("stripe webhooks are verified with a signing secret",
                    category="project_knowledge")
     store.touch([a.id, a.id])
-    store.archive_rows([store._row(a.id)])
+    store.archive_rows([store.row_of_id(a.id)])
     assert a.id not in store and a.id in store.archive
     clock.t += 50 * H
     back = restore(store, a.id)
@@ -205,7 +205,7 @@ def test_restore_of_dormant_revives_and_duplicate_is_refused(store, clock):
     a = store.save("drank oolong tea", category="conversation_summary")
     clock.t += 900 * H
     decay(store)
-    store.archive_rows([store._row(a.id)])
+    store.archive_rows([store.row_of_id(a.id)])
     assert store.archive.get(a.id).status == "dormant"
     store.save("drank oolong tea", category="conversation_summary")  # same content saved anew
     with pytest.raises(DuplicateError):
@@ -249,9 +249,9 @@ def test_replace_entries_is_one_change(tmp_path, clock):
         assert merged.updated_at == T0 and merged.compact_form == ""
         assert b.id not in s and len(s) == 2
         assert s.save("deploy via make release target", category="project_knowledge").id == a.id
-        s._durability.journal.close()  # simulate a crash: no snapshot on close
-        s._durability.lock.release()
-        s._closed = True
+        s.durability.journal.close()  # simulate a crash: no snapshot on close
+        s.durability.lock.release()
+        s.closed = True
     with MemoryStore.open(path, embedder="hash", clock=clock) as s:
         assert sorted(e.id for e in s.entries()) == sorted([a.id, c.id])
         assert s.get(a.id).content == "deploy via make release target"

@@ -118,11 +118,11 @@ def test_dedup_is_one_journal_record_and_fast(tmp_path, clock):
     records, planted = planted_records(1)
     with MemoryStore.open(tmp_path / "st", embedder=None, clock=clock) as s:
         s.import_records(records)
-        seq = s._durability.seq
+        seq = s.durability.seq
         t = time.perf_counter()
         assert set(compress(s).dedup_ids) == planted
         assert time.perf_counter() - t < 0.5
-        assert s._durability.seq == seq + 1
+        assert s.durability.seq == seq + 1
 
 
 # --- LLM merge -------------------------------------------------------------------------------

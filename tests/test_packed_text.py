@@ -131,9 +131,9 @@ def test_a_reopen_and_its_first_recalls_keep_text_and_vocabulary_packed(tmp_path
         hits = s.recall("deploy tea", reinforce=False)
         assert hits and all(h.entry.content.startswith("note ") for h in hits)
         s.recall("部署 tea", reinforce=False)
-        assert s._table.is_packed, "a reopen + recall made the text lists"
-        assert s._bm25.vocab._joined is not None, "a reopen + recall made the vocabulary dict"
+        assert s.table.is_packed, "a reopen + recall made the text lists"
+        assert s.bm25.vocab._joined is not None, "a reopen + recall made the vocabulary dict"
         s.recall("tea", reinforce=True)  # journals the touched ids, still packed
-        assert s._table.is_packed
+        assert s.table.is_packed
         s.save("a write unpacks", category="project")
-        assert not s._table.is_packed
+        assert not s.table.is_packed

@@ -61,7 +61,7 @@ def test_journal_replay_without_snapshot(tmp_path):
     s = MemoryStore.open(path, embedder=None, config=cfg(fsync="always", debounce=0))
     fill(s, 25)
     expected = msgspec.json.encode(s.entries())
-    s._durability.lock.release()  # simulate the process dying: no snapshot, lock gone
+    s.durability.lock.release()  # simulate the process dying: no snapshot, lock gone
     assert not (path / "snapshot.arrow").exists()
     with MemoryStore.open(path, embedder=None, config=cfg()) as s2:
         assert msgspec.json.encode(s2.entries()) == expected
@@ -111,13 +111,13 @@ def test_torn_journal_tail_is_dropped_and_reported(tmp_path):
     s = MemoryStore.open(path, embedder=None, config=cfg(fsync="always", debounce=0))
     fill(s, 10)
     expected = [e.id for e in s.entries()]
-    s._durability.lock.release()
+    s.durability.lock.release()
     with open(path / "journal.bin", "ab") as fh:
         fh.write(b"\x40\x00\x00\x00\x01\x02\x03")  # a frame header promising 64 bytes, then 3
     with pytest.warns(RuntimeWarning, match="torn"):
         s2 = MemoryStore.open(path, embedder=None)
     assert [e.id for e in s2.entries()] == expected
-    assert any("torn" in n for n in s2._durability.notes)
+    assert any("torn" in n for n in s2.durability.notes)
     s2.save("after recovery", category="preference")
     s2.close()
     with MemoryStore.open(path, embedder=None) as s3:
@@ -151,7 +151,7 @@ def test_corrupt_snapshot_without_fallback_rebuilds_from_the_journals(tmp_path):
     with pytest.warns(RuntimeWarning):
         with MemoryStore.open(path, embedder=None) as s:
             assert [e.id for e in s.entries()] == ids  # the journal since seq 1 is kept
-            assert s._durability.notes
+            assert s.durability.notes
 
 
 def test_corrupt_snapshots_and_no_full_journal_open_partial_loudly(tmp_path):
@@ -165,10 +165,10 @@ def test_corrupt_snapshots_and_no_full_journal_open_partial_loudly(tmp_path):
     with pytest.warns(RuntimeWarning, match="lost"):
         with MemoryStore.open(path, embedder=None) as s:
             assert len(s) < 15
-            assert any("lost" in n for n in s._durability.notes)
+            assert any("lost" in n for n in s.durability.notes)
     assert len([p for p in path.iterdir() if ".corrupt." in p.name]) == 2
     with MemoryStore.open(path, embedder=None) as s:  # and it opens cleanly afterwards
-        assert s._durability.notes == []
+        assert s.durability.notes == []
 
 
 def test_second_writer_is_refused(tmp_path):

@@ -107,7 +107,7 @@ def test_one_embedder_and_query_cache_for_every_store(tmp_path):
     with StorePool(tmp_path, embedder="hash") as pool:
         with pool.store("a") as a, pool.store("b") as b:
             assert a.embedder is b.embedder is pool.embedder
-            assert a._qcache is b._qcache is pool.query_cache
+            assert a.query_cache is b.query_cache is pool.query_cache
 
 
 def test_pool_arguments_checked(tmp_path):
@@ -182,7 +182,7 @@ class _Watched(MemoryStore):
             self.problems.append(f"{key} reopened different from how it closed")
 
     def close(self):
-        if not self._closed:
+        if not self.closed:
             state = self.to_arrow()
             with self.guard:
                 self.last_closed[str(self.path)] = state

@@ -195,7 +195,7 @@ def test_links_persist_through_snapshot_and_journal(tmp_path, crash):
     s.delete(s.entries()[4].id)
     links = _links(s)
     if crash:  # no snapshot: everything comes back from the journal
-        s._durability.lock.release()
+        s.durability.lock.release()
         assert not (path / "snapshot.arrow").exists()
     else:
         s.close()

@@ -41,14 +41,14 @@ def _fill(path):
 
 
 def _state(store):
-    t = store._table
+    t = store.table
     rows = t.live_rows()
     return {
         "arrow": store.to_arrow().to_pylist(),
-        "bm25": [store._bm25.scores(q.split(), t.n_rows)[rows].tolist() for q in QUERIES],
+        "bm25": [store.bm25.scores(q.split(), t.n_rows)[rows].tolist() for q in QUERIES],
         "recall": [[(h.entry.id, round(h.score, 12)) for h in
                     store.recall(q, reinforce=False)] for q in QUERIES],
-        "graph": [sorted((t.ids[o], w) for o, w in store._graph.neighbours(int(r)))
+        "graph": [sorted((t.ids[o], w) for o, w in store.graph.neighbours(int(r)))
                   for r in rows],
         "tokens": t.tokens[rows].tolist(),
         "weight": t.weight[rows].tolist(),
@@ -215,7 +215,7 @@ def test_reopened_vectors_are_the_snapshots_bytes_and_stay_editable(tmp_path):
     store.close()
     _, expected = table_entries(read_snapshot(tmp_path / "s" / "snapshot.arrow")[0])
     store = MemoryStore.open(tmp_path / "s", embedder="hash", clock=lambda: 1.7e9)
-    vc = store._vectors
+    vc = store.vectors
     assert vc.matrix.base is not None and vc.matrix.flags.writeable  # no copy was made
     assert np.array_equal(vc.matrix[:60], expected) and vc.has_vec[:60].all()
     # edits on the adopted rows: a delete, an update (re-embeds in place), growth past them

@@ -443,8 +443,8 @@ def test_reinforced_entries_match_a_fresh_build(clock):
         cached = {e.id: e for e in s.list()}
         got = [[(h.entry.id, h.score) for h in s.recall(q, reinforce=False)]
                for q in ("deploy", "servers")]
-        s._table._cache.clear()
-        s._plan_cache.clear()
+        s.table._cache.clear()
+        s.plans.clear()
         assert {e.id: e for e in s.list()} == cached
         assert [[(h.entry.id, h.score) for h in s.recall(q, reinforce=False)]
                 for q in ("deploy", "servers")] == got
@@ -464,7 +464,7 @@ def test_cached_entries_follow_touches_exactly(clock):
             hits = store.recall(f"deploy w{step % 7}")  # reinforces its hits
             touched = set(picked) | {h.entry.id for h in hits}
             cached = {i: store.get(i) for i in touched}
-            assert all(store._table._cache.get(store._table.row_of[i]) is cached[i]
+            assert all(store.table._cache.get(store.table.row_of[i]) is cached[i]
                        for i in touched)  # these came from the cache
-            store._table._cache.clear()
+            store.table._cache.clear()
             assert {i: store.get(i) for i in touched} == cached

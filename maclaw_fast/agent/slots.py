@@ -63,6 +63,16 @@ def _check_kind(kind: Any) -> str:
     return kind
 
 
+class LoopState:
+    """A loop's progress: its iteration limit, the iterations granted, its status and, while
+    paused, when the pause times out."""
+
+    __slots__ = ("deadline", "iteration", "max", "status")
+
+    def __init__(self, max_iterations: int) -> None:
+        self.max, self.iteration, self.status, self.deadline = max_iterations, 0, "running", 0.0
+
+
 class LoopContext:
     """State of one agent loop (chat or background); accessors are thread-safe.
 
@@ -92,16 +102,17 @@ class LoopContext:
         # A managed context shares the manager's lock so status reads never see a half-made change.
         self._lock = lock if lock is not None else threading.RLock()
         self.conversation, self._history = conversation, list(history or ())
-        self._max = max(_check_int("max_iterations", max_iterations), min_iterations)
-        self._iteration, self._status, self._deadline = 0, "running", 0.0
+        # the loop's progress: written by its BackgroundLoopManager under the shared lock
+        self.state = LoopState(max(_check_int("max_iterations", max_iterations),
+                                   min_iterations))
 
     def _get(self, name: str) -> Any:
         with self._lock:
-            return getattr(self, name)
+            return getattr(self.state, name)
 
-    max_iterations = property(lambda self: self._get("_max"), doc="Current iteration limit.")
-    iteration = property(lambda self: self._get("_iteration"), doc="Iterations granted so far.")
-    status = property(lambda self: self._get("_status"), doc="running|paused|completed|...")
+    max_iterations = property(lambda self: self._get("max"), doc="Current iteration limit.")
+    iteration = property(lambda self: self._get("iteration"), doc="Iterations granted so far.")
+    status = property(lambda self: self._get("status"), doc="running|paused|completed|...")
 
     @property
     def history(self) -> list[dict]:
@@ -197,7 +208,7 @@ class BackgroundLoopManager:
             raise ValidationError(f"status must be one of {STATUSES}, got {status!r}")
         with self._lock:
             return [c for c in self._loops.values() if (kind is None or c.slot_kind == kind)
-                    and (status is None or c._status == status)]
+                    and (status is None or c.state.status == status)]
 
     def running_count(self, kind: str) -> int:
         """Loops of ``kind`` holding a slot (running or paused)."""
@@ -253,25 +264,25 @@ class BackgroundLoopManager:
         starts: list = []
         with self._lock:
             ctx = self._require(loop_id)
-            if ctx._status == "running" and ctx._iteration >= ctx._max:
+            if ctx.state.status == "running" and ctx.state.iteration >= ctx.state.max:
                 starts = self._finish_locked(ctx, "stopped", "iteration limit reached")
-            elif (ctx._status == "running"
-                  and ctx._iteration >= ctx._max - self.config.pause_before_limit):
-                ctx._status = "paused"
-                ctx._deadline = self._clock() + self.config.pause_timeout_s
+            elif (ctx.state.status == "running"
+                  and ctx.state.iteration >= ctx.state.max - self.config.pause_before_limit):
+                ctx.state.status = "paused"
+                ctx.state.deadline = self._clock() + self.config.pause_timeout_s
                 self._emit("paused", ctx.slot_kind, ctx, "approaching limit")
         self._dispatch(starts)  # deliver "paused" before blocking, so a UI can offer to continue
         with self._cond:
-            while ctx._status == "paused":
-                remaining = ctx._deadline - self._clock()
+            while ctx.state.status == "paused":
+                remaining = ctx.state.deadline - self._clock()
                 if remaining <= 0:
                     starts = self._finish_locked(ctx, "stopped", "pause timeout")
                     break
                 self._cond.wait(min(remaining, _POLL_S))
             else:
-                if ctx._status != "running":
+                if ctx.state.status != "running":
                     return "stop"
-                ctx._iteration += 1
+                ctx.state.iteration += 1
                 return "continue"
         self._dispatch(starts)
         return "stop"
@@ -287,9 +298,9 @@ class BackgroundLoopManager:
             raise ValidationError(f"extra_iterations must be >= 1, got {extra_iterations}")
         with self._lock:
             ctx = self._require(loop_id)
-            if ctx._status != "paused":
-                raise ValidationError(f"loop {loop_id!r} is {ctx._status}, not paused")
-            ctx._max, ctx._status = ctx._max + extra_iterations, "running"
+            if ctx.state.status != "paused":
+                raise ValidationError(f"loop {loop_id!r} is {ctx.state.status}, not paused")
+            ctx.state.max, ctx.state.status = ctx.state.max + extra_iterations, "running"
             self._emit("resumed", ctx.slot_kind, ctx, f"+{extra_iterations} iterations")
             self._cond.notify_all()
         self._dispatch()
@@ -332,14 +343,14 @@ class BackgroundLoopManager:
     def _finish(self, loop_id: str, status: str, detail: str) -> bool:
         with self._lock:
             ctx = self._require(loop_id)
-            if ctx._status in _FINISHED:
+            if ctx.state.status in _FINISHED:
                 return False
             starts = self._finish_locked(ctx, status, detail)
         self._dispatch(starts)
         return True
 
     def _finish_locked(self, ctx: LoopContext, status: str, detail: str) -> list:
-        ctx._status = status
+        ctx.state.status = status
         self._running[ctx.slot_kind].discard(ctx.id)
         self._emit(status, ctx.slot_kind, ctx, detail)
         self._cond.notify_all()  # wake a step() blocked in a pause
@@ -374,7 +385,7 @@ class BackgroundLoopManager:
         self._seq += 1
         self._events.append(LoopEvent(
             seq=self._seq, type=type_, slot_kind=kind, loop_id=ctx and ctx.id, ticket=ticket,
-            status=ctx and ctx._status, detail=detail, running=len(self._running[kind]),
+            status=ctx and ctx.state.status, detail=detail, running=len(self._running[kind]),
             queued=len(self._queues[kind])))
 
     def _dispatch(self, starts: list[tuple[Ticket, LoopContext]] = ()) -> None:

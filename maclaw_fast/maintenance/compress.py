@@ -59,8 +59,8 @@ def find_exact_duplicates(store, min_substring: int = 20) -> list[str]:
     >>> find_exact_duplicates(s) == [b.id] or find_exact_duplicates(s) == [a.id]
     True
     """
-    with store._lock:
-        t = store._table
+    with store.lock:
+        t = store.table
         rows = t.live_rows().tolist()
         norm = {r: t.content[r].strip().lower() for r in rows}
         protected = {r for r in rows if t.category[r] == SELF_IDENTITY or t.pinned[r]}
@@ -107,7 +107,7 @@ def _contained(members: list[int], norm: dict, protected: set, min_len: int) -> 
 
 def exact_dedup(store, config: MaintenanceConfig = MaintenanceConfig()) -> list[str]:
     """Remove exact and substring duplicates (one journaled change); returns removed ids."""
-    with store._lock:
+    with store.lock:
         ids = find_exact_duplicates(store, config.dedup_min_substring)
         delete_many(store, ids)
         return ids
@@ -116,7 +116,7 @@ def exact_dedup(store, config: MaintenanceConfig = MaintenanceConfig()) -> list[
 # --- semantic merge -------------------------------------------------------------------------
 
 def _mergeable_rows(store) -> dict[int, list[int]]:
-    t = store._table
+    t = store.table
     rows = t.live_rows()
     ok = (t.status[rows] == 0) & ~t.pinned[rows] & (t.category[rows] != SELF_IDENTITY)
     out: dict[int, list[int]] = {}
@@ -135,8 +135,8 @@ def merge_batches(store, config: MaintenanceConfig = MaintenanceConfig()
     """
     size = max(1, config.merge_batch)
     out = []
-    with store._lock:
-        t = store._table
+    with store.lock:
+        t = store.table
         for cat, rows in _mergeable_rows(store).items():
             if len(rows) < 2:
                 continue
@@ -156,7 +156,7 @@ def merge_batches(store, config: MaintenanceConfig = MaintenanceConfig()
 
 
 def _clusters(store, rows: list[int], min_cos: float) -> list[list[int]]:
-    vecs = store._vectors
+    vecs = store.vectors
     rows = [r for r in rows if vecs.has_vec[r]]
     if len(rows) < 2:
         return []
@@ -260,14 +260,14 @@ def semantic_merge(store, llm, config: MaintenanceConfig, report: CompressReport
 # --- LLM compression and compact forms -------------------------------------------------------
 
 def _eligible(store, *, min_chars: int, pinned_ok: bool, need_no_compact: bool) -> list:
-    t = store._table
+    t = store.table
     out = []
     for r in t.live_rows().tolist():
         if (t.status[r] != 0 or t.category[r] == SELF_IDENTITY
                 or (t.pinned[r] and not pinned_ok) or len(t.content[r]) < min_chars
                 or (need_no_compact and t.compact[r])):
             continue
-        out.append(store._entry(r))
+        out.append(store.entry_at(r))
     return out
 
 
@@ -284,7 +284,7 @@ def compression_ok(old: str, new: str, max_ratio: float) -> bool:
 
 
 def llm_compress(store, llm, config: MaintenanceConfig, report: CompressReport) -> None:
-    with store._lock:
+    with store.lock:
         todo = _eligible(store, min_chars=config.compress_min_chars, pinned_ok=False,
                          need_no_compact=False)
     todo.sort(key=lambda e: -len(e.content))
@@ -307,7 +307,7 @@ def llm_compress(store, llm, config: MaintenanceConfig, report: CompressReport) 
 
 
 def backfill_compact(store, llm, config: MaintenanceConfig, report: CompressReport) -> None:
-    with store._lock:
+    with store.lock:
         todo = _eligible(store, min_chars=config.compact_min_chars + 1, pinned_ok=True,
                          need_no_compact=True)
     todo.sort(key=lambda e: (-e.access_count, -e.updated_at))
@@ -327,7 +327,7 @@ def backfill_compact(store, llm, config: MaintenanceConfig, report: CompressRepo
         used.add(idx)
         e = todo[idx]
         try:
-            with store._lock:
+            with store.lock:
                 if store.get(e.id).content != e.content:
                     raise NotFoundError(e.id)
                 store.set_fields(e.id, compact_form=text.strip())

@@ -55,17 +55,17 @@ class ConflictDetector:
     def candidates(self, entry_id: str) -> list[str]:
         """Ids of the entries the new one might contradict, most similar first."""
         store, cfg = self.store, self.config
-        with store._lock:
-            store._check_open()
-            row = store._row(entry_id)
-            t = store._table
+        with store.lock:
+            store.check_open()
+            row = store.row_of_id(entry_id)
+            t = store.table
             n = t.n_rows
-            if store.dim and store._vectors.has_vec[row]:
-                sim = store._vectors.scores(store._vectors.matrix[row], n).astype(np.float64)
+            if store.dim and store.vectors.has_vec[row]:
+                sim = store.vectors.scores(store.vectors.matrix[row], n).astype(np.float64)
                 floor = cfg.conflict_min_cos
             else:
                 toks = tokenize(analysed_text(t.content[row], t.tags[row]))
-                sim = store._bm25.scores(toks, n)
+                sim = store.bm25.scores(toks, n)
                 floor = cfg.conflict_min_bm25
             ok = (t.alive[:n] & (t.status[:n] == 0) & (t.category[:n] != SELF_IDENTITY)
                   & ~t.pinned[:n] & (sim > floor))
@@ -95,7 +95,7 @@ class ConflictDetector:
                 break
             if not _yes(reply.get("conflict")) or old.updated_at > new.updated_at:
                 continue
-            with self.store._lock:
+            with self.store.lock:
                 current = self.store.get(cid)
                 if current.status != "active":
                     continue

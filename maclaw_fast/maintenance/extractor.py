@@ -204,7 +204,7 @@ class KnowledgeExtractor:
         except LLMError as exc:
             report.error = str(exc)
             return report
-        with self.store._lock:
+        with self.store.lock:
             existing = [e.content.strip().lower() for e in self.store.entries()]
         tags = ["extracted"] + ([project.strip()] if project else [])
         for item in reply:

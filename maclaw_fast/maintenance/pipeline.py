@@ -109,8 +109,8 @@ def write_backup(store, directory: str | os.PathLike, *, now: float | None = Non
     while path.exists():  # two runs in one second
         path = d / f"{backup_name(now)[:-5]}_{n}.json"
         n += 1
-    with store._lock:
-        store._check_open()
+    with store.lock:
+        store.check_open()
         rows = []
         for e in store.entries():
             vec = store.vector(e.id) if vectors else None

@@ -27,7 +27,7 @@ class PromoteReport(msgspec.Struct, kw_only=True):
 
 def latest_episodic(store, limit: int) -> list:
     """Active episodic entries, newest (by created_at, then store order) first."""
-    with store._lock:
+    with store.lock:
         out = [e for e in store.entries() if e.category in EPISODIC and e.status == "active"]
     out.reverse()  # store order ascending → newest insert first among equal created_at
     out.sort(key=lambda e: -e.created_at)
@@ -37,8 +37,8 @@ def latest_episodic(store, limit: int) -> list:
 def count_episodic(store) -> int:
     """How many active episodic entries the store holds."""
     codes = [CATEGORY_CODE[c] for c in EPISODIC]
-    with store._lock:
-        t = store._table
+    with store.lock:
+        t = store.table
         rows = t.live_rows()
         return int(((t.status[rows] == 0) & np.isin(t.category[rows], codes)).sum())
 
@@ -64,8 +64,8 @@ def save_new(store, content: str, category: str, tags) -> str | None:
     """Save unless the store already holds this text (ignoring case and surrounding space);
     returns the new id or None."""
     norm = content.strip().lower()
-    with store._lock:
-        t = store._table
+    with store.lock:
+        t = store.table
         if any((c or "").strip().lower() == norm for c in t.content[: t.n_rows] if c):
             return None
         return store.save(content.strip(), category=category, tags=tags).id

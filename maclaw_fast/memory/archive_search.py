@@ -80,7 +80,7 @@ def with_archive(store, plan, work, tokens: list[str], qvec, hits: list[RecallHi
 
 
 def _in_scope(store, entry: Entry, project, dynamic: bool, category) -> bool:
-    if entry.status == "superseded" or entry.content in store._table.row_of_content:
+    if entry.status == "superseded" or entry.content in store.table.row_of_content:
         return False
     if category is not None and entry.category != category:
         return False
@@ -191,7 +191,7 @@ def batch_with_archive(store, result, weak: np.ndarray, rows, counts, recall_one
         hits = recall_one(q)
         if any(h.reason == "archived" for h in hits):
             replaced[q] = hits
-    row_of = store._table.row_of
+    row_of = store.table.row_of
     sel = []
     for q in range(rows.shape[0]):
         if q in replaced:

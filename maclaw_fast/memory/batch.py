@@ -53,9 +53,9 @@ def save_many(store, items, *, category: str | None = None, tags=()) -> list[Ent
     store.check_embedder_choice([r["content"] for r in recs])  # switch first, embed once
     vectors: dict[str, object] = {}
     if store.embedder is not None and recs:
-        with store._lock:
-            store._check_open()
-            stored = store._table.row_of_content
+        with store.lock:
+            store.check_open()
+            stored = store.table.row_of_content
             todo = {r["content"]: analysed_text(r["content"], r["tags"])
                     for r in recs if r["content"] not in stored}
         if todo:  # first tags of a repeated content, as sequential saves would embed it

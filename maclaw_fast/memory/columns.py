@@ -310,6 +310,11 @@ class EntryTable:
             if e is not None:  # (a row listed twice is replaced twice, with the same values)
                 cache[r] = replace(e, access_count=int(a), strength=st, updated_at=u)
 
+    @property
+    def n_cached(self) -> int:
+        """How many entries the entry cache holds."""
+        return len(self._cache)
+
     def drop_cache(self) -> None:
         """Forget every cached Entry object (they are made again on demand)."""
         self._cache.clear()

@@ -59,10 +59,10 @@ def _print_hits(hits, out=print) -> None:
 def cmd_demo(args) -> int:
     from maclaw_fast import MemoryStore
     from maclaw_fast.datafiles import load_json, sample_records
-    from maclaw_kernels.warmup import warmup
+    from maclaw_fast.warmup import warmup
 
     t0 = time.perf_counter()
-    warmup()  # so the times below are the engine's, not numba compiling on a fresh machine
+    warmup(("memory",))  # so the times below are the engine's, not numba compiling
     print(f"numba kernels ready in {time.perf_counter() - t0:.1f} s (compiled once, then cached)")
     t0 = time.perf_counter()
     from maclaw_fast.embedding.options import embedder_from_args
@@ -221,11 +221,12 @@ def cmd_stats(args) -> int:
 
 
 def cmd_warmup(args) -> int:
-    from maclaw_kernels.warmup import warmup
+    from maclaw_fast.warmup import warmup
 
     t = time.perf_counter()
-    names = warmup()
-    print(f"compiled {len(names)} kernels in {time.perf_counter() - t:.1f} s")
+    took = warmup()
+    print(f"compiled the {', '.join(took)} kernels in {time.perf_counter() - t:.1f} s "
+          "(cached on disk: later processes load them)")
     return 0
 
 

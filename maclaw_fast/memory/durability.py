@@ -92,7 +92,7 @@ class Durability:
             if not store.dim and meta.dim and meta.fingerprint \
                     and "embedding" in rec.table.column_names:
                 # no model here: keep the model's vectors for the next snapshot (carried.py)
-                store._carried = CarriedVectors(
+                store.carried = CarriedVectors(
                     meta.fingerprint, meta.dim, one_array(rec.table.column("id")),
                     one_array(rec.table.column("content")),
                     one_array(rec.table.column("embedding")))
@@ -130,20 +130,20 @@ class Durability:
             self.lock.release()
 
     def _set_edges(self, entry_id: str, ids, strengths) -> None:
-        t = self.store._table
+        t = self.store.table
         row = t.row_of.get(entry_id)
         if row is None:
             return
         pairs = [(t.row_of[i], s) for i, s in zip(ids, strengths) if i in t.row_of]
-        self.store._graph.set_edges(row, [p[0] for p in pairs], [p[1] for p in pairs])
+        self.store.graph.set_edges(row, [p[0] for p in pairs], [p[1] for p in pairs])
         t.touched([row])
 
     def apply(self, op, fingerprint: str) -> None:
         """Replay one journal operation onto the store."""
-        store, t = self.store, self.store._table
+        store, t = self.store, self.store.table
         if isinstance(op, PutOp):
-            if store._carried is not None and op.vector_set:
-                store._carried.set(op.entry.id, op.entry.content, None if op.vector is None
+            if store.carried is not None and op.vector_set:
+                store.carried.set(op.entry.id, op.entry.content, None if op.vector is None
                                    else np.frombuffer(op.vector, dtype=np.float32))
             vec = None
             if op.vector_set and op.vector is not None and store.dim:
@@ -152,29 +152,29 @@ class Durability:
                     vec = None
             row = t.row_of.get(op.entry.id)
             if row is None:
-                store._insert(_no_edges(op.entry), vec)
+                store.insert_row(_no_edges(op.entry), vec)
             else:
                 t.write(row, op.entry)
-                store._index(row)
+                store.index_row(row)
                 if op.vector_set and store.dim:
-                    store._vectors.set(row, vec)
+                    store.vectors.set(row, vec)
             self._set_edges(op.entry.id, op.entry.related_ids, op.entry.related_strengths)
         elif isinstance(op, LinkOp):
             row = t.row_of.get(op.id)
             links = [(t.row_of[o], w) for o, w in zip(op.others, op.strengths) if o in t.row_of]
             if row is not None:
                 for other, w in links:
-                    store._graph.link(row, other, w)
+                    store.graph.link(row, other, w)
                 t.touched([row] + [o for o, _ in links])
         elif isinstance(op, EdgesOp):
             self._set_edges(op.id, op.related_ids, op.related_strengths)
         elif isinstance(op, DeleteOp):
             row = t.row_of.get(op.id)
             if row is not None:
-                store._remove_row(row)
+                store.remove_row(row)
         elif isinstance(op, TouchOp):
             rows = [t.row_of[i] for i in op.ids if i in t.row_of]
-            store._apply_touch(rows, op.access_add, op.strength_add, op.updated_at)
+            store.apply_touch(rows, op.access_add, op.strength_add, op.updated_at)
         elif isinstance(op, MetaOp):
             store.meta[op.key] = op.value
         elif isinstance(op, AdjacentOp):
@@ -187,16 +187,16 @@ class Durability:
         store = self.store
         if not store.dim:
             return
-        t = store._table
-        has = store._vectors.has_vec
+        t = store.table
+        has = store.vectors.has_vec
         if t.n_rows <= has.shape[0] and has[:t.n_rows].all():  # (dead rows too: a superset)
             if snap_fp and snap_fp != _fp(store):
                 self._dirty = True
             return  # the usual reopen: every vector came with the snapshot
         live = t.live_rows()
         # a snapshot loaded without its vectors (another model) left the column unsized
-        store._vectors.reserve(int(live.max()) + 1 if len(live) else 0)
-        rows = live[~store._vectors.has_vec[live]].tolist()
+        store.vectors.reserve(int(live.max()) + 1 if len(live) else 0)
+        rows = live[~store.vectors.has_vec[live]].tolist()
         if not rows:  # the usual reopen: every vector came with the snapshot
             if snap_fp and snap_fp != _fp(store):
                 self._dirty = True
@@ -210,7 +210,7 @@ class Durability:
                 vecs = embed_checked(store.embedder,
                                      [analysed_text(t.content[r], t.tags[r]) for r in chunk])
                 for r, v in zip(chunk, vecs):
-                    store._vectors.set(r, v)
+                    store.vectors.set(r, v)
                 shown.update(len(chunk))
         if rows or (snap_fp and snap_fp != _fp(store)):
             self._dirty = True
@@ -224,9 +224,9 @@ class Durability:
             self._timer = later(self.config.snapshot_debounce_s, self._debounced)
 
     def _debounced(self) -> None:
-        with self.store._lock:
+        with self.store.lock:
             self._timer = None
-            if not self.store._closed:
+            if not self.store.closed:
                 self.snapshot()
 
     def snapshot(self, rotate: bool = False) -> None:
@@ -234,7 +234,7 @@ class Durability:
         ``rotate``: replace ``journal.bin.prev`` even when nothing was appended (recovery)."""
         store = self.store
         pairs, threads = adjacency_state(store)
-        carried = store._carried
+        carried = store.carried
         meta = SnapshotMeta(seq=self.seq,
                             fingerprint=carried.fingerprint if carried else _fp(store),
                             dim=carried.dim if carried else store.dim,
@@ -263,16 +263,16 @@ class Durability:
 
 def store_table(store, meta: SnapshotMeta | None = None):
     """The store's entries and vectors (NaN rows where none) as one Arrow table, store order."""
-    t = store._table
+    t = store.table
     rows = t.live_rows()
-    entries = [store._entry(int(r)) for r in rows]
+    entries = [store.entry_at(int(r)) for r in rows]
     vecs, dim = None, store.dim
     if store.dim:
-        vecs = store._vectors.matrix[rows].copy()
-        vecs[~store._vectors.has_vec[rows]] = np.nan
-    elif store._carried is not None:  # no model here: the vectors the snapshot came with
-        dim = store._carried.dim
-        vecs = store._carried.matrix([e.id for e in entries], [e.content for e in entries])
+        vecs = store.vectors.matrix[rows].copy()
+        vecs[~store.vectors.has_vec[rows]] = np.nan
+    elif store.carried is not None:  # no model here: the vectors the snapshot came with
+        dim = store.carried.dim
+        vecs = store.carried.matrix([e.id for e in entries], [e.content for e in entries])
     return entries_table(entries, vecs, dim, meta)
 
 

@@ -15,7 +15,7 @@ PER_CACHED_ENTRY = 300  # an Entry struct kept in the table's entry cache
 PER_TERM = 120  # a vocabulary token string, its dict entry and list slot
 
 
-def array_bytes(obj, *, owned: bool = False) -> int:
+def array_bytes(obj, owned: bool = False) -> int:
     """``nbytes`` of the NumPy arrays among ``obj``'s attributes (and in tuples there);
     ``owned``: only arrays that own their memory (not views of others)."""
     attrs = getattr(obj, "__dict__", None)
@@ -32,22 +32,25 @@ def array_bytes(obj, *, owned: bool = False) -> int:
 
 def footprint_key(store) -> tuple:
     """What :func:`store_bytes` depends on, cheap to read: equal keys, equal estimates."""
-    t, bm25 = store._table, store._bm25
-    plans = tuple(id(v) for v in store._plan_cache.values())
-    return (t.version, t.n_rows, t.is_packed, len(t._cache), len(bm25),
-            bm25.vocab.resident_estimate(PER_TERM),
-            store._vectors.matrix.shape[0], plans,
-            any(getattr(v, "_batch", None) is not None for v in store._plan_cache.values()))
+    t, bm25 = store.table, store.bm25
+    plans = tuple((id(v), _plan_bytes(v)) for v in store.plans.values())
+    return (t.version, t.n_rows, t.is_packed, t.n_cached, len(bm25),
+            bm25.vocab.resident_estimate(PER_TERM), store.vectors.matrix.shape[0], plans)
+
+
+def _plan_bytes(plan) -> int:
+    """A recall plan's own buffers (views of the columns are counted with them)."""
+    return plan.nbytes() if callable(getattr(plan, "nbytes", None)) else array_bytes(plan, True)
 
 
 def store_bytes(store) -> int:
     """Estimated resident bytes of ``store`` (caller holds its lock)."""
-    t = store._table
-    total = array_bytes(t) + array_bytes(store._vectors) + array_bytes(store._graph)
-    bm25 = store._bm25
+    t = store.table
+    total = array_bytes(t) + array_bytes(store.vectors) + array_bytes(store.graph)
+    bm25 = store.bm25
     total += array_bytes(bm25) + bm25.vocab.resident_estimate(PER_TERM)
     total += t.text_bytes() + (0 if t.is_packed else t.n_rows * PER_ROW_OBJECTS)
-    total += len(t._cache) * PER_CACHED_ENTRY
-    for plan in store._plan_cache.values():  # recall plans: masks and score buffers
-        total += plan.nbytes() if callable(getattr(plan, "nbytes", None)) else array_bytes(plan, owned=True)
+    total += t.n_cached * PER_CACHED_ENTRY
+    for plan in store.plans.values():  # recall plans: masks and score buffers
+        total += _plan_bytes(plan)
     return total

@@ -45,9 +45,9 @@ def make_hits(store, rows: list[int], reasons, graph: list, total: list, bm25: l
               recency: list, importance: list, cos: list, affinity: list) -> list[RecallHit]:
     """One :class:`RecallHit` per row from plain-list columns (``reasons``: an iterable of
     names). The structs are built by ``map`` over the columns, in C: ~0.1 µs a hit."""
-    entries = store._table.cached_entries(rows)
+    entries = store.table.cached_entries(rows)
     if not all(entries):  # (``None in`` would call Entry.__eq__ on every hit)
-        entries = store._entries(rows, entries)
+        entries = store.entries_at(rows, entries)
     breakdowns = map(ScoreBreakdown, recency, importance, bm25, cos, affinity, graph, total)
     return list(map(RecallHit, entries, total, breakdowns, reasons))
 
@@ -85,10 +85,10 @@ def hit_columns(rows, parts, counts) -> dict:
 
 def ids_array(store):
     """Every row's id as one Arrow array (cached per table version), so hits are a ``take``."""
-    t = store._table
-    cached = store._plan_cache.get("ids")  # the cache is emptied whenever the table changes
+    t = store.table
+    cached = store.plans.get("ids")  # the cache is emptied whenever the table changes
     if cached is None or len(cached) != t.n_rows:
-        cached = store._plan_cache["ids"] = t.id_array()
+        cached = store.plans["ids"] = t.id_array()
     return cached
 
 

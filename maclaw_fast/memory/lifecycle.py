@@ -126,10 +126,10 @@ def decay(store, *, now: float | None = None, parallel: bool | None = None) -> D
     (True, 1, 'active')
     """
     cfg = store.config.forgetting
-    with store._lock:
-        store._check_open()
+    with store.lock:
+        store.check_open()
         now = _now(store, now)
-        t = store._table
+        t = store.table
         n = t.n_rows
         exempt = np.ascontiguousarray(t.category[:n] == SELF_IDENTITY)
         active = np.ascontiguousarray(t.alive[:n] & (t.status[:n] == 0))
@@ -144,11 +144,11 @@ def decay(store, *, now: float | None = None, parallel: bool | None = None) -> D
         rows = np.flatnonzero(out_dormant & may_sleep)
         ops = []
         for r in rows.tolist():
-            entry = _replace(store._entry(r), status="dormant", strength=float(out_strength[r]))
+            entry = _replace(store.entry_at(r), status="dormant", strength=float(out_strength[r]))
             t.write(r, entry)
             ops.append(PutOp(entry, None, False))
         if ops:
-            store._log(*ops)
+            store.journal(*ops)
         return DecayReport(checked=int((active & ~exempt).sum()), dormant=len(ops),
                            dormant_ids=[t.ids[r] for r in rows.tolist()], faded=faded)
 
@@ -167,12 +167,12 @@ def reinforce(store, ids, *, now: float | None = None) -> None:
     """
     ids = [ids] if isinstance(ids, str) else list(ids)
     step = store.config.forgetting.reinforce_step
-    with store._lock:
-        store._check_open()
+    with store.lock:
+        store.check_open()
         now = _now(store, now)
-        rows = [store._row(i) for i in ids]
-        store._apply_touch(rows, 1, step, now)
-        store._log(TouchOp(ids, 1, step, now))
+        rows = [store.row_of_id(i) for i in ids]
+        store.apply_touch(rows, 1, step, now)
+        store.journal(TouchOp(ids, 1, step, now))
 
 
 def revive(store, entry_id: str, *, now: float | None = None) -> Entry:
@@ -189,8 +189,8 @@ def revive(store, entry_id: str, *, now: float | None = None) -> Entry:
     >>> revive(s, e.id).status
     'active'
     """
-    with store._lock:
-        store._check_open()
+    with store.lock:
+        store.check_open()
         entry = store.get(entry_id)
         if entry.status == "active":
             return entry
@@ -211,12 +211,12 @@ def _fresh_vector(store, entry: Entry):
 def _restore_locked(store, entry_id: str, now: float, vec) -> tuple[Entry, list[Entry]]:
     """Move one archived entry into the store (lock held); returns it and what the capacity
     check then archived."""
-    archive, t = store.archive, store._table
+    archive, t = store.archive, store.table
     if entry_id in t.row_of:
         # An earlier restore died between the store write and the archive removal: finish it.
         if entry_id in archive:
             archive.remove(entry_id)
-        return store._entry(t.row_of[entry_id]), []
+        return store.entry_at(t.row_of[entry_id]), []
     old = archive.get(entry_id)
     other = t.row_of_content.get(old.content)
     if other is not None:
@@ -225,14 +225,14 @@ def _restore_locked(store, entry_id: str, now: float, vec) -> tuple[Entry, list[
     status = "superseded" if old.status == "superseded" else "active"
     entry = _replace(old, updated_at=now, access_count=1, status=status, strength=1.0,
                      related_ids=(), related_strengths=())
-    row = store._insert(entry, vec)
-    store._log(PutOp(store._entry(row), _vec_bytes(vec)), *store._auto_link(row),
+    row = store.insert_row(entry, vec)
+    store.journal(PutOp(store.entry_at(row), _vec_bytes(vec)), *store.auto_link_row(row),
                *relink_restored(store, row, *archive.neighbours(entry_id)))
     # Store first, archive second: a crash in between leaves a copy in both (finished above),
     # never the entry in neither.
     archive.remove(entry_id)
-    result = store._entry(row)
-    return result, store._enforce_capacity()
+    result = store.entry_at(row)
+    return result, store.enforce_capacity()
 
 
 def restore_locked(store, entry_id: str, now: float) -> Entry:
@@ -261,18 +261,18 @@ def restore(store, entry_id: str, *, now: float | None = None) -> Entry:
     >>> from maclaw_fast.memory import MemoryStore
     >>> s = MemoryStore.in_memory(embedder=None)
     >>> e = s.save("likes green tea", category="preference")
-    >>> _ = s.archive_rows([s._row(e.id)])
+    >>> _ = s.archive_rows([s.row_of_id(e.id)])
     >>> restore(s, e.id).access_count
     1
     """
     if not isinstance(entry_id, str):
         raise ValidationError(f"id must be a string, got {type(entry_id).__name__}")
-    with store._lock:
-        store._check_open()
+    with store.lock:
+        store.check_open()
         archived = store.archive.get(entry_id) if entry_id not in store else None
     vec = _fresh_vector(store, archived) if archived is not None else None  # outside the lock
-    with store._lock:
-        store._check_open()
+    with store.lock:
+        store.check_open()
         if entry_id not in store and entry_id not in store.archive:
             raise NotFoundError(f"no archived memory with id {entry_id!r}")
         if vec is None and entry_id not in store:
@@ -305,10 +305,10 @@ def gc(store, *, now: float | None = None) -> GcReport:
     (0, 0, 1, 1)
     """
     cap = store.config.capacity
-    with store._lock:
-        store._check_open()
+    with store.lock:
+        store.check_open()
         now = _now(store, now)
-        t = store._table
+        t = store.table
         # A crash in the middle of moving an entry leaves a copy on both sides; the store's is
         # the live one.
         for e in store.archive.list():
@@ -346,7 +346,7 @@ def gc(store, *, now: float | None = None) -> GcReport:
 
 
 def _revival_candidates(store, exclude: set[str], cap) -> list[str]:
-    t = store._table
+    t = store.table
     rows = t.live_rows()
     rows = rows[t.status[rows] == 0]
     if rows.size == 0 or len(store.archive) == 0 or cap.revive_max <= 0:
@@ -390,30 +390,30 @@ def replace_entries(store, survivor_id: str, *, content: str, tags, remove_ids=(
     content = validate.content(content)
     tags = validate.tags(tags)
     remove_ids = [i for i in remove_ids if i != survivor_id]
-    with store._lock:
-        store._check_open()
-        t = store._table
-        row = store._row(survivor_id)
-        gone = [store._row(i) for i in remove_ids]
+    with store.lock:
+        store.check_open()
+        t = store.table
+        row = store.row_of_id(survivor_id)
+        gone = [store.row_of_id(i) for i in remove_ids]
         other = t.row_of_content.get(content)
         if other is not None and other != row and other not in gone:
             raise DuplicateError(f"content duplicates memory {t.ids[other]!r}")
         ops: list = []
         for r in gone:  # before the rewrite: the survivor may take over a removed entry's text
             ops.append(DeleteOp(t.ids[r]))
-            store._remove_row(r)
-        old = store._entry(row)
+            store.remove_row(r)
+        old = store.entry_at(row)
         entry = _replace(old, content=content, tags=tags, compact_form="",
                          updated_at=old.updated_at if updated_at is None else float(updated_at))
         t.write(row, entry)
         if t.row_of_content.get(content) != row:
             t.row_of_content[content] = row
-        store._index(row)
+        store.index_row(row)
         if store.dim and vec is not None:
-            store._vectors.set(row, vec)
-        entry = store._entry(row)
+            store.vectors.set(row, vec)
+        entry = store.entry_at(row)
         ops.append(PutOp(entry, _vec_bytes(vec), bool(store.dim and vec is not None)))
-        store._log(*ops)
+        store.journal(*ops)
         return entry
 
 
@@ -429,14 +429,14 @@ def delete_many(store, ids) -> list[Entry]:
     (True, 0)
     """
     ids = list(dict.fromkeys(ids))
-    with store._lock:
-        store._check_open()
-        rows = [store._row(i) for i in ids]
-        gone = [store._entry(r) for r in rows]
+    with store.lock:
+        store.check_open()
+        rows = [store.row_of_id(i) for i in ids]
+        gone = [store.entry_at(r) for r in rows]
         for r in rows:
-            store._remove_row(r)
+            store.remove_row(r)
         if ids:
-            store._log(*[DeleteOp(i) for i in ids])
+            store.journal(*[DeleteOp(i) for i in ids])
         return gone
 
 

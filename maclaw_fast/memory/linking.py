@@ -13,20 +13,20 @@ from maclaw_kernels.graph import link_candidates
 def auto_link(store, row: int) -> list[LinkOp]:
     """Link a new entry to its top-3 related ones (SPEC §4); returns the journal op that replays
     it (the link rule is deterministic, so one op restores both directions)."""
-    t, g = store._table, store.config.graph
+    t, g = store.table, store.config.graph
     n = t.n_rows
     if len(t) <= 1:
         return []
-    bm25 = store._bm25.scores(store._last_tokens, n)  # the tokens _insert just indexed
-    use_cos = bool(store.dim and store._vectors.has_vec[row])
-    cos = (store._vectors.scores(store._vectors.matrix[row], n) if use_cos
+    bm25 = store.bm25.scores(store.last_tokens, n)  # the tokens _insert just indexed
+    use_cos = bool(store.dim and store.vectors.has_vec[row])
+    cos = (store.vectors.scores(store.vectors.matrix[row], n) if use_cos
            else np.zeros(n, np.float32))
     rows, strengths = link_candidates(bm25, cos, t.alive[:n], t.seq[:n], row, use_cos,
                                       g.link_min_cos, g.link_bm25_weight, g.link_cos_weight,
                                       g.link_top)
     touched, weights = rows.tolist(), strengths.tolist()
     for other, s in zip(touched, weights):
-        store._graph.link(row, other, s)
+        store.graph.link(row, other, s)
     t.touched(touched + [row])
     if not touched:
         return []
@@ -41,27 +41,27 @@ def link_adjacent(store, row: int, thread: str | None) -> list[AdjacentOp]:
     g = store.config.graph
     if not g.adjacency:
         return []
-    t = store._table
+    t = store.table
     key = thread or ""
-    before = store._graph.tail(key)
+    before = store.graph.tail(key)
     continues = before >= 0 and bool(t.alive[before])
     if continues and not thread:
         continues = abs(float(t.created_at[row]) - float(t.created_at[before])) <= g.adjacency_gap_s
     # in place: the recall plans hold views of the link arrays and see the change
-    linked = store._graph.append_to_thread(key, row, continues)
+    linked = store.graph.append_to_thread(key, row, continues)
     return [AdjacentOp(t.ids[row], key, t.ids[linked] if linked >= 0 else "")]
 
 
 def replay_adjacent(store, op: AdjacentOp) -> None:
     """Apply a journalled :class:`AdjacentOp` (no rule is re-run: the op says what was done)."""
-    t = store._table
+    t = store.table
     row = t.row_of.get(op.id)
     if row is None:
         return
     before = t.row_of.get(op.prev, -1) if op.prev else -1
     if before >= 0:
-        store._graph.link_adjacent(before, row)
-    store._graph.set_tail(op.thread, row)
+        store.graph.link_adjacent(before, row)
+    store.graph.set_tail(op.thread, row)
 
 
 def relink_restored(store, row: int, prev_id: str, next_id: str) -> list[ConversationOp]:
@@ -71,7 +71,7 @@ def relink_restored(store, row: int, prev_id: str, next_id: str) -> list[Convers
     question follows it again). Returns the journal op that replays it."""
     if not store.config.graph.adjacency:
         return []
-    t, g = store._table, store._graph
+    t, g = store.table, store.graph
     before = t.row_of.get(prev_id, -1) if prev_id else -1
     after = t.row_of.get(next_id, -1) if next_id else -1
     if before >= 0 and int(g.next[before]) not in (-1, after):
@@ -87,17 +87,17 @@ def relink_restored(store, row: int, prev_id: str, next_id: str) -> list[Convers
 
 def replay_relink(store, op: ConversationOp) -> None:
     """Apply a journalled :func:`relink_restored` (the op says what was done)."""
-    row_of = store._table.row_of
+    row_of = store.table.row_of
     row = row_of.get(op.id)
     if row is not None:
-        store._graph.splice(row, row_of.get(op.prev, -1) if op.prev else -1,
+        store.graph.splice(row, row_of.get(op.prev, -1) if op.prev else -1,
                             row_of.get(op.next, -1) if op.next else -1)
 
 
 def adjacency_state(store) -> tuple[list[list[str]], dict[str, str]]:
     """The conversation links as (``[prev id, next id]`` pairs, thread → last id), for a
     snapshot."""
-    t, g = store._table, store._graph
+    t, g = store.table, store.graph
     pairs = []
     for row in t.live_rows().tolist():
         nxt = int(g.next[row]) if row < g.next.shape[0] else -1
@@ -113,9 +113,9 @@ def restore_adjacency(store, pairs: list[list[str]], tails: dict[str, str]) -> N
         return
     names = list(tails)
     # one lookup for every id (a reopened table answers it without making its id dict)
-    rows = store._table.rows_of([i for a, b in pairs for i in (a, b)]
+    rows = store.table.rows_of([i for a, b in pairs for i in (a, b)]
                                 + [tails[name] for name in names])
-    g = store._graph
+    g = store.graph
     for k in range(len(pairs)):
         a, b = rows[2 * k], rows[2 * k + 1]
         if a >= 0 and b >= 0:
@@ -127,7 +127,7 @@ def restore_adjacency(store, pairs: list[list[str]], tails: dict[str, str]) -> N
 
 def enforce_capacity(store) -> list[Entry]:
     """Move the least-used unprotected entries to the archive beyond capacity (SPEC §9)."""
-    t = store._table
+    t = store.table
     excess = len(t) - store.config.capacity.store_capacity
     if excess <= 0:
         return []
@@ -142,17 +142,17 @@ def archive_rows(store, rows: list[int]) -> list[Entry]:
     """Move ``rows`` to the archive: archived first, then deleted from the store, so a crash in
     between leaves a copy in both (reconciled on open), never in neither. Each keeps the ids of
     its conversation neighbours as they were before any of ``rows`` left."""
-    t, g = store._table, store._graph
+    t, g = store.table, store.graph
     links = {}
     for row in rows:
         ends = g.adjacent(row)
         links[row] = tuple(t.ids[r] if r >= 0 and t.alive[r] else "" for r in ends)
     moved = []
     for row in rows:
-        entry = store._entry(row)
-        vec = store._vectors.get(row) if store.dim else None
+        entry = store.entry_at(row)
+        vec = store.vectors.get(row) if store.dim else None
         store.archive.add(entry, vec, links[row])
-        store._remove_row(row)
-        store._log(DeleteOp(entry.id))
+        store.remove_row(row)
+        store.journal(DeleteOp(entry.id))
         moved.append(entry)
     return moved

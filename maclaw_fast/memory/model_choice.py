@@ -92,10 +92,10 @@ def check(store, pending=()) -> bool:
 
 def switch_embedder(store, new) -> None:
     """Re-embed every memory with ``new`` (same width) and make it the store's embedder."""
-    with store._lock:
-        store._check_open()
-        rows = [int(r) for r in store._table.live_rows()]
-        t = store._table
+    with store.lock:
+        store.check_open()
+        rows = [int(r) for r in store.table.live_rows()]
+        t = store.table
         texts = [analysed_text(t.content[r], t.tags[r]) for r in rows]
         bar = None
         from maclaw_fast import progress
@@ -117,8 +117,8 @@ def switch_embedder(store, new) -> None:
         if rows:
             import numpy as np
 
-            store._vectors.set_rows(rows, np.concatenate(vecs))
+            store.vectors.set_rows(rows, np.concatenate(vecs))
         store.embedder = new
-        store._qcache = QueryCache(new, store.config.query_cache_size)
-        if store._durability is not None:
-            store._durability.snapshot()  # the new fingerprint on disk before the next save
+        store.query_cache = QueryCache(new, store.config.query_cache_size)
+        if store.durability is not None:
+            store.durability.snapshot()  # the new fingerprint on disk before the next save

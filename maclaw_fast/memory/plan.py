@@ -43,7 +43,7 @@ class RecallPlan:
     """The records and buffers of recalls on one snapshot of a store (see the module doc)."""
 
     def __init__(self, store, dynamic: bool, category: str | None) -> None:
-        t, g = store._table, store._graph
+        t, g = store.table, store.graph
         rc, fc = store.config.recall, store.config.forgetting
         if rc.bm25_norm not in NORM_MODES:
             raise ValidationError(f"bm25_norm must be one of {sorted(NORM_MODES)}")
@@ -110,7 +110,7 @@ class RecallPlan:
             dormant = self.dormant
             if project:
                 tagged = np.zeros(n, np.bool_)
-                tagged[[r for r in store._table.rows_with_tag(project) if r < n]] = True
+                tagged[[r for r in store.table.rows_with_tag(project) if r < n]] = True
                 affinity[tagged] = store.config.recall.project_affinity
                 in_scope = self.is_global | tagged
                 eligible = eligible & in_scope
@@ -164,7 +164,7 @@ class RecallPlan:
         if self._work is None or fresh:
             n = self.n
             work = Work(np.zeros(n), np.zeros(n, np.float32), np.empty((6, n)),
-                        np.zeros(max(len(store._bm25.vocab), 1)))
+                        np.zeros(max(len(store.bm25.vocab), 1)))
             if fresh:
                 return work
             self._work = work
@@ -195,8 +195,8 @@ class RecallPlan:
 
 def recall_plan(store, dynamic: bool = False, category: str | None = None) -> RecallPlan:
     """The store's cached plan for this view (made anew once the table or config changed)."""
-    cache = store._plan_cache
-    key = (store._table.version, id(store.config))
+    cache = store.plans
+    key = (store.table.version, id(store.config))
     if cache.get("version") != key:
         cache.clear()
         cache["version"] = key

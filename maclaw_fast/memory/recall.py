@@ -43,20 +43,20 @@ def _query_vectors(store, queries: list[str], given) -> np.ndarray | None:
         if vecs.shape[0] != len(queries):
             raise ValidationError(f"{vecs.shape[0]} query vectors for {len(queries)} queries")
         return vecs
-    if store._qcache is None or not queries:
+    if store.query_cache is None or not queries:
         return None
     keep = [i for i, q in enumerate(queries) if q.strip()]
     if len(keep) == len(queries):
-        return store._qcache.get_many(queries)
+        return store.query_cache.get_many(queries)
     out = np.zeros((len(queries), store.dim), np.float32)
     if keep:
-        out[keep] = store._qcache.get_many([queries[i] for i in keep])
+        out[keep] = store.query_cache.get_many([queries[i] for i in keep])
     return out
 
 
 def _query_vector(store, query: str, given) -> np.ndarray | None:
     """One unit query vector as a block of one (1, dim), or None."""
-    if given is None and (store._qcache is None or not query.strip()):
+    if given is None and (store.query_cache is None or not query.strip()):
         return None
     if store.dim and plain_vector(given, store.dim) and abs(np.dot(given, given) - 1.0) < 1e-6:
         return given[None]  # the usual case: already of unit length, used as given
@@ -68,7 +68,7 @@ def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs) -> tupl
     """A block of queries as the kernel reads them (lock held), as a plain tuple: every query's
     vocabulary ids, its vector, and for a large store its BM25 and cosines scored across
     threads first."""
-    index = store._bm25
+    index = store.bm25
     get = index.vocab.getter()
     if len(token_lists) == 1:
         ids = np.fromiter(map(get, token_lists[0], repeat(-1)), np.int64, len(token_lists[0]))
@@ -86,14 +86,14 @@ def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs) -> tupl
     if len(token_lists) == 1 and index.is_large:  # many postings: split across threads
         bm25 = index.scores(token_lists[0], n)[None]
     if len(token_lists) == 1 and has_vector and n * store.dim >= PARALLEL_ELEMENTS:
-        cos = store._vectors.scores(vectors[0], n)[None]
+        cos = store.vectors.scores(vectors[0], n)[None]
     return (ids, indptr, vectors, has_vector, bm25, cos)  # a Block
 
 
 def _corpus(store) -> tuple:
     """The store's indexes as the kernel reads them (a plain :data:`Corpus` tuple)."""
-    vec = store._vectors
-    return (tuple(store._bm25.query_postings()), vec.matrix, vec.has_vec)
+    vec = store.vectors
+    return (tuple(store.bm25.query_postings()), vec.matrix, vec.has_vec)
 
 
 # ---------------------------------------------------------------------- one query
@@ -110,13 +110,13 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         category = validate.category(category)
     qvec = _query_vector(store, query, query_vector)  # embedding runs outside the lock
     tokens = tokenize(query)
-    with store._lock:
-        store._check_open()
+    with store.lock:
+        store.check_open()
         now = float(store.clock())
         plan = recall_plan(store, dynamic, category)
         scope, has_affinity = plan.scope(store, project)
         work, out = plan.work(store), plan.out()
-        if work.term_weight.shape[0] < len(store._bm25.vocab):
+        if work.term_weight.shape[0] < len(store.bm25.vocab):
             work = plan.work(store, fresh=True)
         threads, rows, knobs = plan.static_args(store)
         recall_block(_corpus(store), threads, rows, tuple(scope), _ONE, knobs,
@@ -188,8 +188,8 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
     reinforce = validate.flag(reinforce, "reinforce")
     qvecs = _query_vectors(store, queries, query_vectors)
     token_lists = [tokenize(q) for q in queries]
-    with store._lock:
-        store._check_open()
+    with store.lock:
+        store.check_open()
         now = float(store.clock())
         plan = recall_plan(store)
         scopes, scope_of = plan.batch_scopes(store, projects)
@@ -204,7 +204,10 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         else:
             result = batch_hits(store, rows, parts, counts, bool(scopes.affinity.any()))
         # queries without a strong match consult the archive as recall() does
-        weak = out.best_cue < store.config.forgetting.archive_below
+        fc = store.config.forgetting
+        weak = out.best_cue < fc.archive_below
+        if not fc.archive_search or len(store.archive) == 0:
+            weak[:] = False
         result, sel, archived = batch_with_archive(
             store, result, weak, rows, counts,
             lambda q: recall(store, queries[q], project=projects[q], reinforce=False,
@@ -223,27 +226,27 @@ def _reinforce(store, rows: np.ndarray, now: float) -> None:
     (revived by this recall) become active again."""
     step = store.config.forgetting.reinforce_step
     row_list = rows.tolist()
-    store._apply_touch(row_list, 1, step, now)
-    store._log(TouchOp(store._table.ids_of(row_list), 1, step, now))
+    store.apply_touch(row_list, 1, step, now)
+    store.journal(TouchOp(store.table.ids_of(row_list), 1, step, now))
     reactivate(store, rows, now)
 
 
 def reactivate(store, rows, now: float) -> list[str]:
     """Make the dormant entries among ``rows`` (just returned by a reinforcing recall) active:
     strength 1.0, ``updated_at = now``, journaled; returns their ids."""
-    t = store._table
+    t = store.table
     rows = np.asarray(rows, np.int64)
     if rows.shape[0] == 0:
         return []
     sleeping = np.unique(rows[t.status[rows] == DORMANT])
     ops = []
     for r in sleeping.tolist():
-        entry = msgspec.structs.replace(store._entry(r), status="active", strength=1.0,
+        entry = msgspec.structs.replace(store.entry_at(r), status="active", strength=1.0,
                                         updated_at=float(now))
         t.write(r, entry)
         ops.append(PutOp(entry, None, False))
     if ops:
-        store._log(*ops)
+        store.journal(*ops)
     return [op.entry.id for op in ops]
 
 
@@ -256,22 +259,22 @@ def reinforce(store, hits) -> int:
     hits = list(hits)
     if not all(isinstance(h, RecallHit) for h in hits):
         raise ValidationError("hits must be a list of RecallHit")
-    with store._lock:
-        store._check_open()
+    with store.lock:
+        store.check_open()
         out = _reinforce_hits(store, hits, float(store.clock()))
-        return sum(1 for h in out if h.entry.id in store._table.row_of)
+        return sum(1 for h in out if h.entry.id in store.table.row_of)
 
 
 def _reinforce_hits(store, hits: list[RecallHit], now: float) -> list[RecallHit]:
     """Reinforce the returned ``hits`` (lock held): the rows first, then the archived ones
     restored (restoring may evict, which moves rows); archived hits come back restored."""
-    row_of = store._table.row_of
+    row_of = store.table.row_of
     rows = list(dict.fromkeys(row_of[h.entry.id] for h in hits if h.entry.id in row_of))
     if rows:
         _reinforce(store, np.array(rows, np.int64), now)
     archived = [h.entry.id for h in hits if h.entry.id not in row_of]
     restore_returned(store, archived, now)  # only those still in the archive
-    return [msgspec.structs.replace(h, entry=store._entry(row_of[h.entry.id]))
+    return [msgspec.structs.replace(h, entry=store.entry_at(row_of[h.entry.id]))
             if h.entry.id in archived and h.entry.id in row_of else h for h in hits]
 
 

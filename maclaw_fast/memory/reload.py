@@ -38,7 +38,7 @@ def load_snapshot(store, table: pa.Table, *, vectors: bool, seq: int, directory=
     snapshot_id`). Returns whether the saved term ids were used (else the entries were
     tokenised)."""
     n = table.num_rows
-    t = store._table
+    t = store.table
     text = [one_array(table.column(name))
             for name in ("id", "content", "tags", "compact_form")]
     # budget tokens: utf-8 bytes // 4 of compact_form, else content (SPEC §6)
@@ -66,7 +66,7 @@ def load_snapshot(store, table: pa.Table, *, vectors: bool, seq: int, directory=
         t.load_rows(text[0].to_pylist(), text[1].to_pylist(),
                     [tuple(x) if x else () for x in text[2].to_pylist()], text[3].to_pylist(),
                     numeric)
-    store._graph.reserve(n)
+    store.graph.reserve(n)
     loaded = _load_bm25(store, text[:3], seq, directory, snapshot_id)
     _load_edges(store, table)
     return loaded
@@ -76,15 +76,15 @@ def _load_vectors(store, col: pa.FixedSizeListArray, n: int) -> bool:
     """Returns whether the snapshot's buffer was adopted (kept alive by the vector column)."""
     held = writable_values(col, store.dim)
     if held is not None:  # the snapshot's own bytes, read into a writable buffer: no copy
-        store._vectors.adopt(held)
+        store.vectors.adopt(held)
         return True
     valid = col.is_valid().to_numpy(zero_copy_only=False)
     flat = col.flatten().to_numpy()  # the valid rows' values, in order
     if col.type.list_size != store.dim or not valid.any():
         return False
     rows = np.flatnonzero(valid)
-    store._vectors.reserve(n)
-    store._vectors.set_rows(rows, flat.reshape(-1, store.dim))
+    store.vectors.reserve(n)
+    store.vectors.set_rows(rows, flat.reshape(-1, store.dim))
     return False
 
 
@@ -115,7 +115,7 @@ def writable_values(col: pa.FixedSizeListArray, dim: int) -> np.ndarray | None:
 def _load_bm25(store, columns, seq: int, directory, snapshot_id: str) -> bool:
     n = len(columns[0])
     keys = np.arange(n)
-    bm25 = store._bm25
+    bm25 = store.bm25
     if directory is not None and snapshot_id:
         meta = TermsMeta(seq=seq, rows=n, snapshot=snapshot_id, tokenizer=tokenizer_version(),
                          layout=LAYOUT)
@@ -142,7 +142,7 @@ def _load_edges(store, table: pa.Table) -> None:
     # each target id's row (-1: not in the store), in C: no id → row dict for a reopen
     rows = pc.index_in(targets, value_set=ids).fill_null(-1).to_numpy().astype(np.int64)
     weights = strengths.values.slice(int(s_off[0]), int(s_off[-1] - s_off[0])).to_numpy()
-    store._graph.load_edges(off - off[0], rows, weights)
+    store.graph.load_edges(off - off[0], rows, weights)
 
 
 def _list_offsets(arr: pa.Array) -> np.ndarray:
@@ -150,7 +150,7 @@ def _list_offsets(arr: pa.Array) -> np.ndarray:
 
 
 def _load_edges_by_id(store, table: pa.Table) -> None:
-    t = store._table
+    t = store.table
     row_of = t.row_of
     related = table.column("related_ids").to_pylist()
     strengths = table.column("related_strengths").to_pylist()
@@ -158,7 +158,7 @@ def _load_edges_by_id(store, table: pa.Table) -> None:
         if not others:
             continue
         pairs = [(row_of[o], w) for o, w in zip(others, weights or ()) if o in row_of]
-        store._graph.set_edges(row, [p[0] for p in pairs], [p[1] for p in pairs])
+        store.graph.set_edges(row, [p[0] for p in pairs], [p[1] for p in pairs])
 
 
 def save_terms(store, directory, seq: int, snapshot_id: str) -> None:
@@ -166,7 +166,7 @@ def save_terms(store, directory, seq: int, snapshot_id: str) -> None:
     checksum is ``snapshot_id``."""
     from maclaw_fast.memory.terms_file import write_terms
 
-    rows = store._table.live_rows()
+    rows = store.table.live_rows()
     meta = TermsMeta(seq=seq, rows=int(rows.shape[0]), snapshot=snapshot_id,
                      tokenizer=tokenizer_version(), layout=LAYOUT)
-    write_terms(directory, store._bm25, rows, meta)
+    write_terms(directory, store.bm25, rows, meta)

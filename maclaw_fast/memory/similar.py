@@ -18,14 +18,14 @@ def similar(store, query_vector, k: int | None = None) -> list:
         raise ValidationError("this store has no embedder (BM25-only): there are no vectors")
     limit = validate.limit(k)
     query = np.ascontiguousarray(check_vectors(query_vector, store.dim, what="query_vector")[0])
-    with store._lock:
-        store._check_open()
-        table = store._table
+    with store.lock:
+        store.check_open()
+        table = store.table
         rows = table.live_rows()
         if rows.size == 0 or limit == 0:
             return []
-        scores = store._vectors.scores(query, int(table.n_rows))[rows]
+        scores = store.vectors.scores(query, int(table.n_rows))[rows]
         order = np.argsort(-scores, kind="stable")  # stable: equal scores stay in store order
         if limit is not None:
             order = order[:limit]
-        return [(store._entry(int(rows[i])), float(scores[i])) for i in order]
+        return [(store.entry_at(int(rows[i])), float(scores[i])) for i in order]

@@ -58,38 +58,38 @@ class MemoryStore(StoreReads, StoreWrites):
             embedder, recorded=recorded_fingerprint(path) if self.auto_embedder else None)
         self.dim = self.embedder.dim if self.embedder is not None else 0
         cosine_floor(self.embedder)  # a bad floor is reported here, not by the first recall
-        self._lock = threading.RLock()
-        self._table = EntryTable()
-        self._bm25 = Bm25Index(config.bm25)
-        self._vectors = VectorColumn(max(self.dim, 1))
-        self._graph = MemoryGraph(config.graph.max_edges)
+        self.lock = threading.RLock()
+        self.table = EntryTable()
+        self.bm25 = Bm25Index(config.bm25)
+        self.vectors = VectorColumn(max(self.dim, 1))
+        self.graph = MemoryGraph(config.graph.max_edges)
         if query_cache is not None and (not isinstance(query_cache, QueryCache)
                                         or query_cache.embedder is not self.embedder):
             raise ValidationError("query_cache must be a QueryCache of this store's embedder")
-        self._qcache = query_cache if query_cache is not None else (
+        self.query_cache = query_cache if query_cache is not None else (
             QueryCache(self.embedder, config.query_cache_size)
             if self.embedder is not None else None)
         self.meta: dict[str, str] = {}
         # without a model (dim 0): the vectors a snapshot came with, written back with it
-        self._carried = None
-        self._plan_cache: dict = {}  # recall masks per (version, dynamic, category)
-        self._footprint: tuple | None = None  # resident_bytes' (key, value)
-        self._closed = False
+        self.carried = None
+        self.plans: dict = {}  # recall masks per (version, dynamic, category)
+        self.footprint_memo: tuple | None = None  # resident_bytes' (key, value)
+        self.closed = False
         self.path = Path(path) if path is not None else None
-        self._durability: Durability | None = None
+        self.durability: Durability | None = None
         self.archive = Archive(None, config)
         if path is not None:
-            self._durability = Durability(Path(path), config.persist, self)
-            self._durability.load()
+            self.durability = Durability(Path(path), config.persist, self)
+            self.durability.load()
             try:
                 self.archive = Archive(Path(path) / "archive", config)
                 for entry_id in [e.id for e in self.archive.list()
-                                 if e.id in self._table.row_of]:
+                                 if e.id in self.table.row_of]:
                     self.archive.remove(entry_id)  # a crash mid-move left a copy in both
-                with self._lock:  # a smaller capacity than the store was written with
-                    self._enforce_capacity()
+                with self.lock:  # a smaller capacity than the store was written with
+                    self.enforce_capacity()
             except BaseException:
-                self._durability.abandon()
+                self.durability.abandon()
                 raise
         self.check_embedder_choice()
 
@@ -119,38 +119,38 @@ class MemoryStore(StoreReads, StoreWrites):
 
     def close(self) -> None:
         """Write a final snapshot and release the lock."""
-        with self._lock:
-            if self._closed:
+        with self.lock:
+            if self.closed:
                 return
-            self._closed = True
-            if self._durability is not None:
-                self._durability.close()
+            self.closed = True
+            if self.durability is not None:
+                self.durability.close()
             self.archive.close()
 
     def flush(self) -> None:
         """Write a snapshot now (normally debounced) and fsync everything."""
-        with self._lock:
-            self._check_open()
-            if self._durability is not None:
-                self._durability.snapshot()
+        with self.lock:
+            self.check_open()
+            if self.durability is not None:
+                self.durability.snapshot()
             self.archive.flush()
 
-    def _check_open(self) -> None:
-        if self._closed:
+    def check_open(self) -> None:
+        if self.closed:
             raise StoreClosedError("the store is closed")
 
-    def _log(self, *ops) -> None:
-        if self._durability is not None:
-            self._durability.append(list(ops))
+    def journal(self, *ops) -> None:
+        if self.durability is not None:
+            self.durability.append(list(ops))
 
     def __len__(self) -> int:
-        return len(self._table)
+        return len(self.table)
 
     def __contains__(self, entry_id: str) -> bool:
-        return entry_id in self._table.row_of
+        return entry_id in self.table.row_of
 
     # ------------------------------------------------------------------ capacity
-    def _enforce_capacity(self) -> list[Entry]:
+    def enforce_capacity(self) -> list[Entry]:
         from maclaw_fast.memory.linking import enforce_capacity
 
         return enforce_capacity(self)
@@ -166,7 +166,7 @@ class MemoryStore(StoreReads, StoreWrites):
         """Every entry (with its vector) as a ``pyarrow.Table`` in store order."""
         from maclaw_fast.memory.durability import store_table
 
-        with self._lock:
+        with self.lock:
             return store_table(self)
 
     def import_maclaw(self, path: str | os.PathLike, *, progress=None) -> int:
@@ -196,23 +196,23 @@ class MemoryStore(StoreReads, StoreWrites):
         the Python objects around it (what :class:`StorePool` budgets ``max_bytes`` with)."""
         from maclaw_fast.memory.footprint import footprint_key, store_bytes
 
-        with self._lock:
+        with self.lock:
             key = footprint_key(self)
-            if self._footprint is None or self._footprint[0] != key:
-                self._footprint = (key, store_bytes(self))
-            return self._footprint[1]
+            if self.footprint_memo is None or self.footprint_memo[0] != key:
+                self.footprint_memo = (key, store_bytes(self))
+            return self.footprint_memo[1]
 
     def trim(self) -> None:
         """Release what recalls keep for the next one and remake on demand (recall plans with
         their score buffers, cached entries); what answers a recall stays. A batch recall of
         1,000 queries leaves ~6 MB of buffers on a 500-entry store until this is called."""
-        with self._lock:
-            self._plan_cache.clear()
-            self._table.drop_cache()
+        with self.lock:
+            self.plans.clear()
+            self.table.drop_cache()
 
     def stats(self) -> dict:
-        with self._lock:
-            t = self._table
+        with self.lock:
+            t = self.table
             rows = t.live_rows()
             return {
                 "entries": len(t), "archived": len(self.archive), "dim": self.dim,

@@ -21,47 +21,47 @@ class StoreReads:
     columns, indexes and lock)."""
 
     # ------------------------------------------------------------------ reading
-    def _row(self, entry_id) -> int:
+    def row_of_id(self, entry_id) -> int:
         if not isinstance(entry_id, str):
             raise ValidationError(f"id must be a string, got {type(entry_id).__name__}")
-        row = self._table.row_of.get(entry_id)
+        row = self.table.row_of.get(entry_id)
         if row is None:
             raise NotFoundError(f"no memory with id {entry_id!r}")
         return row
 
-    def _related(self, row: int) -> tuple[tuple[str, ...], tuple[float, ...]]:
-        nbrs = self._graph.neighbours(row)
+    def related_of(self, row: int) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        nbrs = self.graph.neighbours(row)
         if not nbrs:
             return _NO_EDGES  # most rows: no generators to run
-        id_of = self._table.id_of
+        id_of = self.table.id_of
         edges = sorted((id_of(t), w) for t, w in nbrs)
         return tuple(e[0] for e in edges), tuple(e[1] for e in edges)
 
-    def _entry(self, row: int) -> Entry:
-        cached = self._table.cached_entry(row)
+    def entry_at(self, row: int) -> Entry:
+        cached = self.table.cached_entry(row)
         if cached is not None:
             return cached
-        return self._table.entry(row, self._related(row))
+        return self.table.entry(row, self.related_of(row))
 
-    def _entries(self, rows: list[int], cached: list[Entry | None]) -> list[Entry]:
+    def entries_at(self, rows: list[int], cached: list[Entry | None]) -> list[Entry]:
         """The entries of ``rows`` given those cached (None: not cached), the others made
         together (:meth:`EntryTable.entries`)."""
         missing = list(dict.fromkeys(r for r, e in zip(rows, cached) if e is None))
-        edged = self._graph.has_edges(np.asarray(missing, np.int64)).tolist()
-        related = [self._related(r) if e else _NO_EDGES for r, e in zip(missing, edged)]
-        made = dict(zip(missing, self._table.entries(missing, related)))
+        edged = self.graph.has_edges(np.asarray(missing, np.int64)).tolist()
+        related = [self.related_of(r) if e else _NO_EDGES for r, e in zip(missing, edged)]
+        made = dict(zip(missing, self.table.entries(missing, related)))
         return [e or made[r] for r, e in zip(rows, cached)]
 
     def get(self, entry_id: str) -> Entry:
         """The entry with ``entry_id`` (``NotFoundError`` if none)."""
-        with self._lock:
-            return self._entry(self._row(entry_id))
+        with self.lock:
+            return self.entry_at(self.row_of_id(entry_id))
 
     def vector(self, entry_id: str) -> np.ndarray | None:
         """The entry's embedding (float32, normalised) or None."""
-        with self._lock:
-            row = self._row(entry_id)
-            return self._vectors.get(row) if self.dim else None
+        with self.lock:
+            row = self.row_of_id(entry_id)
+            return self.vectors.get(row) if self.dim else None
 
     def list(self, category: str | None = None, keyword: str | None = None,
              limit: int | None = None) -> list[Entry]:
@@ -73,9 +73,9 @@ class StoreReads:
         limit = validate.limit(limit)
         kw = keyword.lower() if keyword else None
         out: list[Entry] = []
-        with self._lock:
-            for row in self._table.live_rows():
-                e = self._entry(int(row))
+        with self.lock:
+            for row in self.table.live_rows():
+                e = self.entry_at(int(row))
                 if cat is not None and e.category != cat:
                     continue
                 if kw and kw not in e.content.lower() and not any(kw in t.lower() for t in e.tags):
@@ -100,17 +100,17 @@ class StoreReads:
         ...     store.adjacent(b.id) == (a.id, None)
         True
         """
-        with self._lock:
-            before, after = self._graph.adjacent(self._row(entry_id))
-            ids = self._table.ids
+        with self.lock:
+            before, after = self.graph.adjacent(self.row_of_id(entry_id))
+            ids = self.table.ids
             return (ids[before] if before >= 0 else None, ids[after] if after >= 0 else None)
 
     def conversation_links(self) -> tuple[np.ndarray, np.ndarray]:
         """(previous row, next row) of every row, -1 where none: the conversation links as
         the recall kernels walk them (read-only views; valid until the next write)."""
-        with self._lock:
-            n = self._table.n_rows
-            return self._graph.prev[:n], self._graph.next[:n]
+        with self.lock:
+            n = self.table.n_rows
+            return self.graph.prev[:n], self.graph.next[:n]
 
     # ------------------------------------------------------------------ recall
     def recall(self, query: str, *, project: str | None = None, reinforce: bool = True,

@@ -40,7 +40,7 @@ class StoreWrites:
     """The write side of :class:`~maclaw_fast.memory.store.MemoryStore` (a mixin over its
     columns, indexes, journal and lock)."""
 
-    def _embed(self, text: str, vector) -> np.ndarray | None:
+    def embed_text(self, text: str, vector) -> np.ndarray | None:
         if vector is not None:
             if not self.dim:
                 raise ValidationError("this store has no embedder (BM25-only): vectors are unused")
@@ -49,10 +49,10 @@ class StoreWrites:
             return None
         return embed_checked(self.embedder, [text])[0]
 
-    def _index(self, row: int) -> list[str]:
-        t = self._table
+    def index_row(self, row: int) -> list[str]:
+        t = self.table
         tokens = tokenize(analysed_text(t.content[row], t.tags[row]))
-        self._bm25.add(row, tokens)
+        self.bm25.add(row, tokens)
         return tokens
 
     def save(self, content: str, *, category: str, tags=(), pinned: bool = False,
@@ -69,29 +69,29 @@ class StoreWrites:
         tags = validate.tags(tags)
         pinned = validate.flag(pinned, "pinned")
         thread = validate.thread(thread)
-        with self._lock:
-            self._check_open()
-            row = self._table.row_of_content.get(content)
+        with self.lock:
+            self.check_open()
+            row = self.table.row_of_content.get(content)
             if row is not None:
-                return self._save_existing(row, tags)
+                return self.save_existing(row, tags)
         if vector is None and self.auto_embedder:
             self.check_embedder_choice((content,))
-        vec = self._embed(analysed_text(content, tags), vector)  # outside the lock: ~4 ms
-        with self._lock:
-            self._check_open()
-            row = self._table.row_of_content.get(content)
+        vec = self.embed_text(analysed_text(content, tags), vector)  # outside the lock: ~4 ms
+        with self.lock:
+            self.check_open()
+            row = self.table.row_of_content.get(content)
             if row is not None:
-                return self._save_existing(row, tags)
+                return self.save_existing(row, tags)
             now = float(self.clock())
             entry = Entry(id=new_id(time.time_ns()), content=content, category=category,
                           tags=tags, created_at=now, updated_at=now, access_count=1,
                           strength=1.0, status="active", scope=CATEGORY_TABLE[category][1],
                           pinned=pinned)
-            row = self._insert(entry, vec)
-            links = self._auto_link(row) + self._link_adjacent(row, thread)
-            self._log(PutOp(self._entry(row), vec_bytes(vec)), *links)
-            result = self._entry(row)
-            self._enforce_capacity()
+            row = self.insert_row(entry, vec)
+            links = self.auto_link_row(row) + self.link_adjacent(row, thread)
+            self.journal(PutOp(self.entry_at(row), vec_bytes(vec)), *links)
+            result = self.entry_at(row)
+            self.enforce_capacity()
             return result
 
     def save_many(self, items, *, category: str | None = None, tags=()) -> list[Entry]:
@@ -118,9 +118,9 @@ class StoreWrites:
 
         return check(self, pending)
 
-    def _save_existing(self, row: int, tags: tuple[str, ...]) -> Entry:
-        t = self._table
-        old = self._entry(row)
+    def save_existing(self, row: int, tags: tuple[str, ...]) -> Entry:
+        t = self.table
+        old = self.entry_at(row)
         merged = tuple(sorted(set(old.tags) | set(tags)))
         status, strength = old.status, old.strength
         if status == "dormant":
@@ -130,20 +130,20 @@ class StoreWrites:
                               strength=strength)
         t.write(row, entry)
         if merged != old.tags:
-            self._index(row)
-        self._log(PutOp(entry, None, False))
-        return self._entry(row)
+            self.index_row(row)
+        self.journal(PutOp(entry, None, False))
+        return self.entry_at(row)
 
-    def _insert(self, entry: Entry, vec: np.ndarray | None, row: int | None = None) -> int:
-        row = self._table.insert(entry, row)
+    def insert_row(self, entry: Entry, vec: np.ndarray | None, row: int | None = None) -> int:
+        row = self.table.insert(entry, row)
         self.language.add(entry.content)
-        self._graph.reserve(row + 1)
-        self._last_tokens = self._index(row)
+        self.graph.reserve(row + 1)
+        self.last_tokens = self.index_row(row)
         if self.dim:
-            self._vectors.set(row, vec)
+            self.vectors.set(row, vec)
         return row
 
-    def _auto_link(self, row: int) -> list:
+    def auto_link_row(self, row: int) -> list:
         """Link a new row (SPEC §4) when enabled; returns the journal ops recording it."""
         if not self.config.auto_link:
             return []
@@ -151,7 +151,7 @@ class StoreWrites:
 
         return auto_link(self, row)
 
-    def _link_adjacent(self, row: int, thread: str | None) -> list:
+    def link_adjacent(self, row: int, thread: str | None) -> list:
         """Link a new row into its conversation (SPEC R5); returns the journal op recording it."""
         from maclaw_fast.memory.linking import link_adjacent
 
@@ -163,65 +163,65 @@ class StoreWrites:
         new_content = validate.content(content) if content is not None else None
         new_tags = validate.tags(tags) if tags is not None else None
         new_cat = validate.category(category) if category is not None else None
-        with self._lock:
-            self._check_open()
-            row = self._row(entry_id)
-            old = self._entry(row)
+        with self.lock:
+            self.check_open()
+            row = self.row_of_id(entry_id)
+            old = self.entry_at(row)
             if new_content is not None:
-                other = self._table.row_of_content.get(new_content)
+                other = self.table.row_of_content.get(new_content)
                 if other is not None and other != row:
-                    raise DuplicateError(f"content duplicates memory {self._table.ids[other]!r}")
+                    raise DuplicateError(f"content duplicates memory {self.table.ids[other]!r}")
         text_changed = new_content is not None and new_content != old.content
         tags_final = new_tags if new_tags is not None else old.tags
-        vec = (self._embed(analysed_text(new_content, tags_final), None)
+        vec = (self.embed_text(analysed_text(new_content, tags_final), None)
                if text_changed and self.dim else None)
-        with self._lock:
-            self._check_open()
-            row = self._row(entry_id)
-            old = self._entry(row)
+        with self.lock:
+            self.check_open()
+            row = self.row_of_id(entry_id)
+            old = self.entry_at(row)
             cat = new_cat or old.category
             entry = replace_entry(
                 old, content=new_content if new_content is not None else old.content,
                 tags=tags_final, category=cat, scope=CATEGORY_TABLE[cat][1], compact_form="",
                 updated_at=float(self.clock()))
-            self._table.write(row, entry)
-            self._index(row)
+            self.table.write(row, entry)
+            self.index_row(row)
             if vec is not None:
-                self._vectors.set(row, vec)
+                self.vectors.set(row, vec)
             # new text without a model here: the record clears the vector it had, so an open
             # with the model replaying it embeds the entry again
-            self._log(PutOp(entry, vec_bytes(vec), vec is not None or text_changed))
-            return self._entry(row)
+            self.journal(PutOp(entry, vec_bytes(vec), vec is not None or text_changed))
+            return self.entry_at(row)
 
     def set_fields(self, entry_id: str, **fields) -> Entry:
         """Low-level field change used by maintenance (status, strength, compact_form, ...);
         content/tags/category go through :meth:`update`."""
         fields = validate.fields(fields)
-        with self._lock:
-            self._check_open()
-            row = self._row(entry_id)
-            entry = replace_entry(self._entry(row), **fields)
-            self._table.write(row, entry)
-            self._log(PutOp(entry, None, False))
-            return self._entry(row)
+        with self.lock:
+            self.check_open()
+            row = self.row_of_id(entry_id)
+            entry = replace_entry(self.entry_at(row), **fields)
+            self.table.write(row, entry)
+            self.journal(PutOp(entry, None, False))
+            return self.entry_at(row)
 
     def delete(self, entry_id: str) -> Entry:
         """Forget an entry; returns what it was."""
-        with self._lock:
-            self._check_open()
-            row = self._row(entry_id)
-            entry = self._entry(row)
-            self._remove_row(row)
-            self._log(DeleteOp(entry_id))
+        with self.lock:
+            self.check_open()
+            row = self.row_of_id(entry_id)
+            entry = self.entry_at(row)
+            self.remove_row(row)
+            self.journal(DeleteOp(entry_id))
             return entry
 
-    def _remove_row(self, row: int) -> None:
-        changed = self._graph.remove_node(row)
-        self._table.touched(changed)
-        self._bm25.remove(row)
+    def remove_row(self, row: int) -> None:
+        changed = self.graph.remove_node(row)
+        self.table.touched(changed)
+        self.bm25.remove(row)
         if self.dim:
-            self._vectors.set(row, None)
-        self._table.release(row)
+            self.vectors.set(row, None)
+        self.table.release(row)
 
     def pin(self, entry_id: str) -> Entry:
         """Protect an entry from eviction and compression."""
@@ -233,19 +233,19 @@ class StoreWrites:
     def touch(self, ids) -> None:
         """``access_count += 1`` for each id; ``updated_at`` unchanged."""
         ids = validate.ids(ids)
-        with self._lock:
-            self._check_open()
-            rows = [self._row(i) for i in ids]
-            self._apply_touch(rows, 1, 0.0, None)
-            self._log(TouchOp(ids, 1, 0.0, None))
+        with self.lock:
+            self.check_open()
+            rows = [self.row_of_id(i) for i in ids]
+            self.apply_touch(rows, 1, 0.0, None)
+            self.journal(TouchOp(ids, 1, 0.0, None))
 
-    def _apply_touch(self, rows, access_add: int, strength_add: float, updated_at) -> None:
-        self._table.touch(list(rows), access_add, strength_add, updated_at)
+    def apply_touch(self, rows, access_add: int, strength_add: float, updated_at) -> None:
+        self.table.touch(list(rows), access_add, strength_add, updated_at)
 
     def set_meta(self, key: str, value: str) -> None:
         """Persist a small named value with the store (e.g. the last reflection time)."""
         key, value = validate.meta_key(key), validate.text(str(value), "value")
-        with self._lock:
-            self._check_open()
+        with self.lock:
+            self.check_open()
             self.meta[key] = value
-            self._log(MetaOp(key, value))
+            self.journal(MetaOp(key, value))

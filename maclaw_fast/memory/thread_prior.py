@@ -24,7 +24,7 @@ class ThreadPlan:
     __slots__ = ("member", "n_conversations", "n_threads", "thread_of", "vnorm")
 
     def __init__(self, store, n: int, category: str | None) -> None:
-        g, t = store._graph, store._table
+        g, t = store.graph, store.table
         self.thread_of = np.empty(n, np.int64)
         self.n_threads = int(thread_labels(g.prev[:n], g.next[:n], self.thread_of))
         member = t.alive[:n] & (t.status[:n] != STATUS_CODE["superseded"])
@@ -35,7 +35,7 @@ class ThreadPlan:
         self.n_conversations = int((size >= 2).sum())
         self.vnorm = np.zeros(self.n_threads)
         if store.dim and self.n_threads:
-            vec = store._vectors
+            vec = store.vectors
             thread_vector_norms(vec.matrix[:n], vec.has_vec[:n], self.member, self.thread_of,
                                 self.n_threads, self.vnorm)
 
@@ -45,10 +45,10 @@ class ThreadPlan:
         thread's members); ``cos``: every row's cosine with the query."""
         rc = store.config.recall
         tb = np.zeros(self.n_threads)
-        thread_bm25(term_ids, store._bm25.query_postings(), self.thread_of, self.member,
+        thread_bm25(term_ids, store.bm25.query_postings(), self.thread_of, self.member,
                     self.n_threads, float(rc.thread_k1), float(rc.thread_b), tb)
         use_cos = bool(has_vector and store.dim and rc.thread_cos_weight > 0.0)
-        thread_prior(tb, cos, store._vectors.has_vec, use_cos, self.member, self.thread_of,
+        thread_prior(tb, cos, store.vectors.has_vec, use_cos, self.member, self.thread_of,
                      self.n_threads, self.vnorm, float(rc.thread_bm25_weight),
                      float(rc.thread_cos_weight), out)
         return out

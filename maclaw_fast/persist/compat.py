@@ -178,17 +178,17 @@ def import_records(store, records: list[dict], *, progress=None) -> int:
     from maclaw_fast.memory.store import new_id, vec_bytes
 
     records = check_records(records)
-    with store._lock:
-        store._check_open()
-        fresh = [r for r in records if r["id"] not in store._table.row_of
-                 and r["content"] not in store._table.row_of_content]
+    with store.lock:
+        store.check_open()
+        fresh = [r for r in records if r["id"] not in store.table.row_of
+                 and r["content"] not in store.table.row_of_content]
     texts = [analysed_text(r["content"], r["tags"]) for r in fresh]
     vecs = _embed(store, texts, progress)
-    with store._lock:
-        store._check_open()
+    with store.lock:
+        store.check_open()
         ops, added = [], []
         for i, r in enumerate(fresh):
-            if r["id"] in store._table.row_of or r["content"] in store._table.row_of_content:
+            if r["id"] in store.table.row_of or r["content"] in store.table.row_of_content:
                 continue
             now = float(store.clock())
             if r["age_hours"] is not None:
@@ -201,25 +201,25 @@ def import_records(store, records: list[dict], *, progress=None) -> int:
                 scope=CATEGORY_TABLE[r["category"]][1], pinned=r["pinned"],
                 compact_form=r["compact_form"])
             vec = vecs[i] if vecs is not None else None
-            row = store._insert(entry, vec)
+            row = store.insert_row(entry, vec)
             added.append((row, r))
             ops.append(PutOp(entry, vec_bytes(vec)))
             # in file order: consecutive records of one conversation are linked (SPEC R5)
-            ops += store._link_adjacent(row, None)
+            ops += store.link_adjacent(row, None)
             if progress is not None and (i % 50 == 49 or i + 1 == len(fresh)):
                 progress("adding", i + 1, len(fresh))
         for row, r in added:
             strengths = r["related_strengths"] or [1.0] * len(r["related_ids"])
             for other, s in zip(r["related_ids"], strengths):
-                if other in store._table.row_of:
-                    store._graph.link(row, store._table.row_of[other], float(s))
+                if other in store.table.row_of:
+                    store.graph.link(row, store.table.row_of[other], float(s))
         touched = {row for row, _ in added}
         for row, _ in added:
-            touched.update(t for t, _ in store._graph.neighbours(row))
-        store._table.touched(touched)
-        ops += [EdgesOp(store._table.ids[r], *map(list, store._related(r)))
+            touched.update(t for t, _ in store.graph.neighbours(row))
+        store.table.touched(touched)
+        ops += [EdgesOp(store.table.ids[r], *map(list, store.related_of(r)))
                 for r in sorted(touched)]
         if ops:
-            store._log(*ops)
-        store._enforce_capacity()
+            store.journal(*ops)
+        store.enforce_capacity()
         return len(added)

@@ -175,9 +175,9 @@ def build_corpus(path: Path) -> None:
     for i in range(8):
         s.save(f"journal tail memory {i} about kettles", category="preference")
     s.recall("kettles")
-    s._durability.journal.close()
+    s.durability.journal.close()
     s.archive._journal.close()
-    s._durability.lock.release()
+    s.durability.lock.release()
 
 
 def persisted_files(path: Path) -> list[Path]:

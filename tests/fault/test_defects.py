@@ -176,8 +176,8 @@ def test_one_corrupt_journal_record_skips_only_that_record(tmp_path):
     path = tmp_path / "s"
     s = MemoryStore.open(path, embedder=None, config=cfg(fsync="always", snapshot_debounce_s=0))
     ids = [s.save(f"journal only memory {i}", category="preference").id for i in range(10)]
-    s._durability.journal.close()
-    s._durability.lock.release()  # the process dies: no snapshot
+    s.durability.journal.close()
+    s.durability.lock.release()  # the process dies: no snapshot
     data = bytearray((path / "journal.bin").read_bytes())
     # find the 4th record and flip a bit inside its payload
     pos = 0
@@ -204,9 +204,9 @@ def test_damaged_archive_journal_is_copied_aside_with_a_warning(tmp_path):
         s.save(f"archived soon {i}", category="preference")
     archived = [e.id for e in s.archive.list()]
     assert len(archived) == 7
-    s._durability.journal.close()
+    s.durability.journal.close()
     s.archive._journal.close()
-    s._durability.lock.release()
+    s.durability.lock.release()
     aj = path / "archive" / "journal.bin"
     data = bytearray(aj.read_bytes())
     data[12] ^= 0x01  # inside the first record's payload
@@ -305,7 +305,7 @@ def test_deleted_snapshot_is_reported_not_silently_empty(tmp_path):
         s = MemoryStore.open(path, embedder="hash", config=cfg())
     with s:
         assert state(s) == expected  # .prev + journals rebuild it
-        assert any("missing" in n for n in s._durability.notes)
+        assert any("missing" in n for n in s.durability.notes)
 
 
 def test_deleted_snapshot_and_prev_is_an_error_not_an_empty_store(tmp_path):

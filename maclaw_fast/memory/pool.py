@@ -26,44 +26,7 @@ from maclaw_fast.config import MemoryConfig
 from maclaw_fast.embedding import QueryCache, resolve_embedder
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory.store import MemoryStore
-
-MAX_NAME_BYTES = 200
-
-
-def check_store_name(name) -> str:
-    """``name`` if it is a safe store name, else a :class:`ValidationError`.
-
-    A name becomes one directory under the pool's root, so it may not contain ``/``, ``\\``,
-    ``..`` or NUL (or other control characters), start with ``.``, be empty, or exceed 200
-    UTF-8 bytes.
-
-    Examples
-    --------
-    >>> check_store_name("user-42")
-    'user-42'
-    >>> check_store_name("../etc")
-    Traceback (most recent call last):
-    ...
-    maclaw_fast.errors.ValidationError: store name '../etc' may not contain '/', '\\\\' or '..'
-    """
-    if not isinstance(name, str):
-        raise ValidationError(f"store name must be a string, got {type(name).__name__}")
-    if not name:
-        raise ValidationError("store name must not be empty")
-    if "/" in name or "\\" in name or ".." in name:
-        raise ValidationError(f"store name {name!r} may not contain '/', '\\\\' or '..'")
-    if any(ord(c) < 32 or ord(c) == 127 for c in name):
-        raise ValidationError(f"store name {name!r} may not contain NUL or control characters")
-    if name.startswith("."):
-        raise ValidationError(f"store name {name!r} may not start with '.'")
-    try:
-        size = len(name.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise ValidationError(f"store name {name!r} is not valid UTF-8 text") from None
-    if size > MAX_NAME_BYTES:
-        raise ValidationError(f"store name is {size} bytes long; at most {MAX_NAME_BYTES}")
-    return name
-
+from maclaw_fast.memory.validate import MAX_NAME_BYTES, check_store_name  # noqa: F401 (API)
 
 class _Slot:
     """One name's place in the pool: its open store (or None) and who is using it."""

@@ -6,7 +6,7 @@ import numpy as np
 
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory import validate
-from maclaw_fast.memory.pool import check_store_name
+from maclaw_fast.memory.validate import check_store_name
 
 
 def _columns(rows) -> tuple[list, list, list]:

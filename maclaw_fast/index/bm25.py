@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from maclaw_kernels.bm25 import build_csr, count_terms
 
+from maclaw_fast import compile_notice
 from maclaw_fast.config import Bm25Config
 from maclaw_fast.index.arrays import grow
 from maclaw_fast.index.bm25_persist import Bm25Persist
@@ -42,6 +43,8 @@ __all__ = ["FIELDNORM_TABLE", "PARALLEL_POSTINGS", "Bm25Index", "encode_length"]
 # above this many postings one query splits its documents across numba's threads: ~100k
 # memories of 15 terms score in 0.35 ms serially, half of that on two cores
 PARALLEL_POSTINGS = 500_000
+
+compile_notice.register()  # every engine part builds a Bm25Index before its first kernel call
 
 
 class Bm25Index(Bm25Queries, Bm25Persist):

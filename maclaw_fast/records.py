@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import random
+
 import msgspec
+import numpy as np
 
 
 # gc=False: an entry holds strings, numbers and tuples of them, so it can never be part of a
@@ -70,3 +73,20 @@ class GcReport(msgspec.Struct, kw_only=True):
     revived: int = 0
     before: int = 0
     after: int = 0
+
+
+def new_id(clock_ns: int) -> str:
+    """``"<unix_nanos>-<4 hex>"`` (SPEC §1). The suffix only separates ids of one nanosecond:
+    ``random`` (reseeded in a forked child) spares a ``getrandom`` call per save, which cost
+    ~15 µs inside the save loop."""
+    return f"{clock_ns}-{random.getrandbits(16):04x}"
+
+
+def vec_bytes(vec: np.ndarray | None) -> bytes | None:
+    """A vector as the journal stores it (float32 bytes), or None."""
+    return None if vec is None else np.asarray(vec, np.float32).tobytes()
+
+
+def replace_entry(entry: Entry, **changes) -> Entry:
+    """A copy of ``entry`` with ``changes`` (msgspec validates nothing here: callers do)."""
+    return msgspec.structs.replace(entry, **changes)

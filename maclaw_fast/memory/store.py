@@ -1,7 +1,9 @@
-"""MemoryStore: the public memory API over columns, indexes and the journal (SPEC §1–§6, §8–§9).
+"""MemoryStore: the public memory API over columns, indexes and the journal.
 
-This module opens, persists and closes a store; reading and recall live in ``store_reads``,
-saving and editing in ``store_writes``."""
+One class: open, save, edit, read, recall, persist and close a store. Its parts (``table``,
+``vectors``, ``graph``, ``bm25``, ``lock``, ``plans``) and the row-level operations under
+"engine interface" are what the modules that work on a store use (recall, lifecycle, linking,
+archive, import and export); nothing else reaches into it."""
 
 from __future__ import annotations
 
@@ -10,10 +12,13 @@ import threading
 import time
 from pathlib import Path
 
-from maclaw_fast.config import MemoryConfig
-from maclaw_fast.embedding import QueryCache, resolve_embedder
+import numpy as np
+
+from maclaw_fast.config import CATEGORY_TABLE, MemoryConfig
+from maclaw_fast.embedding import QueryCache, check_vectors, embed_checked, resolve_embedder
+from maclaw_fast.embedding.auto import CJK_SHARE
 from maclaw_fast.embedding.base import cosine_floor, is_auto
-from maclaw_fast.errors import StoreClosedError, ValidationError
+from maclaw_fast.errors import DuplicateError, NotFoundError, StoreClosedError, ValidationError
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.graph import MemoryGraph
 from maclaw_fast.index.vectors import VectorColumn
@@ -22,14 +27,19 @@ from maclaw_fast.memory.archive import Archive
 from maclaw_fast.memory.columns import EntryTable
 from maclaw_fast.memory.durability import Durability
 from maclaw_fast.memory.model_choice import LanguageTally, recorded_fingerprint
-from maclaw_fast.memory.store_reads import StoreReads
-from maclaw_fast.memory.store_writes import StoreWrites, new_id, replace_entry, vec_bytes
-from maclaw_fast.records import Entry, RecallHit
+from maclaw_fast.memory.recall import recall as _recall
+from maclaw_fast.memory.recall import recall_batch as _recall_batch
+from maclaw_fast.memory.recall import reinforce as _reinforce
+from maclaw_fast.persist.journal import DeleteOp, MetaOp, PutOp, TouchOp
+from maclaw_fast.records import Entry, RecallHit, new_id, replace_entry, vec_bytes
+from maclaw_fast.text.tokenizer import analysed_text, tokenize
+
+_NO_EDGES: tuple[tuple[str, ...], tuple[float, ...]] = ((), ())
 
 __all__ = ["MemoryStore", "new_id", "replace_entry", "vec_bytes"]
 
 
-class MemoryStore(StoreReads, StoreWrites):
+class MemoryStore:
     """Long-term memory of an agent: save, recall, and keep it safe on disk.
 
     Open with :meth:`open` (a directory, journaled and locked) or :meth:`in_memory`.
@@ -136,10 +146,12 @@ class MemoryStore(StoreReads, StoreWrites):
             self.archive.flush()
 
     def check_open(self) -> None:
+        """Engine interface: raise StoreClosedError once the store is closed."""
         if self.closed:
             raise StoreClosedError("the store is closed")
 
     def journal(self, *ops) -> None:
+        """Engine interface: append ``ops`` to the journal (no-op in memory; lock held)."""
         if self.durability is not None:
             self.durability.append(list(ops))
 
@@ -151,6 +163,7 @@ class MemoryStore(StoreReads, StoreWrites):
 
     # ------------------------------------------------------------------ capacity
     def enforce_capacity(self) -> list[Entry]:
+        """Engine interface: archive the least-used entries above the capacity (lock held)."""
         from maclaw_fast.memory.linking import enforce_capacity
 
         return enforce_capacity(self)
@@ -211,6 +224,7 @@ class MemoryStore(StoreReads, StoreWrites):
             self.table.drop_cache()
 
     def stats(self) -> dict:
+        """Counts of what the store holds: entries by status, archived, pinned, model, path."""
         with self.lock:
             t = self.table
             rows = t.live_rows()
@@ -250,15 +264,395 @@ class MemoryStore(StoreReads, StoreWrites):
 
         return recall_with_llm_filter(self, query, llm, max=max, project=project)
 
+    # ================================================================== reading and recall
 
-def _document_on_the_store(cls, halves) -> None:
-    """Bind the public methods ``cls`` takes from its halves in its own namespace: behaviour is
-    unchanged, and API references (pdoc) then document ``MemoryStore.save``, ``.recall``… on
-    the store users hold rather than as members inherited from internal mixins."""
-    for half in halves:
-        for name, member in vars(half).items():
-            if not name.startswith("_") and callable(member) and name not in vars(cls):
-                setattr(cls, name, member)
+    def row_of_id(self, entry_id) -> int:
+        """Engine interface: the row of ``entry_id`` (NotFoundError when absent)."""
+        if not isinstance(entry_id, str):
+            raise ValidationError(f"id must be a string, got {type(entry_id).__name__}")
+        row = self.table.row_of.get(entry_id)
+        if row is None:
+            raise NotFoundError(f"no memory with id {entry_id!r}")
+        return row
+
+    def related_of(self, row: int) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        """Engine interface: the similarity edges of ``row`` as (ids, strengths)."""
+        nbrs = self.graph.neighbours(row)
+        if not nbrs:
+            return _NO_EDGES  # most rows: no generators to run
+        id_of = self.table.id_of
+        edges = sorted((id_of(t), w) for t, w in nbrs)
+        return tuple(e[0] for e in edges), tuple(e[1] for e in edges)
+
+    def entry_at(self, row: int) -> Entry:
+        """Engine interface: the :class:`Entry` at ``row`` (cached)."""
+        cached = self.table.cached_entry(row)
+        if cached is not None:
+            return cached
+        return self.table.entry(row, self.related_of(row))
+
+    def entries_at(self, rows: list[int], cached: list[Entry | None]) -> list[Entry]:
+        """The entries of ``rows`` given those cached (None: not cached), the others made
+        together (:meth:`EntryTable.entries`)."""
+        missing = list(dict.fromkeys(r for r, e in zip(rows, cached) if e is None))
+        edged = self.graph.has_edges(np.asarray(missing, np.int64)).tolist()
+        related = [self.related_of(r) if e else _NO_EDGES for r, e in zip(missing, edged)]
+        made = dict(zip(missing, self.table.entries(missing, related)))
+        return [e or made[r] for r, e in zip(rows, cached)]
+
+    def get(self, entry_id: str) -> Entry:
+        """The entry with ``entry_id`` (``NotFoundError`` if none)."""
+        with self.lock:
+            return self.entry_at(self.row_of_id(entry_id))
+
+    def vector(self, entry_id: str) -> np.ndarray | None:
+        """The entry's embedding (float32, normalised) or None."""
+        with self.lock:
+            row = self.row_of_id(entry_id)
+            return self.vectors.get(row) if self.dim else None
+
+    def list(self, category: str | None = None, keyword: str | None = None,
+             limit: int | None = None) -> list[Entry]:
+        """Entries in store order, optionally of one category / containing ``keyword``
+        (case-insensitive substring of content or tags)."""
+        cat = validate.category(category) if category is not None else None
+        if keyword is not None and not isinstance(keyword, str):
+            raise ValidationError("keyword must be a string")
+        limit = validate.limit(limit)
+        kw = keyword.lower() if keyword else None
+        out: list[Entry] = []
+        with self.lock:
+            for row in self.table.live_rows():
+                e = self.entry_at(int(row))
+                if cat is not None and e.category != cat:
+                    continue
+                if kw and kw not in e.content.lower() and not any(kw in t.lower() for t in e.tags):
+                    continue
+                out.append(e)
+                if limit is not None and len(out) >= limit:
+                    break
+        return out
+
+    def entries(self) -> list[Entry]:
+        """Every entry in store order."""
+        return self.list()
+    def adjacent(self, entry_id: str) -> tuple[str | None, str | None]:
+        """(previous id, next id) of an entry in its conversation (None where none).
+
+        >>> from maclaw_fast.memory.store import MemoryStore
+        >>> with MemoryStore.in_memory(embedder=None) as store:
+        ...     a = store.save("we met at the station", category="conversation_summary",
+        ...                    thread="s1")
+        ...     b = store.save("then we took the train", category="conversation_summary",
+        ...                    thread="s1")
+        ...     store.adjacent(b.id) == (a.id, None)
+        True
+        """
+        with self.lock:
+            before, after = self.graph.adjacent(self.row_of_id(entry_id))
+            ids = self.table.ids
+            return (ids[before] if before >= 0 else None, ids[after] if after >= 0 else None)
+
+    def conversation_links(self) -> tuple[np.ndarray, np.ndarray]:
+        """(previous row, next row) of every row, -1 where none: the conversation links as
+        the recall kernels walk them (read-only views; valid until the next write)."""
+        with self.lock:
+            n = self.table.n_rows
+            return self.graph.prev[:n], self.graph.next[:n]
+
+    # ------------------------------------------------------------------ recall
+    def recall(self, query: str, *, project: str | None = None, reinforce: bool = True,
+               query_vector=None) -> list[RecallHit]:
+        """Memories for ``query`` (SPEC §6 with R3–R5, the reference's RecallForProject), best
+        first, within 20 entries / 2000 tokens.
+
+        At most 3 self-identity entries lead (most important, then most recent), then at most 3
+        user facts that rank among the query's first results (by relevance), then every other
+        entry by its score (relevance first; recency and importance order similar ones).
+        ``reinforce`` strengthens what was returned.
+        """
+        if query_vector is None:
+            self.check_embedder_choice()
+        return _recall(self, query, project=project, reinforce=reinforce,
+                       query_vector=query_vector)
+
+    def reinforce(self, hits) -> int:
+        """Strengthen ``hits`` of a ``reinforce=False`` recall as a reinforcing recall would
+        (for a caller that keeps only some of them, e.g. after an LLM filter); entries deleted
+        since are skipped. Returns how many were reinforced.
+
+        Examples
+        --------
+        >>> from maclaw_fast.memory import MemoryStore
+        >>> s = MemoryStore.in_memory(embedder=None)
+        >>> _ = s.save("likes green tea", category="preference")
+        >>> hits = s.recall("tea", reinforce=False)
+        >>> s.reinforce(hits), [e.access_count for e in s.entries()]
+        (1, [2])
+        """
+        return _reinforce(self, hits)
+
+    def recall_dynamic(self, query: str, *, category: str | None = None,
+                       project: str | None = None, reinforce: bool = True) -> list[RecallHit]:
+        """The agent tool's recall: ≤ 15 entries / 1500 tokens, optional category; user facts
+        are ranked like any other entry (none leads)."""
+        self.check_embedder_choice()
+        return _recall(self, query, project=project, reinforce=reinforce, dynamic=True,
+                       category=category)
+
+    def recall_batch(self, queries, *, projects=None, reinforce: bool = True,
+                     query_vectors=None) -> list[list[RecallHit]]:
+        """One :meth:`recall` per query on one snapshot, with batched kernels (the new texts
+        among ``queries`` are embedded in one call)."""
+        self.check_embedder_choice()
+        return _recall_batch(self, queries, projects=projects, reinforce=reinforce,
+                             query_vectors=query_vectors, as_arrow=False)
+
+    def recall_batch_arrow(self, queries, *, projects=None, reinforce: bool = True,
+                           query_vectors=None):
+        """:meth:`recall_batch` as a ``pyarrow.Table`` (query_index, rank, id, score, recency,
+        importance, bm25, cos, affinity, graph, reason) — the form for thousands of queries."""
+        self.check_embedder_choice()
+        return _recall_batch(self, queries, projects=projects, reinforce=reinforce,
+                             query_vectors=query_vectors, as_arrow=True)
+
+    def similar(self, query_vector, *, k: int | None = None) -> list[tuple[Entry, float]]:
+        """``(entry, cosine)`` of the ``k`` entries nearest ``query_vector`` (plain vector search,
+        no recency, importance or BM25; ``memory.similar``)."""
+        from maclaw_fast.memory.similar import similar
+
+        return similar(self, query_vector, k)
+
+    # ------------------------------------------------------------------ prompt summaries
+    def self_identity_summary(self, limit: int | None = None) -> str:
+        """Active self-identity entries joined with ``" | "``, cut at 600 characters + "…"."""
+        from maclaw_fast.memory.recall import summary
+
+        return summary(self, "self_identity",
+                       limit or self.config.recall.self_identity_summary_chars)
+
+    def user_fact_summary(self, limit: int | None = None) -> str:
+        """Active user facts joined with ``" | "``, cut at 400 characters + "…"."""
+        from maclaw_fast.memory.recall import summary
+
+        return summary(self, "user_fact", limit or self.config.recall.user_fact_summary_chars)
+
+    # ================================================================== saving and editing
 
 
-_document_on_the_store(MemoryStore, (StoreReads, StoreWrites))
+    def embed_text(self, text: str, vector) -> np.ndarray | None:
+        """Engine interface: the unit vector for ``text`` (``vector`` checked when given)."""
+        if vector is not None:
+            if not self.dim:
+                raise ValidationError("this store has no embedder (BM25-only): vectors are unused")
+            return check_vectors(vector, self.dim)[0].copy()  # ours, whatever the caller does
+        if self.embedder is None:
+            return None
+        return embed_checked(self.embedder, [text])[0]
+
+    def index_row(self, row: int) -> list[str]:
+        """Engine interface: index ``row``'s text in BM25; returns its tokens."""
+        t = self.table
+        tokens = tokenize(analysed_text(t.content[row], t.tags[row]))
+        self.bm25.add(row, tokens)
+        return tokens
+
+    def save(self, content: str, *, category: str, tags=(), pinned: bool = False,
+             vector=None, thread: str | None = None) -> Entry:
+        """Remember ``content``; identical content updates the existing entry instead (SPEC §5).
+
+        ``vector`` (optional) is used instead of calling the embedder. ``thread`` (optional, e.g.
+        the agent's session id) links the entry after the previous one saved in that thread;
+        without it, after the previous save without a thread when that came within
+        ``GraphConfig.adjacency_gap_s`` (SPEC R5). Recall passes relevance along these links.
+        """
+        content = validate.content(content)
+        category = validate.category(category)
+        tags = validate.tags(tags)
+        pinned = validate.flag(pinned, "pinned")
+        thread = validate.thread(thread)
+        with self.lock:
+            self.check_open()
+            row = self.table.row_of_content.get(content)
+            if row is not None:
+                return self.save_existing(row, tags)
+        if vector is None and self.auto_embedder:
+            self.check_embedder_choice((content,))
+        vec = self.embed_text(analysed_text(content, tags), vector)  # outside the lock: ~4 ms
+        with self.lock:
+            self.check_open()
+            row = self.table.row_of_content.get(content)
+            if row is not None:
+                return self.save_existing(row, tags)
+            now = float(self.clock())
+            entry = Entry(id=new_id(time.time_ns()), content=content, category=category,
+                          tags=tags, created_at=now, updated_at=now, access_count=1,
+                          strength=1.0, status="active", scope=CATEGORY_TABLE[category][1],
+                          pinned=pinned)
+            row = self.insert_row(entry, vec)
+            links = self.auto_link_row(row) + self.link_adjacent(row, thread)
+            self.journal(PutOp(self.entry_at(row), vec_bytes(vec)), *links)
+            result = self.entry_at(row)
+            self.enforce_capacity()
+            return result
+
+    def save_many(self, items, *, category: str | None = None, tags=()) -> list[Entry]:
+        """Save many memories with one embedder call for all new texts (see ``memory.batch``).
+
+        ``items``: texts (then ``category`` applies to all) or dicts with ``content`` and
+        optional ``category``, ``tags``, ``pinned``, ``thread``.
+
+        >>> from maclaw_fast.memory.store import MemoryStore
+        >>> with MemoryStore.in_memory(embedder="hash") as s:
+        ...     [e.category for e in s.save_many(["likes tea"], category="preference")]
+        ['preference']
+        """
+        from maclaw_fast.memory.batch import save_many
+
+        return save_many(self, items, category=category, tags=tags)
+
+    def check_embedder_choice(self, pending=()) -> bool:
+        """With ``embedder="auto"``: move to the multilingual model (re-embedding every memory)
+        once the stored text, with ``pending`` texts, is substantially Chinese or mixed."""
+        if not self.auto_embedder or (not pending and self.language.share < CJK_SHARE):
+            return False  # the per-call cost of recall: two attribute reads
+        from maclaw_fast.memory.model_choice import check
+
+        return check(self, pending)
+
+    def save_existing(self, row: int, tags: tuple[str, ...]) -> Entry:
+        """Engine interface: a save of content the store holds (tags merged, touched)."""
+        t = self.table
+        old = self.entry_at(row)
+        merged = tuple(sorted(set(old.tags) | set(tags)))
+        status, strength = old.status, old.strength
+        if status == "dormant":
+            status, strength = "active", 1.0
+        entry = replace_entry(old, tags=merged, updated_at=float(self.clock()),
+                              access_count=old.access_count + 1, status=status,
+                              strength=strength)
+        t.write(row, entry)
+        if merged != old.tags:
+            self.index_row(row)
+        self.journal(PutOp(entry, None, False))
+        return self.entry_at(row)
+
+    def insert_row(self, entry: Entry, vec: np.ndarray | None, row: int | None = None) -> int:
+        """Engine interface: write ``entry`` and its vector into a row and index it."""
+        row = self.table.insert(entry, row)
+        self.language.add(entry.content)
+        self.graph.reserve(row + 1)
+        self.last_tokens = self.index_row(row)
+        if self.dim:
+            self.vectors.set(row, vec)
+        return row
+
+    def auto_link_row(self, row: int) -> list:
+        """Link a new row (SPEC §4) when enabled; returns the journal ops recording it."""
+        if not self.config.auto_link:
+            return []
+        from maclaw_fast.memory.linking import auto_link
+
+        return auto_link(self, row)
+
+    def link_adjacent(self, row: int, thread: str | None) -> list:
+        """Link a new row into its conversation (SPEC R5); returns the journal op recording it."""
+        from maclaw_fast.memory.linking import link_adjacent
+
+        return link_adjacent(self, row, thread)
+
+    def update(self, entry_id: str, *, content: str | None = None, tags=None,
+               category: str | None = None) -> Entry:
+        """Change content, tags and/or category; re-indexes and clears ``compact_form``."""
+        new_content = validate.content(content) if content is not None else None
+        new_tags = validate.tags(tags) if tags is not None else None
+        new_cat = validate.category(category) if category is not None else None
+        with self.lock:
+            self.check_open()
+            row = self.row_of_id(entry_id)
+            old = self.entry_at(row)
+            if new_content is not None:
+                other = self.table.row_of_content.get(new_content)
+                if other is not None and other != row:
+                    raise DuplicateError(f"content duplicates memory {self.table.ids[other]!r}")
+        text_changed = new_content is not None and new_content != old.content
+        tags_final = new_tags if new_tags is not None else old.tags
+        vec = (self.embed_text(analysed_text(new_content, tags_final), None)
+               if text_changed and self.dim else None)
+        with self.lock:
+            self.check_open()
+            row = self.row_of_id(entry_id)
+            old = self.entry_at(row)
+            cat = new_cat or old.category
+            entry = replace_entry(
+                old, content=new_content if new_content is not None else old.content,
+                tags=tags_final, category=cat, scope=CATEGORY_TABLE[cat][1], compact_form="",
+                updated_at=float(self.clock()))
+            self.table.write(row, entry)
+            self.index_row(row)
+            if vec is not None:
+                self.vectors.set(row, vec)
+            # new text without a model here: the record clears the vector it had, so an open
+            # with the model replaying it embeds the entry again
+            self.journal(PutOp(entry, vec_bytes(vec), vec is not None or text_changed))
+            return self.entry_at(row)
+
+    def set_fields(self, entry_id: str, **fields) -> Entry:
+        """Low-level field change used by maintenance (status, strength, compact_form, ...);
+        content/tags/category go through :meth:`update`."""
+        fields = validate.fields(fields)
+        with self.lock:
+            self.check_open()
+            row = self.row_of_id(entry_id)
+            entry = replace_entry(self.entry_at(row), **fields)
+            self.table.write(row, entry)
+            self.journal(PutOp(entry, None, False))
+            return self.entry_at(row)
+
+    def delete(self, entry_id: str) -> Entry:
+        """Forget an entry; returns what it was."""
+        with self.lock:
+            self.check_open()
+            row = self.row_of_id(entry_id)
+            entry = self.entry_at(row)
+            self.remove_row(row)
+            self.journal(DeleteOp(entry_id))
+            return entry
+
+    def remove_row(self, row: int) -> None:
+        """Engine interface: drop ``row`` from the columns, indexes and graph (lock held)."""
+        changed = self.graph.remove_node(row)
+        self.table.touched(changed)
+        self.bm25.remove(row)
+        if self.dim:
+            self.vectors.set(row, None)
+        self.table.release(row)
+
+    def pin(self, entry_id: str) -> Entry:
+        """Protect an entry from eviction and compression."""
+        return self.set_fields(entry_id, pinned=True)
+
+    def unpin(self, entry_id: str) -> Entry:
+        """Let the entry be archived and decay again; returns the updated entry."""
+        return self.set_fields(entry_id, pinned=False)
+
+    def touch(self, ids) -> None:
+        """``access_count += 1`` for each id; ``updated_at`` unchanged."""
+        ids = validate.ids(ids)
+        with self.lock:
+            self.check_open()
+            rows = [self.row_of_id(i) for i in ids]
+            self.apply_touch(rows, 1, 0.0, None)
+            self.journal(TouchOp(ids, 1, 0.0, None))
+
+    def apply_touch(self, rows, access_add: int, strength_add: float, updated_at) -> None:
+        """Engine interface: add access counts and strength to ``rows`` at ``updated_at``."""
+        self.table.touch(list(rows), access_add, strength_add, updated_at)
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Persist a small named value with the store (e.g. the last reflection time)."""
+        key, value = validate.meta_key(key), validate.text(str(value), "value")
+        with self.lock:
+            self.check_open()
+            self.meta[key] = value
+            self.journal(MetaOp(key, value))

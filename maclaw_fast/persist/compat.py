@@ -175,7 +175,7 @@ def import_records(store, records: list[dict], *, progress=None) -> int:
     times (a record without times but with ``age_hours`` is dated that many hours ago).
     Foreign vectors are never mixed with ours: entries are embedded anew. ``progress``: an
     optional callback ``(stage, done, total)`` called as the texts are embedded."""
-    from maclaw_fast.memory.store_writes import new_id, vec_bytes
+    from maclaw_fast.records import new_id, vec_bytes
 
     records = check_records(records)
     with store.lock:

@@ -144,23 +144,13 @@ class ForgettingConfig(Config, frozen=True, kw_only=True):
     reinforce_step: float = 1.0
     dormant_categories: tuple[str, ...] = ("session_checkpoint", "conversation_summary")
     revive: bool = True
-    # chosen on LoCoMo conversations 0–4 (benchmarks/results/quality_lifecycle.md): turn R@10
-    # with decay between sessions 0.739 at 0.3 (0.745 without decay), 0.743 at 0.25, 0.739 at
-    # 0.35
-    revive_min_cue: float = 0.3
-    # LoCoMo R@10 the same on or off (quality_lifecycle.md); e5 puts unrelated texts at cosine
-    # 0.7-0.85, so a vector alone would revive every episode on any question
-    revive_needs_term: bool = True
+    revive_min_cue: float = 0.3  # tuned on LoCoMo 0–4 (benchmarks/results/quality_lifecycle.md)
+    revive_needs_term: bool = True  # a vector alone is no cue: some models rate anything close
     archive_search: bool = True
-    # capacity 500, same half (quality_lifecycle.md): turn R@10 0.693 consulting below 0.5,
-    # 0.711 below 0.6, 0.720 below 0.7, 0.721 always (every recall of a full store would then
-    # pay an archive search); archive_max_hits 2: 0.718, 5: 0.700; archive_min_cue 0.25: 0.716
-    archive_below: float = 0.7
+    archive_below: float = 0.7  # the three archive knobs: tuned as revive_min_cue was
     archive_min_cue: float = 0.3
     archive_max_hits: int = 3
-    # archive search also returns the archived entries within adjacency_hops conversation links
-    # of its hits (the reply to an archived question): 0.720 against 0.704 without
-    archive_links: bool = True
+    archive_links: bool = True  # the archived reply to an archived question comes with it
 
     def check(self) -> None:
         for name in ("decay_per_hour", "dormant_below", "reinforce_step", "revive_min_cue",
@@ -213,10 +203,8 @@ class MemoryConfig(Config, frozen=True, kw_only=True):
     query_cache_size: int = 256
     auto_link: bool = True
     backfill_vectors: bool = True
-    # numba threads for the batch kernels: "auto" = every core while no other thread is
-    # runnable, else 1; or a number (0 = all cores). Measured on 2 cores: idle, 2 threads give
-    # 88k q/s against 66k; while another job runs, 1 thread gives 44k against 21k (OpenMP
-    # workers spinning after a parallel region take the core the serial Python needs).
+    # threads a batch recall uses: "auto" = every core while no other thread is runnable (a
+    # busy core slows the whole batch), else 1; or a number (0 = every core)
     batch_threads: int | Literal["auto"] = "auto"
 
 

@@ -28,7 +28,7 @@ from maclaw_fast.memory.plan import RecallPlan, new_out, recall_plan
 from maclaw_fast.persist.journal import PutOp, TouchOp
 from maclaw_fast.records import RecallHit
 from maclaw_fast.text.tokenizer import tokenize
-from maclaw_fast.threads import batch_threads, blas_threads, numba_threads
+from maclaw_fast.threads import batch_threads
 from maclaw_kernels.recall import Block, Out, base_scores, recall_block
 DORMANT = 2  # the status code of dormant entries (columns.STATUS)
 
@@ -196,8 +196,7 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         out = new_out(nq, plan.width)
         block = Block(*_block(store, plan, token_lists, qvecs))
         n_threads = batch_threads(store.config.batch_threads) or (os.cpu_count() or 1)
-        with numba_threads(1), blas_threads(1):
-            _run_blocks(store, plan, scopes, scope_of, block, out, n_threads, now)
+        _run_blocks(store, plan, scopes, scope_of, block, out, n_threads, now)
         rows, parts, counts = out.rows, out.parts, out.count
         if as_arrow:
             result = arrow_hits(store, rows, parts, counts)

@@ -1,6 +1,6 @@
 """``maclaw-fast``: a thin command line over the API.
 
-Each package contributes its subcommands from a ``commands`` module exposing
+Each module of ``maclaw_fast.commands`` contributes its subcommands, exposing
 ``register(subparsers)``; handlers import the heavy libraries only when they run, so ``--help``
 stays fast.
 """
@@ -12,19 +12,19 @@ import importlib
 import sys
 
 COMMAND_MODULES = (
-    "maclaw_fast.memory.commands",
-    "maclaw_fast.maintenance.commands",
-    "maclaw_fast.tools.commands",
-    "maclaw_fast.workspace.commands",
-    "maclaw_fast.agent.commands",
-    "maclaw_fast.server.commands",
+    "maclaw_fast.commands.memory",
+    "maclaw_fast.commands.maintenance",
+    "maclaw_fast.commands.tools",
+    "maclaw_fast.commands.workspace",
+    "maclaw_fast.commands.agent",
+    "maclaw_fast.commands.server",
 )
 
 
 # The per-call commands: their module alone builds the parser, so a run loads only what it uses
 # (importing every command module pulls the store, maintenance and LLM client: ~0.5 s).
-HOT_COMMANDS = {"route": "maclaw_fast.tools.commands", "recall": "maclaw_fast.memory.commands",
-                "save": "maclaw_fast.memory.commands"}
+HOT_COMMANDS = {"route": "maclaw_fast.commands.tools", "recall": "maclaw_fast.commands.memory",
+                "save": "maclaw_fast.commands.memory"}
 
 
 EPILOG = """\

@@ -129,7 +129,7 @@ def test_stats_reports_the_store_not_the_flags(tmp_path):
 
 
 def test_show_extraction_lists_saved_memories():
-    from maclaw_fast.agent.commands import show_extraction
+    from maclaw_fast.commands.agent import show_extraction
     from maclaw_fast.maintenance.extractor import ExtractReport
 
     store = MemoryStore.in_memory(embedder=None)

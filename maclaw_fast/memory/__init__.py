@@ -1,6 +1,6 @@
 """The memory store: columns, recall, archive, durability.
 
-``MemoryStore`` loads on first use: the CLI imports ``maclaw_fast.memory.commands`` on every run
+``MemoryStore`` loads on first use: the CLI imports ``maclaw_fast.commands.memory`` on every run
 (a ``route`` too) and must not pay for the store's kernels and their imports.
 """
 

@@ -1,6 +1,6 @@
 """Workspace memory search over Markdown files (SPEC §14, the OpenClaw design).
 
-The public names load lazily: the CLI imports ``maclaw_fast.workspace.commands`` on every run and
+The public names load lazily: the CLI imports ``maclaw_fast.commands.workspace`` on every run and
 must not pay for numba, tantivy and pyarrow just to print ``--help``.
 
 Examples
@@ -38,7 +38,7 @@ _EXPORTS = {
     "MemoryTools": "maclaw_fast.workspace.agent_api",
     "get_index": "maclaw_fast.workspace.agent_api",
     "TOOL_SPECS": "maclaw_fast.workspace.agent_api",
-    "demo_search": "maclaw_fast.workspace.commands",
+    "demo_search": "maclaw_fast.commands.workspace",
 }
 
 __all__ = list(_EXPORTS)

@@ -19,14 +19,14 @@ def store_option(p: argparse.ArgumentParser, *, create: bool = True) -> None:
                    help="memory store directory" + (", created when absent" if create else ""))
 
 
-def _store_arg(p: argparse.ArgumentParser) -> None:
+def store_arg(p: argparse.ArgumentParser) -> None:
     from maclaw_fast.embedding.options import add_embedder_args
 
     store_option(p)
     add_embedder_args(p)
 
 
-def _open(args, embedder=None):
+def open_store(args, embedder=None):
     """The store of ``--store`` with ``--embedder`` (or ``embedder`` when given)."""
     from maclaw_fast import MemoryStore
 
@@ -39,11 +39,11 @@ def _open(args, embedder=None):
 def _open_as_stored(args):
     """The store opened with the model its vectors were made with (nothing re-embedded)."""
     from maclaw_fast.errors import ValidationError
-    from maclaw_fast.memory.report import store_embedder
+    from maclaw_fast.commands.report import store_embedder
 
     if not Path(args.store).is_dir():
         raise ValidationError(f"no store at {args.store} (--store names its directory)")
-    return _open(args, embedder=store_embedder(args.store) or "none")
+    return open_store(args, embedder=store_embedder(args.store) or "none")
 
 
 def _print_hits(hits, out=print) -> None:
@@ -85,8 +85,8 @@ def cmd_demo(args) -> int:
               f" facts leading, {len(hits) - sum(kinds.values())} ranked); first"
               f" {min(args.top, len(hits))}:")
         _print_hits(hits[: args.top])
-    for module, func in (("maclaw_fast.tools.commands", "demo_route"),
-                         ("maclaw_fast.workspace.commands", "demo_search")):
+    for module, func in (("maclaw_fast.commands.tools", "demo_route"),
+                         ("maclaw_fast.commands.workspace", "demo_search")):
         try:
             mod = __import__(module, fromlist=[func])
         except ModuleNotFoundError:
@@ -102,7 +102,7 @@ def cmd_save(args) -> int:
     from maclaw_fast import progress
 
     with progress.activity(args, "saving (the model loads on first use)"), \
-            _open(args) as store:
+            open_store(args) as store:
         e = store.save(args.content, category=args.category, tags=args.tag or (),
                        pinned=args.pinned, thread=args.thread)
     print(json.dumps({"id": e.id, "category": e.category, "tags": list(e.tags)},
@@ -116,7 +116,7 @@ def cmd_recall(args) -> int:
     from maclaw_fast import progress
 
     with progress.activity(args, "recalling (the model loads on first use)"), \
-            _open(args) as store:
+            open_store(args) as store:
         if args.dynamic or args.category:
             hits = store.recall_dynamic(args.query, category=args.category,
                                         project=args.project, reinforce=not args.no_reinforce)
@@ -158,7 +158,7 @@ def cmd_recall_batch(args) -> int:
     from maclaw_fast import progress
 
     queries = _read_queries(args.input)
-    with _open(args) as store:
+    with open_store(args) as store:
         writer = None
         try:
             with progress.bar(args, len(queries), "recall-batch", unit="q") as bar:
@@ -185,7 +185,7 @@ def cmd_import(args) -> int:
     report, close = progress.counter(args, "import", unit="memories")
     try:
         with progress.activity(args, "opening the store"):
-            store = _open(args)
+            store = open_store(args)
         try:
             added = store.import_maclaw(args.path, progress=report)
         finally:
@@ -209,7 +209,7 @@ def cmd_export(args) -> int:
 
 def cmd_stats(args) -> int:
     from maclaw_fast import progress
-    from maclaw_fast.memory.report import format_report, store_report
+    from maclaw_fast.commands.report import format_report, store_report
 
     with progress.activity(args, "reading the store"), _open_as_stored(args) as store:
         report = store_report(store)
@@ -230,7 +230,7 @@ def cmd_warmup(args) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -301,9 +301,9 @@ def register(sub) -> None:
                     "workspace; nothing is written.",
         epilog="examples:\n  maclaw-fast demo\n  maclaw-fast demo --embedder hash --queries 3\n")
     add_embedder_args(p)
-    p.add_argument("--queries", type=_positive, default=6, metavar="N",
+    p.add_argument("--queries", type=positive_int, default=6, metavar="N",
                    help="how many sample queries to recall")
-    p.add_argument("--top", type=_positive, default=8, metavar="N",
+    p.add_argument("--top", type=positive_int, default=8, metavar="N",
                    help="hits shown per query")
     p.set_defaults(func=cmd_demo)
 
@@ -312,7 +312,7 @@ def register(sub) -> None:
         description="Save one memory (an existing identical text is updated, not duplicated) "
                     "and print its id, category and tags as JSON.",
         epilog=SAVE_EXAMPLES)
-    _store_arg(p)
+    store_arg(p)
     p.add_argument("content", help="the text to remember")
     p.add_argument("--category", required=True, choices=_category_choices(),
                    metavar="CATEGORY", help=_categories_help())
@@ -332,7 +332,7 @@ def register(sub) -> None:
         description="The memories for a query, best first: self-identity and relevant user "
                     "facts lead, then every other memory by relevance, recency and importance.",
         epilog=RECALL_EXAMPLES)
-    _store_arg(p)
+    store_arg(p)
     p.add_argument("query", help="what to recall memories for")
     p.add_argument("--project", metavar="NAME",
                    help="only this project's project memories (global ones always count)")
@@ -343,7 +343,7 @@ def register(sub) -> None:
                    help="the agent tool's recall: up to 15 memories / 1500 tokens, user facts "
                         "ranked like any other memory (default: up to 20 / 2000 tokens, with "
                         "self-identity and user facts first)")
-    p.add_argument("--max", type=_positive, metavar="N", help="show at most N memories")
+    p.add_argument("--max", type=positive_int, metavar="N", help="show at most N memories")
     p.add_argument("--no-reinforce", action="store_true",
                    help="look without strengthening the recalled memories")
     p.add_argument("--json", action="store_true",
@@ -354,14 +354,14 @@ def register(sub) -> None:
     p = sub.add_parser("recall-batch", help="recall many queries into a Parquet file",
                        description="Recall every query of a file in batches and write all "
                                    "hits to one Parquet file.", epilog=BATCH_EXAMPLES)
-    _store_arg(p)
+    store_arg(p)
     p.add_argument("--in", dest="input", required=True, metavar="FILE",
                    help="queries: a text file (one per line) or a Parquet file (its 'query' "
                         "column, else its first)")
     p.add_argument("--out", dest="output", required=True, metavar="FILE",
                    help="Parquet file to write the hits to")
     p.add_argument("--project", metavar="NAME", help="project scope for every query")
-    p.add_argument("--chunk", type=_positive, default=1024, metavar="N",
+    p.add_argument("--chunk", type=positive_int, default=1024, metavar="N",
                    help="queries recalled per batch: bigger is faster, smaller uses less "
                         "memory and updates the progress bar more often")
     p.add_argument("--no-reinforce", action="store_true",
@@ -372,7 +372,7 @@ def register(sub) -> None:
     p = sub.add_parser("import", help="import a memories.json (progress bar, age_hours)",
                        description="Add the memories of a JSON file to the store.",
                        epilog=IMPORT_EXAMPLES)
-    _store_arg(p)
+    store_arg(p)
     p.add_argument("path", help="the memories.json to import")
     add_progress_args(p)
     p.set_defaults(func=cmd_import)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from maclaw_fast.memory.commands import _open, _positive, _store_arg
+from maclaw_fast.commands.memory import open_store, positive_int, store_arg
 
 
 def add_llm_args(p: argparse.ArgumentParser) -> None:
@@ -56,7 +56,7 @@ def cmd_maintain(args) -> int:
 
     llm = llm_from_args(args)
     try:
-        with _open(args) as store:
+        with open_store(args) as store:
             m = Maintenance(store, llm)
             left = 0.0 if args.now else seconds_until_due(store, m.config.interval_h,
                                                           float(m.clock()))
@@ -79,14 +79,14 @@ def cmd_maintain(args) -> int:
 def cmd_gc(args) -> int:
     from maclaw_fast import progress
 
-    with progress.activity(args, "garbage collection"), _open(args) as store:
+    with progress.activity(args, "garbage collection"), open_store(args) as store:
         report = store.gc()
     _print(report)
     return 0
 
 
 def cmd_archive(args) -> int:
-    with _open(args) as store:
+    with open_store(args) as store:
         if args.action == "list":
             for e in store.archive.list()[: args.limit]:
                 text = e.content.replace("\n", " ")
@@ -112,7 +112,7 @@ def cmd_extract(args) -> int:
     messages = data.get("messages") if isinstance(data, dict) else data
     llm = llm_from_args(args)
     try:
-        with _open(args) as store:
+        with open_store(args) as store:
             with progress.activity(args, "extracting knowledge (LLM)"):
                 result = KnowledgeExtractor(store, llm).extract(messages, project=args.project)
             _print(result)
@@ -150,7 +150,7 @@ def register(sub) -> None:
                     "near-duplicates, compress, promote and reflect; prints what each step did "
                     "as JSON. Runs when 6 h have passed since the last run (recorded in the "
                     "store), or at once with --now.", epilog=MAINTAIN_EXAMPLES)
-    _store_arg(p)
+    store_arg(p)
     add_llm_args(p)
     p.add_argument("--now", action="store_true",
                    help="run now even when the last run was less than 6 h ago")
@@ -162,7 +162,7 @@ def register(sub) -> None:
                                    "below the GC threshold to the archive (restorable) and "
                                    "print the report as JSON.",
                        epilog="examples:\n  maclaw-fast gc\n  maclaw-fast archive list\n")
-    _store_arg(p)
+    store_arg(p)
     add_progress_args(p)
     p.set_defaults(func=cmd_gc)
 
@@ -174,14 +174,14 @@ def register(sub) -> None:
     q = asub.add_parser("list", help="archived memories, newest first",
                         description="Print id, category and text of archived memories.",
                         epilog="examples:\n  maclaw-fast archive list --limit 10\n")
-    _store_arg(q)
-    q.add_argument("--limit", type=_positive, default=50, metavar="N",
+    store_arg(q)
+    q.add_argument("--limit", type=positive_int, default=50, metavar="N",
                    help="show at most N archived memories")
     q = asub.add_parser("restore", help="move an archived memory back",
                         description="Bring an archived memory back into recall (re-indexed, "
                                     "access count reset to 1).",
                         epilog="examples:\n  maclaw-fast archive restore 01J9Z3K4V6\n")
-    _store_arg(q)
+    store_arg(q)
     q.add_argument("id", help="the archived memory's id (see: maclaw-fast archive list)")
     p.set_defaults(func=cmd_archive)
 
@@ -189,7 +189,7 @@ def register(sub) -> None:
                        description="Ask the LLM for the lasting knowledge in a conversation "
                                    "and save it as memories; prints what was saved.",
                        epilog=EXTRACT_EXAMPLES)
-    _store_arg(p)
+    store_arg(p)
     add_llm_args(p)
     p.add_argument("--conversation", required=True, metavar="FILE",
                    help="JSON file: a list of {role, content} messages (or {messages: [...]})")

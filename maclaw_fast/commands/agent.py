@@ -151,7 +151,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from maclaw_fast.llm import LLMClient
     from maclaw_fast.server.mcp_server import default_store_path
     from maclaw_fast.tools import ToolRegistry, ToolRouter, UsageTracker, load_catalog
-    from maclaw_fast.tools.commands import DEFAULT_CATALOG
+    from maclaw_fast.commands.tools import DEFAULT_CATALOG
 
     llm_cfg = _llm_config(args)
     mcp_servers = None

@@ -64,7 +64,7 @@ def register(subparsers) -> None:
                         "tools join route_tools, and the call_tool and mcp_servers tools "
                         "reach them")
     from maclaw_fast.config import FeaturesConfig
-    from maclaw_fast.maintenance.commands import add_llm_args
+    from maclaw_fast.commands.maintenance import add_llm_args
 
     add_llm_args(p)
     p.add_argument("--off", action="append", default=None, metavar="FEATURE",
@@ -102,7 +102,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         mcp_servers = load_mcp_config(args.mcp_config)
     from maclaw_fast.config import FeaturesConfig
-    from maclaw_fast.maintenance.commands import llm_from_args
+    from maclaw_fast.commands.maintenance import llm_from_args
 
     features_cfg = FeaturesConfig().without(args.off or ())
     llm = llm_from_args(args)

@@ -25,14 +25,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from maclaw_kernels.bm25 import (bm25_query, bm25_query_parallel, bm25_scores, bm25_scores_batch, bm25_scores_forward, query_terms_batch,
+from maclaw_kernels.bm25 import (Postings, bm25_query, bm25_query_parallel, bm25_scores, bm25_scores_batch, bm25_scores_forward, query_terms_batch,
                                  build_csr)
 from maclaw_kernels.decay import decay_pass, decay_pass_batch, touch_rows
 from maclaw_kernels.graph import propagate_reached, propagate_relevance
 from maclaw_kernels.topk import top_k_desc
 from maclaw_kernels.vectors import (dot_scores, dot_scores_batch, dot_scores_parallel,
-                                    dot_scores_wanted, is_unit_vector)
-from maclaw_kernels.views import view_table
+                                    is_unit_vector)
 
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.vectors import VectorColumn
@@ -200,7 +199,7 @@ def test_bm25_scores_and_batch_match_reference(seed):
     np.testing.assert_allclose(out, np.array(refs), rtol=BM25_RTOL, atol=1e-12)
 
 
-@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("seed", range(8))
 def test_bm25_scores_forward_matches_reference(seed):
     """The forward scan over docs lo..hi (each doc's own terms) equals the postings reference
     restricted to those docs."""
@@ -215,17 +214,15 @@ def test_bm25_scores_forward_matches_reference(seed):
     hi = int(rng.integers(lo, n_docs + 1))
     ids, idf = query_terms(rng, n_terms)
     ids, idf = ids[(ids >= 0) & (ids < n_terms)], idf[(ids >= 0) & (ids < n_terms)]
-    weight = np.zeros(n_terms + 5)
-    weight[ids] = idf
+    first = np.unique(ids, return_index=True)[1]  # the kernel takes distinct terms
+    keep = np.sort(first)
+    ids, idf = ids[keep], idf[keep]
     in_range = (docs >= lo) & (docs < hi)
     out0 = rng.uniform(0, 1, n_keys)
     ref = ref_bm25_scores(ids, idf, terms[in_range], docs[in_range], tfs[in_range], doc_norm,
                           doc_live, doc_key, avgdl, out0)
-    args = (weight, lo, hi, doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live,
+    args = (ids, idf, lo, hi, doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live,
             doc_key)
-    if seed % 5 == 0:
-        args = (ro(weight), lo, hi, *ro(doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm,
-                                         doc_live, doc_key))
     out = out0.copy()
     bm25_scores_forward(*args, K1, B, avgdl, out)
     np.testing.assert_allclose(out, ref, rtol=BM25_RTOL, atol=1e-12)
@@ -255,9 +252,9 @@ def test_bm25_query_matches_reference(seed):
                           doc_key, avgdl, out0)
     scratch = np.zeros(n_terms + 8)
     out = out0.copy()
-    got = bm25_query(raw.astype(np.int64), df, n_live, indptr, pd, pt, main_upto, n_docs,
-                     doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key,
-                     K1, B, avgdl, scratch, out)
+    got = bm25_query(raw.astype(np.int64), Postings(
+        df, n_live, indptr, pd, pt, main_upto, n_docs, doc_start, doc_nterms, fwd_terms,
+        fwd_tfs, doc_norm, doc_live, doc_key, K1, B, avgdl, scratch), out)
     assert got == len(uniq)
     np.testing.assert_allclose(out, ref, rtol=BM25_RTOL, atol=1e-12)
     assert not scratch.any()
@@ -306,11 +303,11 @@ def test_bm25_query_parallel_equals_serial(seed):
     args = (df, n_docs, indptr, pd, pt, main_upto, n_docs, doc_start, doc_nterms,
             terms.astype(np.int32), tfs, doc_norm, doc_live, doc_key, K1, B, avgdl)
     want = np.zeros(n_keys)
-    got_serial = bm25_query(raw, *args, np.zeros(n_terms + 2), want)
+    got_serial = bm25_query(raw, Postings(*args, np.zeros(n_terms + 2)), want)
     for parts in (1, 2, 3, 7):
         out = np.zeros(n_keys)
         scratch = np.zeros(n_terms + 2)
-        assert bm25_query_parallel(raw, *args, scratch, out, parts) == got_serial
+        assert bm25_query_parallel(raw, Postings(*args, scratch), out, parts) == got_serial
         assert out.tolist() == want.tolist() and not scratch.any()
 
 
@@ -562,35 +559,6 @@ def test_dot_scores_match_faiss_and_numpy(seed):
     np.testing.assert_allclose(col.scores(queries[0], n_rows), fa[0], atol=2e-6)
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_dot_scores_wanted_only_marked_rows(seed):
-    # the rows marked in either mask get the cosine (the same bits as dot_scores), every other
-    # row 0; a second mask shorter than the rows counts as none
-    rng = np.random.default_rng(100 + seed)
-    d = int(rng.choice([4, 16, 384]))
-    cap = int(rng.integers(1, 300))
-    n_rows = int(rng.integers(0, cap + 1))
-    matrix = unit_rows(rng, cap, d)
-    has_vec = rng.random(cap) < 0.85
-    query = unit_rows(rng, 1, d)[0]
-    wanted = rng.random(cap) < 0.5
-    also = rng.random(cap) < 0.3 if seed % 2 else np.zeros(0, np.bool_)
-    # the BM25 that limits ``also`` to its rows with a hit (every 4th case: none given)
-    hits = (np.where(rng.random(cap) < 0.5, rng.uniform(0.1, 3, cap), 0.0) if seed % 4 != 1
-            else np.zeros(0))
-    full = np.full(n_rows, np.nan, np.float32)
-    dot_scores(matrix, n_rows, has_vec, query, full)
-    out = np.full(n_rows, np.nan, np.float32)
-    dot_scores_wanted(matrix, n_rows, has_vec, query, wanted, also, hits, out)
-    also_kept = (also[:n_rows] & (hits[:n_rows] > 0 if hits.shape[0] else True)
-                 if also.shape[0] else False)
-    keep = wanted[:n_rows] | also_kept
-    ref = (matrix[:n_rows].astype(np.float64) @ query.astype(np.float64)) * has_vec[:n_rows]
-    np.testing.assert_allclose(out, np.where(keep, ref, 0.0), atol=2e-6)
-    np.testing.assert_array_equal(out[keep], full[keep])
-    assert (out[~keep] == 0.0).all()
-
-
 # ================================================================== kernels/topk.py
 def ref_top_k(score, access, seq, mask, k):
     rows = [i for i in range(len(score)) if mask[i]]
@@ -809,27 +777,3 @@ def unit_vector(rng, d: int) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def test_view_table_refuses_what_the_kernel_would_misread():
-    """An address table is made only when every array has the dtype, dimensions and C layout
-    the kernel reads and every scalar is an exact float64; otherwise None (the caller passes the
-    arrays themselves)."""
-    kinds = (("f8", 1), "", ("i4", 2), ("b1", 1))
-    good = (np.arange(3.0), 7, np.ones((2, 5), np.int32), np.zeros(4, np.bool_))
-    views, knobs = view_table(good, kinds)
-    assert views.dtype == np.int64 and views.shape == (3, 3)
-    assert views.tolist() == [[good[0].ctypes.data, 3, 0], [good[2].ctypes.data, 2, 5],
-                              [good[3].ctypes.data, 4, 0]]
-    assert list(knobs) == [7.0]
-    bad = [
-        (np.arange(3.0, dtype=np.float32), 7, good[2], good[3]),  # dtype
-        (np.zeros((3, 1)), 7, good[2], good[3]),  # dimensions
-        (np.arange(6.0)[::2], 7, good[2], good[3]),  # not contiguous
-        (good[0], 7, np.ones((5, 2), np.int32).T, good[3]),  # a transposed block
-        (good[0], True, good[2], good[3]),  # a bool scalar
-        (good[0], 2**60 + 1, good[2], good[3]),  # not exact in float64
-        (good[0], np.zeros(1), good[2], good[3]),  # an array where a scalar goes
-        (good[0], 7, good[2]),  # one argument short
-        ([0.0, 1.0, 2.0], 7, good[2], good[3]),  # not an ndarray
-    ]
-    for args in bad:
-        assert view_table(args, kinds) is None

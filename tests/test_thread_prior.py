@@ -11,7 +11,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from maclaw_kernels.bm25 import build_csr
+from maclaw_kernels.bm25 import Postings, build_csr
 from maclaw_kernels.thread_prior import (thread_bm25, thread_labels, thread_prior,
                                          thread_vector_norms)
 
@@ -137,7 +137,12 @@ def test_thread_bm25_matches_reference(seed):
     q = np.array([rng.randrange(-1, vocab) for _ in range(rng.randint(0, 5))], np.int64)
     k1, b = rng.uniform(0.5, 2.0), rng.uniform(0.0, 1.0)
     out = np.full(n_threads, np.nan)
-    thread_bm25(q, *arrays, thread_of, member, n_threads, k1, b, out)
+    df, indptr, post_docs, post_tfs, main_upto, n_docs, start, nterms, fterms, ftfs, norm_, \
+        live_, key = arrays
+    postings = Postings(df, int(live_.sum()), indptr, post_docs, post_tfs, main_upto, n_docs,
+                        start, nterms, fterms, ftfs, norm_, live_, key, 1.2, 0.75, 1.0,
+                        np.zeros(max(len(df), 1)))
+    thread_bm25(q, postings, thread_of, member, n_threads, k1, b, out)
     expected = ref_thread_bm25(q.tolist(), docs, doc_key, live, norm, thread_of, member,
                                n_threads, k1, b)
     assert out.tolist() == pytest.approx(expected, rel=1e-9, abs=1e-12)

@@ -14,13 +14,13 @@ Groups:
   spread over 2,000 h, 5 % self_identity, 10 % not active): ``decay_pass`` (numba, serial),
   ``decay_pass_batch`` (numba prange, all threads) and :func:`lifecycle.decay` on a real store
   (kernel + column slicing + journaling the entries that turn dormant) vs the per-entry Python
-  loop over the same NumPy columns (SPEC §7 target: ≥ 30× faster).
+  loop over the same NumPy columns (design §7 target: ≥ 30× faster).
 * ``maintenance 500`` — ``Maintenance(store).run_once()`` without LLM on a 500-entry store
   (hash embedder): backup, GC (revives ≤ 10, archives 51 more), decay, exact dedup, skipped LLM
   steps; in memory (no backup) and on disk (journal + JSON backup) (target ≤ 50 ms). Each
   round starts from the same 500 entries (the setup re-fills the store; not timed).
 * ``recall with dormant`` — one ``recall`` (query vector given, ``reinforce=False``) on the
-  ``bench_memory`` data: 500 active entries alone; the same 500 plus 500 dormant ones (SPEC R9:
+  ``bench_memory`` data: 500 active entries alone; the same 500 plus 500 dormant ones (design R9:
   still indexed, scored, revived on a strong cue); the same with revival off; and 500 active
   plus 500 archived (archive search on). Queries: the ``bench_memory`` queries (random words,
   random vectors: weak cues, as most recalls are for most entries), and queries made of a
@@ -466,7 +466,7 @@ def main() -> int:
               f"{batch_ratio:.2f}× (`recall_batch`) → "
               f"**{'within' if max(ratio, conv_ratio, batch_ratio) <= 1.3 else 'above'} 1.3×**. "
               "Every per-row pass of a recall (BM25 postings, the cosines the cue test needs, "
-              "the cue test, the ranking) covers the dormant rows too, as SPEC R9 has them "
+              "the cue test, the ranking) covers the dormant rows too, as design R9 has them "
               "scored with the active ones; only what is not per row (argument checks, the "
               "hits) stays the same.", ""]
     out = Path(__file__).resolve().parent / "results" / "lifecycle.md"

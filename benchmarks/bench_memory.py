@@ -7,7 +7,7 @@ the same data.
 Not collected by the default test run (``testpaths = ["tests"]``); nothing here is a unit test.
 
 Data (seeded, synthetic, identical for every contender): memories of 8–24 words drawn by a Zipf law
-from a 4,000-word vocabulary (10 % of them Chinese, segmented by the SPEC tokenizer), one or two
+from a 4,000-word vocabulary (10 % of them Chinese, segmented by the design tokenizer), one or two
 tags, categories instruction / preference / project_knowledge / session_checkpoint /
 conversation_summary (no self_identity / user_fact, so every contender ranks the same set),
 ``updated_at`` spread over 30 days, access counts 1–5; 384-d random unit vectors for entries and
@@ -16,11 +16,11 @@ from the same law. ``project=None``, ``reinforce=False``.
 
 Groups (each row of a group runs on the same data in the same process):
 
-* ``recall 500`` — one query: ``MemoryStore.recall`` vs the plain-Python SPEC §6 oracle
+* ``recall 500`` — one query: ``MemoryStore.recall`` vs the plain-Python design §6 oracle
   (``benchmarks/oracles/recall_py.py``) vs hand-glue a user would write: tantivy BM25 + NumPy
   ``E @ q`` + NumPy fusion; tantivy + faiss ``IndexFlatIP`` (k = N); bm25s + faiss; bm25s +
   NumPy ``E @ q`` (not among the issue's glues, which use faiss, but the fastest). The hand-glue
-  computes the same SPEC §6 score (recency + importance + 0.4·bm25 + 0.6·cos, top 20) and is
+  computes the same design §6 score (recency + importance + 0.4·bm25 + 0.6·cos, top 20) and is
   checked to return the engine's top 20 before it is timed.
 * ``recall_batch 1000x500`` — 1,000 queries at once: ``recall_batch`` (list of hits) and
   ``recall_batch_arrow`` vs the same hand-glue, batched the way a user would (one matrix product,
@@ -56,7 +56,7 @@ from maclaw_fast.memory.store import MemoryStore  # noqa: E402
 from maclaw_fast.text.tokenizer import analysed_text, tokenize  # noqa: E402
 
 DIM = 384
-# SPEC §6 as the reference wrote it: what the hand-glue contenders compute
+# design §6 as the reference wrote it: what the hand-glue contenders compute
 REFERENCE_SCORING = RecallConfig(bm25_norm="raw", cos_norm="raw", weight_relevance=1.0,
                                  adjacency_hops=0)
 N_SMALL = 500
@@ -177,7 +177,7 @@ def build_store(corpus: dict, *, path=None, auto_link: bool = True, embedder="ha
     """A store holding ``corpus`` through the public API: ``save`` (with the precomputed vector)
     at the entry's time, then ``touch`` for the extra access counts."""
     n = len(corpus["texts"])
-    # the SPEC §6 scoring the hand-glues implement (raw BM25 + raw cosine, weights 1/1/1,
+    # the design §6 scoring the hand-glues implement (raw BM25 + raw cosine, weights 1/1/1,
     # tantivy's k1/b, no conversation links), so every contender ranks alike; the default
     # scoring runs the same kernels (benchmarks/ab_recall.py times it against an older build)
     cfg = MemoryConfig(capacity=CapacityConfig(store_capacity=max(2 * n, 500)),
@@ -351,7 +351,7 @@ class GlueBm25sFaiss(GlueTantivyFaiss):
 
     def bm25_single(self, toks: list[str]) -> np.ndarray:
         # bm25s' "lucene" scoring drops BM25's (k1 + 1) factor: scale back so the fusion weights
-        # mean what SPEC §6 says (same ranking of BM25 alone, same fused ranking as the engine)
+        # mean what design §6 says (same ranking of BM25 alone, same fused ranking as the engine)
         if not toks:
             return np.zeros(self.n)
         return self.retriever.get_scores(toks) * K1P1
@@ -388,7 +388,7 @@ GLUES = (GlueTantivyNumpy, GlueTantivyFaiss, GlueBm25sFaiss, GlueBm25sNumpy)
 
 # --------------------------------------------------------------------------- oracle adapter
 def make_oracle(cols: dict, config: MemoryConfig):
-    """The plain-Python SPEC §6 recall (``benchmarks/oracles/recall_py.py``, the per-entry loop
+    """The plain-Python design §6 recall (``benchmarks/oracles/recall_py.py``, the per-entry loop
     over dicts) over the same entries; returns ``recall(query, qvec) -> ids``. Entry tokens are
     given (indexing is not timed); the query is tokenised inside, as the engine does."""
     from oracles.recall_py import PyRecall
@@ -505,7 +505,7 @@ def test_recall_oracle(benchmark, small):
         return recall(queries[i], Q[i])
 
     benchmark.pedantic(run, rounds=30, iterations=1, warmup_rounds=1)
-    _info(benchmark, contender="plain-Python SPEC §6 oracle (benchmarks/oracles/recall_py.py)",
+    _info(benchmark, contender="plain-Python design §6 oracle (benchmarks/oracles/recall_py.py)",
           role="baseline", size=f"{N_SMALL} entries x {DIM}-d, top {TOP}",
           agreement_top20=overlap)
 
@@ -580,7 +580,7 @@ def test_recall_interleaved(benchmark, small, tmp_path_factory):
                                                               reinforce=False)), 200),
         "maclaw_fast recall, reinforce=True (default), on disk":
             (call(lambda q, v: disk.recall(q, query_vector=v)), 200),
-        "plain-Python SPEC §6 oracle": (call(oracle), 3)}
+        "plain-Python design §6 oracle": (call(oracle), 3)}
     for g in small["glues"].values():
         contenders[g.name] = (call(g.recall), 200)
     for fn, _ in contenders.values():  # warm every path

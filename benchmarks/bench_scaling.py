@@ -6,7 +6,7 @@ hand-written baselines measured in the same run, interleaved (``benchmarks/inter
     python benchmarks/plots.py                               # redraws docs/img/ from the results
 
 Data and contenders are ``benchmarks/bench_memory.py``'s: synthetic memories and queries, 384-d
-random unit vectors given with every query (the model is not timed), the SPEC §6 scoring the
+random unit vectors given with every query (the model is not timed), the design §6 scoring the
 hand-glues implement, top 20, ``reinforce=False``; stores built with auto-link off (linking makes
 saving a large store quadratic). Every hand-glue is checked to return the engine's top 20 before
 it is timed.

@@ -290,7 +290,7 @@ def report(r: dict) -> str:
     else:
         onnx_line = f"| full index, ONNX | not measured: {onnx.get('error')} | — | — |"
     lines = [
-        "# Workspace search benchmark (SPEC §14)",
+        "# Workspace search benchmark (design §14)",
         "",
         f"Generated workspace: {r['files']} Markdown files, {r['mb']:.1f} MB → {r['chunks']:,} "
         f"chunks (400 tokens / 80 overlap). Machine: {platform.machine()}, {os.cpu_count()} "

@@ -55,7 +55,7 @@ def _session_date(text: str) -> float:
 
 def load_locomo(path: Path, limit: int | None = None) -> list[dict]:
     """Conversations as ``{turns: [(dia_id, session, text, ts)], questions: [...]}`` (gold
-    normalised as ``../shared/data/README.md`` says)."""
+    normalised as the data sets' protocols (``benchmarks/data.py`` lists their sources) says)."""
     raw = json.loads((path / "locomo" / "locomo10.json").read_text(encoding="utf-8"))
     convs = []
     for conv in raw:
@@ -143,7 +143,7 @@ def variant(label: str, *, bm25=None, graph=None, vectors=True, tokenizer=None, 
 @contextmanager
 def analyzer(name: str | None):
     """The process-wide tokenizer for a tokenizer ablation: ``"plain"`` = no stop words, no
-    stemming (SPEC R1 off). Every store built and queried inside uses it (the evaluation ranks
+    stemming (design R1 off). Every store built and queried inside uses it (the evaluation ranks
     through ``recall_batch_arrow``, which tokenizes queries with ``tokenize``)."""
     if name is None:
         yield
@@ -337,7 +337,7 @@ def ablation_variants() -> list[Variant]:
     """The default configuration and each change off."""
     out = [variant("default"),
            variant("fusion off (raw BM25 + raw cosine)", bm25_norm="raw", cos_norm="raw"),
-           variant("weights off (SPEC 1/1/1)", weight_relevance=1.0),
+           variant("weights off (the weights 1/1/1)", weight_relevance=1.0),
            variant("adjacency off", adjacency_hops=0, graph={"adjacency": False}),
            variant("adjacency mix off (a linked turn takes the larger value)",
                    adjacency_mix=0.0),

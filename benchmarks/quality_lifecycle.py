@@ -1,6 +1,6 @@
 """Recall quality of long-term memory over a lifecycle: LoCoMo with forgetting and capacity.
 
-    python benchmarks/quality_lifecycle.py --data ../shared/data [--embedder onnx|hash|none]
+    python benchmarks/quality_lifecycle.py [--embedder onnx|hash|none]
                                            [--out benchmarks/results/quality_lifecycle.md]
 
 Protocol (the lifecycle protocol): one store per LoCoMo conversation; the turns of each session
@@ -8,7 +8,7 @@ are saved at the session's date (``"{speaker}: {text}"``, category ``conversatio
 precomputed vector, as ``benchmarks/quality_memory.py`` saves them); **before each session and
 once after the last**, at that date, the maintenance pipeline's forgetting steps run in its
 order: GC (``lifecycle.gc``) then the decay pass (``lifecycle.decay``). Capacity is either the
-conversation's number of turns (GC never fires: decay alone) or the SPEC default 500 (GC at 450,
+conversation's number of turns (GC never fires: decay alone) or the design default 500 (GC at 450,
 overflow and GC into the archive). Questions (categories 1–4; 5 separately) are then recalled at
 the last session's date with ``recall_batch_arrow(reinforce=False)`` and every turn ranked
 (``max_entries`` = all turns, no token budget), so the evaluation never changes the store.
@@ -54,7 +54,7 @@ def make_config(n_turns: int, *, capacity: int | None, forgetting: ForgettingCon
     if capacity is None:
         cap = CapacityConfig(store_capacity=n_turns + 10, gc_threshold=n_turns + 10)
     else:
-        cap = CapacityConfig(store_capacity=capacity)  # gc_threshold: the SPEC's 450
+        cap = CapacityConfig(store_capacity=capacity)  # gc_threshold: the design's 450
     return msgspec.structs.replace(base, recall=rc, capacity=cap, forgetting=forgetting)
 
 
@@ -169,7 +169,7 @@ def settings() -> list[tuple[str, dict]]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", default="../shared/data")
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1] / "data" / "eval"))
     ap.add_argument("--embedder", choices=("onnx", "hash", "none"), default="onnx")
     ap.add_argument("--cache", default=str(Path.home() / ".cache" / "maclaw_fast_quality"))
     ap.add_argument("--sweep", default="0.2,0.25,0.3,0.35,0.4,0.45,0.5",

@@ -1,6 +1,6 @@
 """Retrieval quality of the memory engine on public data (LoCoMo, BEIR SciFact).
 
-    python benchmarks/quality_memory.py --data ../shared/data [--embedder onnx|hash|none]
+    python benchmarks/quality_memory.py [--embedder onnx|hash|none]
                                         [--limit N] [--no-sweep]
                                         [--out benchmarks/results/quality_memory.md]
 
@@ -117,7 +117,7 @@ def locomo_report(res, sweep, convs, meta) -> list[str]:
              "recalled then; clock (b): each turn saved at its session's date, recalled at the "
              "final session's date (recency and the 30-minute conversation gap then matter). "
              "Defaults chosen on conversations 0–4 (the sweep below); 5–9 held out. Protocol: "
-             "`../shared/data/README.md`; details in `benchmarks/locomo_eval.py`.", "",
+             "`benchmarks/data.py` (sources); details in `benchmarks/locomo_eval.py`.", "",
              "### Default configuration and ablations (each change off)", ""]
     labels = list(dict.fromkeys(label for label, _ in res))
     lines += results_table(res, labels)
@@ -193,7 +193,7 @@ def embed_cached(embedder, texts: list[str], cache: Path | None) -> np.ndarray:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared/data"))
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1] / "data" / "eval"))
     ap.add_argument("--embedder", choices=("onnx", "hash", "none"), default="onnx")
     ap.add_argument("--limit", type=int, default=None,
                     help="first N questions per conversation (quick runs)")

@@ -1,6 +1,6 @@
-"""The tokenizer's effect on plain BM25 (SPEC R1): each analysis variant over SciFact and LoCoMo.
+"""The tokenizer's effect on plain BM25 (design R1): each analysis variant over SciFact and LoCoMo.
 
-    python benchmarks/quality_tokenizer.py --data ../shared/data
+    python benchmarks/quality_tokenizer.py
                                            [--out benchmarks/results/quality_tokenizer.md]
 
 The data is read by path and never copied. Every variant is an ``Analyzer`` (or a plain ``\\w+``
@@ -8,7 +8,7 @@ split, the anchor's "simple tokenizer") feeding a bare ``Bm25Index`` (tantivy's 
 so the figures isolate the analysis: no vectors, no fusion, no recency.
 
 **SciFact** (BEIR test split, 5,183 abstracts, 300 claims): ``title + " " + abstract``, nDCG@10
-(binary gain) and Recall@100, k1 1.2 b 0.75 (the workspace / long-document setting, SPEC R2) and
+(binary gain) and Recall@100, k1 1.2 b 0.75 (the workspace / long-document setting, design R2) and
 k1 0.9 b 0.4 for comparison.
 
 **LoCoMo** (categories 1–4): one index per conversation over its turns ``"{speaker}: {text}"``
@@ -107,7 +107,7 @@ def _avg(rows: list[list[float]]) -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared/data"))
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1] / "data" / "eval"))
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"
                                          / "quality_tokenizer.md"))
     args = ap.parse_args(argv)

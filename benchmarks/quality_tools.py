@@ -1,10 +1,10 @@
 """Tool-retrieval quality on public data sets (retrieval stage only: no core tools, experience,
 priority or groups), with the fusion weights tuned on one half of every query set.
 
-    python benchmarks/quality_tools.py --data ../shared/data [--models minilm,e5,auto]
+    python benchmarks/quality_tools.py [--models minilm,e5,auto]
         [--sets metatool,seal,hammer] [--max-queries N] [--out benchmarks/results/quality_tools.md]
 
-Sets and splits (``benchmarks/tool_sets.py``; protocols in ``../shared/data/README.md``):
+Sets and splits (``benchmarks/tool_sets.py``; sources in ``benchmarks/data.py``):
 MetaTool single-tool (Hit@1, Hit@5), Seal-Tools in-domain and out-of-domain (Recall@5, COMP@5),
 HammerBench-zh IS, External, mQsA and ir_ST_External (Hit@1, Hit@5).
 
@@ -323,7 +323,7 @@ def report(results, pick, best, scores, cfg: RouterConfig, sweep) -> str:
     cols = [(r, split) for r in results for split in r["splits"]]
     lines += ["", "## Fusion weight sweep", "",
               "Hybrid with bm25 weight `w` and cos weight `1 − w`, for z-score fusion (the "
-              "default) and min-max fusion (SPEC R3), both with clause vectors; each cell is the "
+              "default) and min-max fusion (design R3), both with clause vectors; each cell is the "
               "split's primary metric (Hit@5 or Recall@5) on its **tune** half / its **held-out** "
               "half. "
               "`tune mean` is the selection score: the mean over sets of each set's mean over "
@@ -370,7 +370,7 @@ def report(results, pick, best, scores, cfg: RouterConfig, sweep) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default="../shared/data")
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1] / "data" / "eval"))
     ap.add_argument("--models", default="minilm,e5,auto")
     ap.add_argument("--sets", default="hammer,metatool,seal")
     ap.add_argument("--max-queries", type=int, default=0, help="subsample each split (0 = all)")

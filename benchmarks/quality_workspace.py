@@ -1,6 +1,6 @@
 """Workspace search quality on public data: LoCoMo conversations as Markdown workspaces.
 
-    python benchmarks/quality_workspace.py --data ../shared/data
+    python benchmarks/quality_workspace.py
                                            [--out benchmarks/results/quality_workspace.md]
 
 The data is read by path and never copied into the repository: each conversation becomes a
@@ -102,7 +102,7 @@ def _avg(rows, k: int) -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared/data"))
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1] / "data" / "eval"))
     ap.add_argument("--cache", default=str(Path.home() / ".cache" / "maclaw_fast_quality"
                                            / "workspace"))
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"
@@ -145,7 +145,7 @@ def main(argv=None) -> int:
         print(row, f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
     default, text = r10[configs[0][0]], r10["text only (BM25)"]
     best = max((k for k in r10 if k.startswith("normalised")), key=lambda k: r10[k][0])
-    lines += ["", f"Reading (R@10): the default, SPEC §14's OpenClaw merge, gives "
+    lines += ["", f"Reading (R@10): the default, design §14's OpenClaw merge, gives "
               f"{default[1]:.3f} on the held-out half, against {text[1]:.3f} for BM25 alone. "
               f"`fusion=\"normalised\"` (both signals normalised per query, as recall and tool "
               f"routing fuse them) is best on the tuning half at vector/text {best[11:]} "

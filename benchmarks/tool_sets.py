@@ -1,7 +1,7 @@
 """Loaders of the public tool-retrieval sets for ``quality_tools.py`` (read in place, never copied).
 
 Each loader returns ``(tools, splits)``: the catalog as :class:`RegisteredTool` records and
-``{split name: [(query, gold names), ...]}``. Protocols: ``../shared/data/README.md``.
+``{split name: [(query, gold names), ...]}``. Protocols: the data sets' protocols (``benchmarks/data.py`` lists their sources).
 """
 
 from __future__ import annotations

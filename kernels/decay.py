@@ -1,4 +1,4 @@
-"""The forgetting curve (SPEC §7) over strength / updated_at columns."""
+"""The forgetting curve (design §7) over strength / updated_at columns."""
 
 import numpy as np
 from numba import njit, prange

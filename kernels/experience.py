@@ -1,4 +1,4 @@
-"""Experience score (SPEC §12 UsageTracker) over a columnar ring of usage records.
+"""Experience score (design §12 UsageTracker) over a columnar ring of usage records.
 
 Records live in arrays indexed by slot: ``rec_uid`` (tool id), ``rec_tok`` (``(W, T)`` token ids,
 each row a set padded with −1), ``rec_ntok``, ``rec_ts`` (unix seconds) and ``rec_ok``. The newest

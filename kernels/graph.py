@@ -53,7 +53,7 @@ def propagate_reached(seeds, seed_values, nbr, edge_w, hops, hop_factor, eligibl
 
 @njit(cache=True)
 def link_candidates(bm25, cos, alive, seq, row, use_cos, min_cos, w_bm25, w_cos, top):
-    """The ``top`` entries a new ``row`` links to (SPEC §4): with a vector, those with
+    """The ``top`` entries a new ``row`` links to (design §4): with a vector, those with
     cos ≥ ``min_cos`` ranked by ``w_bm25·bm25 + w_cos·cos`` (strength = cos); without, those
     with BM25 > 0 ranked by BM25 (strength = bm25 / best, ≤ 1). Ties: older (lower seq) first.
     Returns ``(rows, strengths)``."""
@@ -93,7 +93,7 @@ def link_candidates(bm25, cos, alive, seq, row, use_cos, min_cos, w_bm25, w_cos,
 def propagate_linked(seeds, seed_values, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops,
                      adj_factor, eligible):
     """:func:`propagate_reached` over the similarity edges, then along the conversation links
-    (SPEC R5): from each seed, ``prev`` and ``nxt`` (row → row, -1 = none) are followed for up to
+    (design R5): from each seed, ``prev`` and ``nxt`` (row → row, -1 = none) are followed for up to
     ``adj_hops`` steps, the ``h``-th step giving ``value · adj_factor^h``; a walk stops at a
     missing link, a seed or a row not ``eligible`` (a seed ranks on its own match). Every row keeps the best value each kind of walk gave it; returns
     (similarity values, link values, rows raised above 0 by either, in the order first

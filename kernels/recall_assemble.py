@@ -1,4 +1,4 @@
-"""The always-on block of recall (SPEC R4): which self-identity entries lead, which user facts
+"""The always-on block of recall (design R4): which self-identity entries lead, which user facts
 lead, and the assembly of the hit list within the entry limit and the token budget."""
 
 import numpy as np
@@ -118,7 +118,7 @@ def select_hits(fixed, ranked, ranked_rel, user_fact, max_user_facts, lead_windo
 @njit(cache=True)
 def cos_range(cos, eligible):
     """(lowest, highest) cosine among the ``eligible`` rows ((inf, -inf) when none): the
-    min-max normalisation of the cosines over a recall's candidates (SPEC R3)."""
+    min-max normalisation of the cosines over a recall's candidates (design R3)."""
     lo = np.inf
     hi = -np.inf
     for i in range(cos.shape[0]):

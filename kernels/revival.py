@@ -1,4 +1,4 @@
-"""Cue strength of dormant memories (SPEC §0 R9): which of them a query brings back."""
+"""Cue strength of dormant memories (design R9): which of them a query brings back."""
 
 import numpy as np
 from numba import njit

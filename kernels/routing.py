@@ -1,4 +1,4 @@
-"""Tool routing kernels (SPEC §12): min-max, top-k, hybrid fusion and the budgeted fill.
+"""Tool routing kernels (design §12): min-max, top-k, hybrid fusion and the budgeted fill.
 
 Rows are the router's tool rows; every per-row array has the same length. Ordering everywhere is
 by value descending, ties broken by a smaller ``tie`` value (an int64 per row: the router passes
@@ -18,7 +18,7 @@ def minmax_masked(x, mask, out):
     """``out[i] = (x[i] − min)/(max − min)`` over rows with ``mask``; other rows get 0.
 
     When every masked value is equal (a single one included) each becomes 1.0 if it is > 0,
-    else 0 (SPEC §12 [D]: a lone hit keeps its lead).
+    else 0 (design §12 [D]: a lone hit keeps its lead).
     """
     lo = np.inf
     hi = -np.inf
@@ -73,7 +73,7 @@ def topk_where(x, mask, flag, want, tie, k, buf):
 
 # fuse_scores ``norm``: how the two signals are put on one scale over the hits
 NORM_RAW_COS = 0  # minmax(bm25) + max(cos, 0) (the first build's fusion)
-NORM_MINMAX = 1  # minmax(bm25) + minmax(cos) (SPEC R3)
+NORM_MINMAX = 1  # minmax(bm25) + minmax(cos) (design R3)
 NORM_ZSCORE = 2  # z-scores of both: (x − mean)/std over the hits
 
 
@@ -109,7 +109,7 @@ def fuse_scores(bm25, cos, cand, tie, n_vec, w_bm25, w_cos, norm, hit, fused, sc
       gives 0). A signal that singles out a few rows has a long upper tail and so a large top
       z; a flat one (a long multi-intent request's cosines) has a small one: each counts by how
       much it separates the hits, which min-max hides by stretching any spread to [0, 1].
-    * ``NORM_MINMAX``: min-max of both (SPEC R3).
+    * ``NORM_MINMAX``: min-max of both (design R3).
     * ``NORM_RAW_COS``: min-max BM25 and ``max(cos, 0)``.
 
     When every fused hit is equal, each gets 1.0 under z-scores, else 1.0 if it is > 0 (a lone
@@ -205,7 +205,7 @@ def rank_keys(retrieval, exp_by_uid, row_uid, prio, cand, hit, group, w_ret, w_e
 
 @njit(cache=True)
 def fill_select(key, tie, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf_n):
-    """The budgeted fill (SPEC §12 step 7): walk candidates by ``key`` descending (ties by
+    """The budgeted fill (design §12 step 7): walk candidates by ``key`` descending (ties by
     smaller ``tie``), taking builtin rows freely and at most ``nb_slots`` non-builtin ones, until
     ``slots`` are taken. Equals the merge of the top builtin and the top non-builtin rows
     (:func:`topk_where` of each), which needs no full sort."""

@@ -1,6 +1,6 @@
 """The thread prior of recall: how well a row's whole conversation matches the query.
 
-A thread is a chain of the conversation links (SPEC R5: ``prev``/``next``). Each thread is
+A thread is a chain of the conversation links (design R5: ``prev``/``next``). Each thread is
 scored as one document, its rows' text together (BM25 with thread-level idf, length and
 saturation) and its rows' vectors summed (the cosine of the centroid); a row gains the weighted,
 normalised score of its thread. A session in which several turns match is more likely the one

@@ -1,4 +1,4 @@
-"""Workspace search kernels (SPEC §14): top-k selection, the hybrid merge, temporal decay and MMR.
+"""Workspace search kernels (design §14): top-k selection, the hybrid merge, temporal decay and MMR.
 
 Each works on the few hundred candidates of one query (top-k on the dense score column of every
 chunk), so all are serial: a thread pool would cost more to wake than the work.

@@ -1,4 +1,4 @@
-"""Every tunable of the SPEC as msgspec Structs, with the SPEC defaults.
+"""Every tunable of the design as msgspec Structs, with the design defaults.
 
 No constant of the behaviour lives anywhere else: modules read these objects, kernels receive the
 values as arguments.
@@ -35,20 +35,20 @@ EPISODIC: frozenset[str] = frozenset(c for c, v in CATEGORY_TABLE.items() if v[2
 
 
 class Bm25Config(Config, frozen=True, kw_only=True):
-    """BM25 parameters (SPEC §2, R2): these defaults suit long documents (workspace chunks, tool
+    """BM25 parameters (design §2, R2): these defaults suit long documents (workspace chunks, tool
     catalogs); a memory store's own default is :data:`MEMORY_BM25`."""
 
     k1: float = 1.2
     b: float = 0.75
 
 
-# SPEC R2: short memories saturate term frequency sooner and normalise length less. Measured on
+# design R2: short memories saturate term frequency sooner and normalise length less. Measured on
 # LoCoMo's tuning half (benchmarks/results/quality_memory.md, BM25-only turn R@10 by k1/b).
 MEMORY_BM25 = Bm25Config(k1=0.9, b=0.4)
 
 
 class RecallConfig(Config, frozen=True, kw_only=True):
-    """Scoring and assembly of recall (SPEC §6 with R3–R5).
+    """Scoring and assembly of recall (design §6 with R3–R5).
 
     ``relevance = bm25_weight·norm(bm25) + cos_weight·norm(cos) + affinity``;
     ``score = weight_recency·recency + weight_importance·importance + weight_relevance·relevance``
@@ -72,7 +72,7 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     graph_seeds: int = 5
     graph_hops: int = 1
     graph_hop_factor: float = 0.5
-    # the conversation links (SPEC R5): relevance passed along prev/next per hop
+    # the conversation links (design R5): relevance passed along prev/next per hop
     adjacency_factor: float = 0.8
     adjacency_hops: int = 2
     # how a reached row combines its own relevance with the walk's: 0 keeps the larger, m > 0
@@ -87,7 +87,7 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     thread_cos_weight: float = 0.1  # the thread prior's centroid-cosine weight
     thread_k1: float = 1.2  # BM25 k1 of a thread as one document (threads are long)
     thread_b: float = 0.75  # BM25 b of a thread as one document
-    # the always-on block (SPEC R4): self-identity entries that lead every recall; user facts
+    # the always-on block (design R4): self-identity entries that lead every recall; user facts
     # that lead when among the query's results (recall_dynamic ranks them instead)
     max_identity: int = 3
     max_user_facts: int = 3
@@ -101,21 +101,21 @@ class RecallConfig(Config, frozen=True, kw_only=True):
 
 
 class GraphConfig(Config, frozen=True, kw_only=True):
-    """Memory graph (SPEC §4)."""
+    """Memory graph (design §4)."""
 
     max_edges: Positive = 5
     link_min_cos: float = 0.7
     link_top: int = 3
     link_bm25_weight: float = 0.4
     link_cos_weight: float = 0.6
-    # conversation links (SPEC R5): a save without a thread continues the previous unthreaded
+    # conversation links (design R5): a save without a thread continues the previous unthreaded
     # save when within this many seconds of it; False makes no links at all
     adjacency: bool = True
     adjacency_gap_s: float = 1800.0
 
 
 class ForgettingConfig(Config, frozen=True, kw_only=True):
-    """Forgetting curve, dormancy and what brings a memory back (SPEC §7, §0 R9).
+    """Forgetting curve, dormancy and what brings a memory back (design §7, §0 R9).
 
     Decay turns only ``dormant_categories`` (the episodic ones) dormant; every other category
     keeps a decaying strength ``S(t)`` but stays active. A dormant entry is still indexed and
@@ -167,7 +167,7 @@ class ForgettingConfig(Config, frozen=True, kw_only=True):
 
 
 class CapacityConfig(Config, frozen=True, kw_only=True):
-    """Capacity, archive and GC (SPEC §9)."""
+    """Capacity, archive and GC (design §9)."""
 
     store_capacity: Positive = 500
     archive_capacity: Positive = 1000
@@ -177,7 +177,7 @@ class CapacityConfig(Config, frozen=True, kw_only=True):
 
 
 class PersistConfig(Config, frozen=True, kw_only=True):
-    """Journal and snapshot policy (SPEC §8)."""
+    """Journal and snapshot policy (design §8)."""
 
     fsync: Literal["always", "interval", "never"] = "interval"
     fsync_interval_s: Seconds = 1.0
@@ -213,7 +213,7 @@ from maclaw_fast.router_config import RouterConfig  # noqa: E402
 
 
 class SearchConfig(Config, frozen=True, kw_only=True):
-    """Workspace memory search (SPEC §14)."""
+    """Workspace memory search (design §14)."""
 
     chunk_tokens: int = 400
     chunk_overlap: int = 80
@@ -223,7 +223,7 @@ class SearchConfig(Config, frozen=True, kw_only=True):
     # "openclaw": rank by wv·cosine + wt·s/(1+s); "normalised": rank by wv·(min-max cosine over
     # the vector candidates) + wt·(BM25 / the query's best), min_score still on the former
     fusion: str = "openclaw"
-    bm25_k1: float = 1.2  # SPEC R2: chunks of long documents
+    bm25_k1: float = 1.2  # design R2: chunks of long documents
     bm25_b: float = 0.75
     max_results: int = 6
     min_score: float = 0.35
@@ -247,7 +247,7 @@ class SearchConfig(Config, frozen=True, kw_only=True):
 
 
 class MaintenanceConfig(Config, frozen=True, kw_only=True):
-    """Maintenance pipeline (SPEC §10)."""
+    """Maintenance pipeline (design §10)."""
 
     interval_h: float = 6.0
     backups_kept: int = 20
@@ -298,7 +298,7 @@ class FeaturesConfig(Config, frozen=True, kw_only=True):
     True
     """
 
-    # LLM listwise rerank of the routed tools when more candidates than the budget (SPEC §12)
+    # LLM listwise rerank of the routed tools when more candidates than the budget (design §12)
     rerank: bool = True
     # one block per routing decision in <store>/tool_route.log (a catalog within budget too)
     route_log: bool = True

@@ -1,4 +1,4 @@
-"""The base of every configuration Struct (:class:`Config`: checked when built, SPEC R8) and the
+"""The base of every configuration Struct (:class:`Config`: checked when built, design R8) and the
 constrained field types the configs share; the configs themselves are in
 :mod:`maclaw_fast.config` (and :mod:`maclaw_fast.router_config`, which it re-exports)."""
 
@@ -19,7 +19,7 @@ Seconds = Annotated[float, Meta(ge=0.0)]
 
 
 class Config(msgspec.Struct, frozen=True, kw_only=True):
-    """Base of every configuration Struct: checked when built (SPEC R8).
+    """Base of every configuration Struct: checked when built (design R8).
 
     Each field's value must match its annotation (``Annotated[int, Meta(ge=1)]``,
     ``Literal[...]``, nested configs, tuples of str ...), as msgspec checks decoded data;

@@ -12,7 +12,7 @@ import numpy as np
 # reference cycle; untracked, the thousands a store makes (its hits, listings) never trigger
 # or lengthen a garbage collection
 class Entry(msgspec.Struct, kw_only=True, frozen=True, gc=False):
-    """One memory (SPEC §1), as a read-only snapshot. Times are UTC unix seconds (float).
+    """One memory (design §1), as a read-only snapshot. Times are UTC unix seconds (float).
 
     Entries are immutable: change one through the store (``update``, ``pin``, ...). The vector is
     not carried here (``MemoryStore.vector(id)`` returns it) so that recall stays cheap.
@@ -67,7 +67,7 @@ class RecallHit(msgspec.Struct, frozen=True, gc=False):
 
 
 class GcReport(msgspec.Struct, kw_only=True):
-    """Result of a GC run (SPEC §9)."""
+    """Result of a GC run (design §9)."""
 
     archived: int = 0
     revived: int = 0
@@ -76,7 +76,7 @@ class GcReport(msgspec.Struct, kw_only=True):
 
 
 def new_id(clock_ns: int) -> str:
-    """``"<unix_nanos>-<4 hex>"`` (SPEC §1). The suffix only separates ids of one nanosecond:
+    """``"<unix_nanos>-<4 hex>"`` (design §1). The suffix only separates ids of one nanosecond:
     ``random`` (reseeded in a forked child) spares a ``getrandom`` call per save, which cost
     ~15 µs inside the save loop."""
     return f"{clock_ns}-{random.getrandbits(16):04x}"

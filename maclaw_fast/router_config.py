@@ -1,4 +1,4 @@
-"""Tool routing's configuration (SPEC §12), a module of its own for its length; import it from
+"""Tool routing's configuration (design §12), a module of its own for its length; import it from
 :mod:`maclaw_fast.config` with the others."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from maclaw_fast.errors import ValidationError
 
 
 class RouterConfig(Config, frozen=True, kw_only=True):
-    """Tool routing (SPEC §12)."""
+    """Tool routing (design §12)."""
 
     max_tools: int = 28
     max_dynamic: int = 18
     # fused = bm25_weight·norm(bm25) + cos_weight·norm(cos) over the candidates, then min-max.
     # score_norm "zscore": (x − mean)/std over the candidates, so a signal that singles out a
-    # few tools outweighs a flat one; "minmax" (SPEC R3) then uses cos_norm for the cosine:
-    # "minmax" or "raw" ([compat]: max(cos, 0)). z-scores and 0.3/0.7 won the sweep on the tune
+    # few tools outweighs a flat one; "minmax" (design R3) then uses cos_norm for the cosine:
+    # "minmax" or "raw" (the reference's: max(cos, 0)). z-scores and 0.3/0.7 won the sweep on the tune
     # halves of MetaTool, Seal-Tools and HammerBench-zh (benchmarks/results/quality_tools.md)
     bm25_weight: float = 0.3
     cos_weight: float = 0.7
@@ -67,7 +67,7 @@ class RouterConfig(Config, frozen=True, kw_only=True):
     query_cache_size: int = 64
     query_cache_ttl_s: float = 30.0
     route_log_max_bytes: int = 5 * 1024 * 1024
-    # keyword group activation (SPEC §12 step 5): (keywords, tags); English keywords match whole
+    # keyword group activation (design §12 step 5): (keywords, tags); English keywords match whole
     # words, others substrings; extend with ``extra_group_keywords``
     group_keywords: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
         (("数据库", "database"), ("database", "sql", "query", "db")),
@@ -93,12 +93,12 @@ class RouterConfig(Config, frozen=True, kw_only=True):
     hint_tool_name: str = "skill_hint"
     deferred_search_k: int = 5
     embedding_disk_cache: bool = True
-    # [D] a query mostly in a language the embedder was not trained on (Chinese with the
+    # a query mostly in a language the embedder was not trained on (Chinese with the
     # English MiniLM) fuses as this / (1 − this): its cosines are near-noise. 0.8 won the sweep
     # on the tune halves of HammerBench-zh with MiniLM (quality_tools.md); 0 disables the gate.
     foreign_query_bm25_weight: float = 0.8
     foreign_query_min_ratio: float = 0.3
-    # [D] a query mostly in Chinese with an embedder that reads it (e5) fuses as this /
+    # a query mostly in Chinese with an embedder that reads it (e5) fuses as this /
     # (1 − this): word-level BM25 over jieba's cuts is the weaker signal there (HammerBench-zh
     # BM25 only Hit@5 0.79–0.82 against 0.89–0.94 for e5 vectors, while English BM25 is the
     # stronger one on Seal-Tools). 0.2 won the sweep on the tune halves of HammerBench-zh with

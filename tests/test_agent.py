@@ -144,7 +144,7 @@ def test_identity_and_user_facts_in_prompt(tmp_path, llm_server):
     turn = agent.run("hello")
     system = llm_server.last.json["messages"][0]["content"]
     assert "## Who you are\nI am Claw, a terse assistant" in system
-    # SPEC R4: user facts lead when relevant to the message, the others are ranked with the
+    # design R4: user facts lead when relevant to the message, the others are ranked with the
     # recalled memories; either way both reach the prompt
     assert "The user is called Mia" in system and "The user lives in Lyon" in system
     assert all(h.entry.category == "user_fact" for h in turn.recalled)

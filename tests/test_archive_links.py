@@ -1,4 +1,4 @@
-"""Archive search over conversation links (SPEC §0 R9, R5): archived entries keep the ids of
+"""Archive search over conversation links (design R9, R5): archived entries keep the ids of
 their conversation neighbours (journal, Arrow snapshot columns; an archive written without them
 still opens), archive search walks them as recall walks the store's links, a restored entry
 rejoins its conversation, and archived hits are normalised over the store's candidates as the

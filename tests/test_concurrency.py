@@ -1,4 +1,4 @@
-"""SPEC §5: mutations are safe under concurrent readers and writers from several threads, and
+"""design §5: mutations are safe under concurrent readers and writers from several threads, and
 nothing a call returned for is lost (checked after a reopen)."""
 
 from __future__ import annotations

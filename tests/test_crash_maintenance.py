@@ -1,5 +1,5 @@
 """SIGKILL a real subprocess in the middle of a maintenance run: the store must open, a backup
-from before the run must exist, and no entry may be half-changed (SPEC §8, §10)."""
+from before the run must exist, and no entry may be half-changed (design §8, §10)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ CATEGORY_ALIASES = {
     "reference": "project_knowledge",
     "user": "user_fact",
 }
-# expected count range per canonical category (SPEC §1 categories, brief's proportions)
+# expected count range per canonical category (design §1 categories, brief's proportions)
 CATEGORY_RANGES = {
     "self_identity": (3, 8),
     "instruction": (25, 35),

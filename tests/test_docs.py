@@ -89,3 +89,15 @@ def test_relative_links_resolve():
             if not (page.parent / target).exists():
                 broken.append(f"{page.relative_to(ROOT)} -> {target}")
     assert not broken, broken
+
+
+def test_the_project_points_nowhere_outside_itself():
+    """README, docs, the package and the kernels never send a reader to files a user does not
+    have (the design lives in docs/design.md, the data comes from benchmarks/data.py)."""
+    root = DOCS.parent
+    found = []
+    for path in [root / "README.md", *DOCS.rglob("*.md"), *(root / "maclaw_fast").rglob("*.py"),
+                 *(root / "kernels").rglob("*.py")]:
+        if "../shared" in path.read_text(encoding="utf-8"):
+            found.append(str(path.relative_to(root)))
+    assert found == []

@@ -1,5 +1,5 @@
 """KnowledgeExtractor, ConflictDetector, recall_with_llm_filter and the maintenance CLI, against
-the local LLM server (SPEC §6, §10)."""
+the local LLM server (design §6, §10)."""
 
 from __future__ import annotations
 

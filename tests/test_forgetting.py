@@ -1,4 +1,4 @@
-"""Forgetting that keeps what matters (SPEC §0 R9): tiered decay, cue-driven revival, archive
+"""Forgetting that keeps what matters (design R9): tiered decay, cue-driven revival, archive
 search, and the user-level timelines of the issue (60 days, 180 days)."""
 
 from __future__ import annotations
@@ -344,7 +344,7 @@ def test_archive_is_searched_only_without_a_strong_match_and_restored_on_reinfor
         clock.t += H
         hits = s.recall("which port does the staging database listen on")
         assert hits[0].entry.id == port.id
-        back = s.get(port.id)  # restored (SPEC §9): access 1, updated now, active
+        back = s.get(port.id)  # restored (design §9): access 1, updated now, active
         assert (back.access_count, back.updated_at, back.status) == (1, clock.t, "active")
         assert port.id not in s.archive and len(s) == 30  # the capacity rule applied
 

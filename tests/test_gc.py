@@ -1,4 +1,4 @@
-"""GC with archive revival (SPEC §9) as properties over random stores of up to 600 entries."""
+"""GC with archive revival (design §9) as properties over random stores of up to 600 entries."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def test_gc_properties(n_store, n_archive, seed):
         e = after[i]
         assert e.category in cats or any(t.lower() in tags for t in e.tags)
         assert e.status != "superseded" and e.access_count == 1 and e.updated_at == NOW
-        # a faded (dormant) entry comes back through a cue, not through GC (SPEC R9)
+        # a faded (dormant) entry comes back through a cue, not through GC (design R9)
         assert archive_before[i].status not in ("superseded", "dormant")
         assert i not in store.archive
 

@@ -1,4 +1,4 @@
-"""Forgetting curve, dormancy, reinforcement, revival and restore (SPEC §7, §9, §15)."""
+"""Forgetting curve, dormancy, reinforcement, revival and restore (design §7, §9, §15)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def store(clock):
         yield s
 
 
-# --- SPEC §15 worked examples ----------------------------------------------------------------
+# --- design §15 worked examples ----------------------------------------------------------------
 
 def test_spec_examples_strength_after_336_and_768_hours():
     assert round(strength_now(1.0, 0.0, 336 * H, 0.003), 4) == 0.3649
@@ -81,10 +81,10 @@ def test_dormant_not_recalled_and_back_on_identical_save(store, clock):
     store.touch([other.id])
     decay(store)
     assert store.get(e.id).status == "dormant"
-    # a strong cue revives it (SPEC R9) ...
+    # a strong cue revives it (design R9) ...
     hits = store.recall("staging database port", reinforce=False)
     assert [h.reason for h in hits if h.entry.id == e.id] == ["revived"]
-    # ... but with revival off a dormant entry is never recalled (SPEC §7)
+    # ... but with revival off a dormant entry is never recalled (design §7)
     import msgspec
 
     store.config = msgspec.structs.replace(store.config, forgetting=msgspec.structs.replace(

@@ -1,4 +1,4 @@
-"""kernels/graph.py link_candidates against a plain Python reference of SPEC §4 auto-link."""
+"""kernels/graph.py link_candidates against a plain Python reference of design §4 auto-link."""
 
 from __future__ import annotations
 

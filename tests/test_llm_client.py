@@ -1,4 +1,4 @@
-"""LLM client against a real local HTTP server speaking both protocols (SPEC §11)."""
+"""LLM client against a real local HTTP server speaking both protocols (design §11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The maintenance pipeline (SPEC §10): dedup, LLM merge/compression/compact forms, promote,
+"""The maintenance pipeline (design §10): dedup, LLM merge/compression/compact forms, promote,
 reflect, backups, the circuit breaker, and every LLM step's fallback against a real local
 HTTP server speaking both protocols."""
 

@@ -2,7 +2,7 @@
 random inputs, plus the BM25 index against real tantivy and against a fresh build after random
 edit sequences.
 
-References are plain Python/NumPy written from the SPEC (§2 BM25, §3 vectors, §4 expansion, §6
+References are plain Python/NumPy written from the design (§2 BM25, §3 vectors, §4 expansion, §6
 recall, §7 forgetting), never outputs of the code under test. FAISS ``IndexFlatIP`` is the oracle
 for inner products, tantivy for BM25. Every ``*_batch`` (prange) variant is compared with its serial
 form and the reference; one case per kernel runs on read-only input arrays.
@@ -94,7 +94,7 @@ def fieldnorm(n):
 
 
 def ref_bm25(docs: dict[int, list[str]], q_tokens: list[str]) -> dict[int, float]:
-    """SPEC §2 over a key → tokens corpus; hits only."""
+    """design §2 over a key → tokens corpus; hits only."""
     n = len(docs)
     if n == 0:
         return {}
@@ -760,7 +760,7 @@ def test_touch_rows_matches_add_at(seed):
 
 
 def test_decay_spec_examples():
-    """SPEC §15: strength 1.0 after 336 h → 0.3649 (stays active); after 768 h → dormant;
+    """design §15: strength 1.0 after 336 h → 0.3649 (stays active); after 768 h → dormant;
     self identity (exempt) at any age stays active."""
     now = 1.7e9
     upd = np.array([now - 336 * 3600, now - 768 * 3600, now - 5000 * 3600])

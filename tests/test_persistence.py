@@ -1,4 +1,4 @@
-"""SPEC §8 on real files: journal + snapshot, crash safety (SIGKILL), torn tails, corrupt
+"""design §8 on real files: journal + snapshot, crash safety (SIGKILL), torn tails, corrupt
 snapshots, the writer lock, fingerprints, reference import/export."""
 
 from __future__ import annotations

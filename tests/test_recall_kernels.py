@@ -43,7 +43,7 @@ def random_links(rng, n):
 
 
 def ref_links(seeds, values, prev, nxt, hops, factor, eligible):
-    """SPEC R5: from each seed, ≤ hops steps each way, ``value·factor^h``; stop at a missing
+    """design R5: from each seed, ≤ hops steps each way, ``value·factor^h``; stop at a missing
     link, a seed or a row not eligible; the best value per row."""
     seed_set = {int(s) for s in seeds}
     best = [0.0] * len(prev)

@@ -1,5 +1,5 @@
 """``MemoryStore.recall`` / ``recall_dynamic`` / ``recall_batch`` against the plain-Python oracle
-(``benchmarks/oracles/recall_py.py``, written from SPEC §2, §4 and §6) on random stores.
+(``benchmarks/oracles/recall_py.py``, written from design §2, §4 and §6) on random stores.
 
 Random stores: 0–300 entries of every category (few self-identity / user facts, so that scored
 entries still get through), English and Chinese words, documents well past 40 tokens (tantivy's
@@ -98,8 +98,8 @@ class World:
 
     def __init__(self, seed: int, n: int, mode: str, config: MemoryConfig | None = None):
         config = MemoryConfig() if config is None else config
-        # the oracle is SPEC §6: dormant entries are never recalled, the archive never
-        # searched (revival and archive search, SPEC R9, are checked in test_forgetting.py)
+        # the oracle is design §6: dormant entries are never recalled, the archive never
+        # searched (revival and archive search, design R9, are checked in test_forgetting.py)
         config = msgspec.structs.replace(config, forgetting=msgspec.structs.replace(
             config.forgetting, revive=False, archive_search=False))
         self.rng = rng = random.Random(seed)
@@ -526,7 +526,7 @@ def test_tie_break_access_then_store_order():
 
 
 def test_spec_worked_example_scores():
-    """SPEC §15: project_knowledge, access 1, updated now, no signals → 3.693; instruction →
+    """design §15: project_knowledge, access 1, updated now, no signals → 3.693; instruction →
     4.693; recency after 24 h = 0.8869 (engine and oracle)."""
     t = [NOW0]
     store = MemoryStore.in_memory(embedder=None, clock=lambda: t[0])
@@ -546,7 +546,7 @@ def test_spec_worked_example_scores():
 
 @pytest.mark.parametrize("norm", ["max", "minmax"])
 def test_dynamic_ranks_user_facts(norm):
-    """SPEC R4: recall_dynamic ranks user facts like any other entry: the user fact is the
+    """design R4: recall_dynamic ranks user facts like any other entry: the user fact is the
     query's only BM25 hit, so it comes first, ranked on its score (not leading)."""
     store = MemoryStore.in_memory(embedder=None,
                                   config=with_recall(MemoryConfig(), bm25_norm=norm))
@@ -571,6 +571,6 @@ def test_batch_empty_query_like_recall():
     store.save("alpha", category="preference", vector=[1.0, 0.0, 0.0, 0.0])
     single = store.recall("", reinforce=False)
     batch = store.recall_batch([""], reinforce=False)[0]
-    assert single[0].breakdown.cos == 0.0  # the SPEC's "missing query vector" case
+    assert single[0].breakdown.cos == 0.0  # the design's "missing query vector" case
     assert [(h.entry.id, h.score, h.breakdown) for h in batch] == \
         [(h.entry.id, h.score, h.breakdown) for h in single]

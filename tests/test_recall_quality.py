@@ -1,4 +1,4 @@
-"""Recall that returns the right memory (SPEC R3–R5) through the public API: the always-on block
+"""Recall that returns the right memory (design R3–R5) through the public API: the always-on block
 never starves the ranking, the demo queries find their memories, conversation links are made,
 kept on disk and walked, and bad queries return a result instead of raising."""
 
@@ -28,7 +28,7 @@ def _filler(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n))
 
 
-# ------------------------------------------------------------------ SPEC R4
+# ------------------------------------------------------------------ design R4
 @pytest.mark.parametrize("embedder", [None, "hash", "default"])
 @pytest.mark.parametrize("target_category", ["project_knowledge", "user_fact", "preference"])
 def test_identity_and_user_facts_never_starve_the_match(embedder, target_category):
@@ -139,7 +139,7 @@ def test_bad_queries_return_a_result(embedder):
             store.save("text", category="instruction", thread=5)
 
 
-# ------------------------------------------------------------------ SPEC R5
+# ------------------------------------------------------------------ design R5
 def _chain(store, entry_id):
     """Ids from ``entry_id`` to the end of its conversation."""
     out = [entry_id]
@@ -212,7 +212,7 @@ def test_links_persist_through_snapshot_and_journal(tmp_path, crash):
 
 def test_recall_walks_conversation_links():
     """A turn the query does not match is recalled through its neighbour, with its own factor
-    and hops (SPEC R5); with the walk off it is not raised."""
+    and hops (design R5); with the walk off it is not raised."""
     def build(config):
         store = MemoryStore.in_memory(embedder=None, config=config, clock=lambda: NOW)
         for i in range(30):

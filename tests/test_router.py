@@ -1,4 +1,4 @@
-"""ToolRouter behaviours (SPEC §12, §15 and issue 4)."""
+"""ToolRouter behaviours (design §12, §15 and issue 4)."""
 
 from __future__ import annotations
 
@@ -464,7 +464,7 @@ def test_cli_route_json(capsys):
 
 def test_foreign_language_gate_reweights_only_chinese_queries():
     """[D] With an English-only embedder a mostly-Chinese query fuses as 0.7/0.3: its cosines
-    are scaled by (0.4/0.7)·(0.3/0.6); English queries keep the SPEC weights."""
+    are scaled by (0.4/0.7)·(0.3/0.6); English queries keep the design weights."""
     from maclaw_fast.embedding import HashEmbedder
 
     class EnglishOnly(HashEmbedder):

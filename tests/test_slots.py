@@ -1,4 +1,4 @@
-"""Slot limits, queueing, iteration control and concurrency of background loops (SPEC §13)."""
+"""Slot limits, queueing, iteration control and concurrency of background loops (design §13)."""
 
 from __future__ import annotations
 

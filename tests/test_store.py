@@ -1,4 +1,4 @@
-"""MemoryStore behaviour: SPEC §1, §4–§6 and the §15 memory examples."""
+"""MemoryStore behaviour: design §1, §4–§6 and the §15 memory examples."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def store(clock):
         yield s
 
 
-# ---------------------------------------------------------------- SPEC §15 examples
+# ---------------------------------------------------------------- design §15 examples
 def test_recency_after_24h_and_base_scores(clock):
     with MemoryStore.in_memory(embedder=None, clock=clock) as s:
         pk = s.save("alpha note", category="project_knowledge")
@@ -108,7 +108,7 @@ def test_identical_content_updates_instead_of_adding(store, clock):
 def test_dormant_entry_revives_on_identical_save(store):
     e = store.save("old fact about kites", category="preference")
     store.set_fields(e.id, status="dormant", strength=0.05)
-    # a strong cue still finds it, marked as revived (SPEC R9); a weak one does not
+    # a strong cue still finds it, marked as revived (design R9); a weak one does not
     assert [h.reason for h in store.recall("kites", reinforce=False)
             if h.entry.id == e.id] == ["revived"]
     assert all(h.entry.id != e.id for h in store.recall("kites and gliders in a storm",
@@ -189,7 +189,7 @@ def test_closed_store_refuses_work(clock):
 
 # ---------------------------------------------------------------- recall
 def test_recall_order_si_then_relevant_uf_then_scored(store):
-    """SPEC R4: self identity leads; a user fact leads only when relevant to the query."""
+    """design R4: self identity leads; a user fact leads only when relevant to the query."""
     si = store.save("I am Juniper, the agent", category="self_identity")
     uf = store.save("User lives in Hangzhou", category="user_fact")
     pk = store.save("deploy script needs AWS_REGION", category="project", tags=["atlas"])
@@ -202,7 +202,7 @@ def test_recall_order_si_then_relevant_uf_then_scored(store):
     b = hits[1].breakdown
     assert b.affinity == 3.0 and b.bm25 > 0
     assert hits[1].score == pytest.approx(b.total)
-    # relevance weighted 10 (SPEC R3); the cosine enters min-max normalised (≥ 0), so the
+    # relevance weighted 10 (design R3); the cosine enters min-max normalised (≥ 0), so the
     # breakdown's raw cosine bounds it only from below
     floor = b.recency + b.importance + 10.0 * (0.4 * b.bm25 + b.affinity + b.graph)
     assert floor <= b.total <= floor + 10.0 * 0.6 + 1e-9
@@ -268,7 +268,7 @@ def test_recall_dynamic_ranks_user_facts_and_filters_category(store):
     p = store.save("prefers dark mode editors", category="preference")
     i = store.save("always use dark mode in screenshots", category="instruction")
     hits = store.recall_dynamic("dark mode", reinforce=False)
-    assert {h.entry.id for h in hits} == {p.id, i.id, u.id}  # SPEC R4: ranked like any other
+    assert {h.entry.id for h in hits} == {p.id, i.id, u.id}  # design R4: ranked like any other
     assert hits[-1].entry.id == u.id and all(h.reason == "scored" for h in hits)
     hits = store.recall_dynamic("dark mode", category="instruction", reinforce=False)
     assert [h.entry.id for h in hits] == [i.id]
@@ -331,7 +331,7 @@ def test_recall_batch_is_the_same_on_any_thread_count(clock, monkeypatch):
 
 @pytest.mark.parametrize("bad", ["fast", -1, 1.5, True])
 def test_a_bad_batch_thread_setting_is_a_clear_error(bad):
-    # checked when the config is built (SPEC R8), not at the first batch recall
+    # checked when the config is built (design R8), not at the first batch recall
     with pytest.raises(ValidationError, match="batch_threads"):
         MemoryConfig(batch_threads=bad)
 

@@ -1,4 +1,4 @@
-"""The one tokenizer (SPEC R1): its fast paths (ASCII by ``str.translate``, Han runs split out
+"""The one tokenizer (design R1): its fast paths (ASCII by ``str.translate``, Han runs split out
 first, a memo of word terms) give exactly the tokens of the plain definition (one regex over the
 text, Han runs to jieba, word runs lower-cased, stop words dropped, Snowball-stemmed), and every
 other path (the kernel word table, tantivy's terms, usage tracking) gives the same terms."""

@@ -1,4 +1,4 @@
-"""UsageTracker: SPEC §12 experience formula, §15 examples, rolling window, persistence."""
+"""UsageTracker: design §12 experience formula, §15 examples, rolling window, persistence."""
 
 from __future__ import annotations
 

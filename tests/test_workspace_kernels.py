@@ -104,7 +104,7 @@ def test_merge_matches_reference(seed):
 
 
 def test_merge_spec_example():
-    # SPEC §15: vector a 0.9 + keyword b 1.0 at 0.7/0.3 → [a 0.63, b 0.30]
+    # design §15: vector a 0.9 + keyword b 1.0 at 0.7/0.3 → [a 0.63, b 0.30]
     rows, merged, _, _ = merge_hybrid(np.array([0]), np.array([0.9]), np.array([1]),
                                       np.array([1.0]), 0.7, 0.3)
     assert rows.tolist() == [0, 1]
@@ -148,7 +148,7 @@ def test_mmr_matches_reference(seed):
 
 
 def test_mmr_score_spec_example_and_diversity():
-    # SPEC §15: relevance 1.0, max-sim 0.5, λ 0.7 → 0.55
+    # design §15: relevance 1.0, max-sim 0.5, λ 0.7 → 0.55
     assert 0.7 * 1.0 - 0.3 * 0.5 == pytest.approx(0.55)
     # two duplicates and one distinct: MMR puts the distinct one second
     sets = [{1, 2, 3}, {1, 2, 3}, {7, 8}, {9}]

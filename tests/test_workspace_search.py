@@ -1,4 +1,4 @@
-"""Workspace search (SPEC §14, §15): scores, merge, decay, MMR, threshold + keyword fallback,
+"""Workspace search (design §14, §15): scores, merge, decay, MMR, threshold + keyword fallback,
 modes, degraded embedders, snippets, budget, discovery rules, the agent API and the CLI."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def ws(tmp_path):
     return root
 
 
-# ---------------------------------------------------------------- SPEC §15 numbers
+# ---------------------------------------------------------------- design §15 numbers
 def test_text_score_examples():
     got = text_score(np.array([4.2, 2.1, 0.5, 0.0]))
     np.testing.assert_allclose(got, [0.8077, 0.6774, 0.3333, 0.0], atol=5e-5)
@@ -513,7 +513,7 @@ def test_spare_core_reads_the_running_count_and_caches_it(monkeypatch, tmp_path)
     assert threads_module.spare_core() is True
 
 
-# ---------------------------------------------------------------- paraphrase (SPEC R1)
+# ---------------------------------------------------------------- paraphrase (design R1)
 def peanut_workspace(root):
     write(root / "MEMORY.md", "# Memory\n\n## About Lin\n- Allergic to peanuts.\n"
           "- Prefers tea over coffee.\n- Works on the atlas routing service.\n\n## Conventions\n"

@@ -1,4 +1,4 @@
-"""Agent runtime (SPEC §13): loop contexts and slot scheduling, the agent loop of one user
+"""Agent runtime (design §13): loop contexts and slot scheduling, the agent loop of one user
 message (route, recall, prompt, model, tools), its built-in tools and prompt summaries.
 
 Examples

@@ -146,7 +146,7 @@ def recall_memory(store, query: str, *, project: str | None = None,
 
 def search_memory(store, query: str, *, workspace=None, max_results: int = 10,
                   category: str | None = None) -> dict:
-    """Keyword search: workspace memory files when a workspace is configured (SPEC §14
+    """Keyword search: workspace memory files when a workspace is configured (design §14
     ``memory_search``), plus store entries containing the query (case-insensitive)."""
     out: dict = {"ok": True, "query": query}
     if workspace is not None:
@@ -236,7 +236,7 @@ DISCOVER_SCHEMA = {
 
 
 def discover_handler(router) -> BuiltinHandler:
-    """``discover_tool``: activate the best matching tools for the session (SPEC §12)."""
+    """``discover_tool``: activate the best matching tools for the session (design §12)."""
 
     def run(args: dict, ctx: ToolContext) -> dict:
         names = router.discover(_str_arg(args, "query"), ctx.session)

@@ -1,4 +1,4 @@
-"""The agent loop of one user message (SPEC §13, design doc §3): route, recall, prompt, call the
+"""The agent loop of one user message (design §13, design doc §3): route, recall, prompt, call the
 model with the routed tools, run its tool calls one at a time, repeat until it answers.
 """
 

@@ -1,5 +1,5 @@
 """The agent's system prompt: identity and user-fact summaries, recalled memories, workspace
-notes (SPEC §6 "Prompt summaries", §13)."""
+notes (design §6 "Prompt summaries", §13)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ DEFAULT_SYSTEM_PROMPT = (
 
 def summarize(entries: Iterable[Entry], limit: int) -> str:
     """Join ``compact_form or content`` of ``entries`` with ``" | "``, cut at ``limit``
-    characters adding ``"…"`` (SPEC §6).
+    characters adding ``"…"`` (design §6).
 
     Examples
     --------
@@ -39,7 +39,7 @@ def _active(store, category: str) -> list[Entry]:
 
 
 def self_identity_summary(store, limit: int = 600) -> str:
-    """Summary of the active self-identity memories of ``store`` (SPEC §6); uses the store's own
+    """Summary of the active self-identity memories of ``store`` (design §6); uses the store's own
     ``self_identity_summary`` when it has one.
 
     Examples
@@ -57,7 +57,7 @@ def self_identity_summary(store, limit: int = 600) -> str:
 
 
 def user_fact_summary(store, limit: int = 400) -> str:
-    """Summary of the active user-fact memories of ``store`` (SPEC §6); uses the store's own
+    """Summary of the active user-fact memories of ``store`` (design §6); uses the store's own
     ``user_fact_summary`` when it has one.
 
     Examples
@@ -81,7 +81,7 @@ def split_hits(hits: Sequence[RecallHit]) -> tuple[list[Entry], list[Entry], lis
     """``(self_identity entries, user_fact entries, the other hits)`` of one recall, in order.
 
     ``recall`` leads with at most three self-identity entries and the user facts relevant to the
-    message (SPEC R4), so the agent builds its summaries from them instead of scanning the store
+    message (design R4), so the agent builds its summaries from them instead of scanning the store
     twice per turn; other user facts come back ranked among the hits when they match.
     """
     si, uf, rest = [], [], []

@@ -1,4 +1,4 @@
-"""Long-running shell sessions for the agent (the SPEC §12 session tools): ``create_session``,
+"""Long-running shell sessions for the agent (the design §12 session tools): ``create_session``,
 ``list_sessions``, ``send_and_observe``, ``get_session_output``, ``get_session_events`` and
 ``control_session``.
 

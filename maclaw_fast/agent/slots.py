@@ -1,4 +1,4 @@
-"""Agent loop contexts and the slot-limited background loop manager (SPEC §13)."""
+"""Agent loop contexts and the slot-limited background loop manager (design §13)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ _POLL_S = 0.05  # pause deadlines use the injectable clock, so waiters re-read i
 
 
 class SlotConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """Tunables of :class:`BackgroundLoopManager` (SPEC §13)."""
+    """Tunables of :class:`BackgroundLoopManager` (design §13)."""
 
     limits: dict[str, int] = msgspec.field(default_factory=lambda: {
         "coding": 2, "scheduled": 1, "auto": 1, "ssh": 10, "browser": 2, "gui": 1})

@@ -1,4 +1,4 @@
-"""The SPEC §12 core tools beyond memory, discover_tool and the file tools: ``web_fetch``,
+"""The design §12 core tools beyond memory, discover_tool and the file tools: ``web_fetch``,
 ``set_nickname``, ``call_mcp_tool`` and, where ``bash`` is enabled, the shell session tools —
 and the rule that a tool this process cannot run is never offered to the model.
 

@@ -11,7 +11,7 @@ from maclaw_fast.embedding import resolve_embedder
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory.store import MemoryStore
 
-# a facade's memories are the user's: the SPEC's 500-entry capacity (eviction to the archive)
+# a facade's memories are the user's: the design's 500-entry capacity (eviction to the archive)
 # is for an agent's own working memory
 FACADE_CONFIG = MemoryConfig(capacity=CapacityConfig(store_capacity=2**31 - 1))
 

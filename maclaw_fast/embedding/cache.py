@@ -1,5 +1,5 @@
 """Embedding caches: an in-memory query LRU (optional TTL) and an on-disk cache keyed by text hash,
-separated by embedder fingerprint (SPEC §3, §12, §14)."""
+separated by embedder fingerprint (design §3, §12, §14)."""
 
 from __future__ import annotations
 

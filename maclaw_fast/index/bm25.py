@@ -1,4 +1,4 @@
-"""BM25 (SPEC §2): tantivy as the inverted index of record, plus a columnar mirror of the same
+"""BM25 (design §2): tantivy as the inverted index of record, plus a columnar mirror of the same
 postings that numba scores.
 
 Why two: tantivy-py has no multi-query call and costs ~40 µs per query from Python before the doc

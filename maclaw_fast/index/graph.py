@@ -1,7 +1,7 @@
-"""The memory graph (SPEC §4) as flat arrays: ``nbr[row, slot]`` (-1 = empty) and ``weight``,
-plus the conversation links (SPEC R5) ``prev[row]`` / ``next[row]`` (-1 = none).
+"""The memory graph (design §4) as flat arrays: ``nbr[row, slot]`` (-1 = empty) and ``weight``,
+plus the conversation links (design R5) ``prev[row]`` / ``next[row]`` (-1 = none).
 
-Edges are directed slots; ``link`` applies the SPEC rule to each direction separately, so a full
+Edges are directed slots; ``link`` applies the design rule to each direction separately, so a full
 node can refuse its half of an edge. Conversation links are separate from the ≤ 5 edges: each
 row has at most one predecessor and one successor, and each thread (a name; "" for saves
 without one) remembers its last row.

@@ -1,4 +1,4 @@
-"""Exact vector scores over a growable float32 matrix keyed by row (SPEC §3).
+"""Exact vector scores over a growable float32 matrix keyed by row (design §3).
 
 Rows are L2-normalised at insertion; similarity is the inner product. One query runs a serial
 numba kernel (500 × 384 in ~20 µs, under FAISS's ~35 µs per-call overhead; measured in

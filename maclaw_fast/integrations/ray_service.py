@@ -1,5 +1,5 @@
 """A sharded memory service on Ray: actors each own a partition of the stores (one writer per
-store, SPEC §8) and a client routes every call by store name.
+store, design §8) and a client routes every call by store name.
 
 Stores live under one ``root`` every node sees. A store belongs to shard ``crc32(name) % shards``;
 its actor opens it on first use and keeps it open. When an actor dies, the client starts a new

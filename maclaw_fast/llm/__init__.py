@@ -1,4 +1,4 @@
-"""LLM client: OpenAI and Anthropic protocols, streaming, retries, reply parsing (SPEC §11).
+"""LLM client: OpenAI and Anthropic protocols, streaming, retries, reply parsing (design §11).
 
 Examples
 --------

@@ -1,4 +1,4 @@
-"""Memory maintenance (SPEC §10): the pipeline, compression, promotion, reflection, knowledge
+"""Memory maintenance (design §10): the pipeline, compression, promotion, reflection, knowledge
 extraction, conflict detection and the LLM recall filter."""
 
 from maclaw_fast.maintenance.compress import CompressReport, compress, exact_dedup

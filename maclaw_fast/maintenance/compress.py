@@ -1,4 +1,4 @@
-"""Compress (SPEC §10): exact dedup, semantic merge, LLM compression, compact-form backfill.
+"""Compress (design §10): exact dedup, semantic merge, LLM compression, compact-form backfill.
 
 Only exact dedup needs no LLM; it always runs. The LLM steps apply a reply only after checking
 every field of it, and stop at the first LLM failure of a run (the pipeline's circuit breaker
@@ -42,7 +42,7 @@ class CompressReport(msgspec.Struct, kw_only=True):
 # --- exact dedup ----------------------------------------------------------------------------
 
 def find_exact_duplicates(store, min_substring: int = 20) -> list[str]:
-    """Ids that exact dedup removes (SPEC §10 Compress step 2), without removing them.
+    """Ids that exact dedup removes (design §10 Compress step 2), without removing them.
 
     Two entries are duplicates when ``lower(trim(content))`` is equal (any category) or, within
     one category, one contains the other and the shorter has ≥ ``min_substring`` characters.
@@ -130,7 +130,7 @@ def merge_batches(store, config: MaintenanceConfig = MaintenanceConfig()
     """(category, ids) batches of at most ``merge_batch`` entries to show the LLM.
 
     With vectors, only entries with a same-category neighbour at cosine ≥ ``merge_min_cos``
-    are sent, each cluster kept in one batch where it fits **[D]**; without vectors every
+    are sent, each cluster kept in one batch where it fits; without vectors every
     eligible entry is sent (the reference behaviour).
     """
     size = max(1, config.merge_batch)
@@ -273,7 +273,7 @@ def _eligible(store, *, min_chars: int, pinned_ok: bool, need_no_compact: bool) 
 
 def compression_ok(old: str, new: str, max_ratio: float) -> bool:
     """A compression is kept only when non-empty and shorter than ``max_ratio`` of the
-    original **[D]** (the reference accepted any shorter text).
+    original (the reference accepted any shorter text).
 
     Examples
     --------

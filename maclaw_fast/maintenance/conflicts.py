@@ -1,4 +1,4 @@
-"""ConflictDetector (SPEC §10): a new memory that contradicts older ones supersedes them."""
+"""ConflictDetector (design §10): a new memory that contradicts older ones supersedes them."""
 
 from __future__ import annotations
 

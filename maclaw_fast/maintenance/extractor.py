@@ -1,4 +1,4 @@
-"""KnowledgeExtractor (SPEC §10): durable knowledge from a finished conversation."""
+"""KnowledgeExtractor (design §10): durable knowledge from a finished conversation."""
 
 from __future__ import annotations
 

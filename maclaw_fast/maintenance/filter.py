@@ -1,4 +1,4 @@
-"""``recall_with_llm_filter`` (SPEC §6): a wide recall narrowed down by the LLM."""
+"""``recall_with_llm_filter`` (design §6): a wide recall narrowed down by the LLM."""
 
 from __future__ import annotations
 

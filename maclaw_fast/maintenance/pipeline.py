@@ -1,8 +1,8 @@
-"""The maintenance pipeline (SPEC §10): Backup → GC → Decay → Compress → Promote → Reflect,
+"""The maintenance pipeline (design §10): Backup → GC → Decay → Compress → Promote → Reflect,
 on demand (:meth:`Maintenance.run_once`) or every 6 h in a background thread.
 
-**[D]** The backup is taken first, before GC and decay change anything, so that every run has a
-restore point from before it started (SPEC §10 lists it as the first step of Compress; GC and
+ The backup is taken first, before GC and decay change anything, so that every run has a
+restore point from before it started (design §10 lists it as the first step of Compress; GC and
 decay ran before it and were not covered).
 """
 
@@ -90,7 +90,7 @@ def write_backup(store, directory: str | os.PathLike, *, now: float | None = Non
     format, atomically) and delete all but the newest ``keep`` backups.
 
     Vectors are left out unless asked for: importing a file re-embeds its entries anyway, and
-    writing 384 floats per entry as JSON costs ~50× the rest **[D]**.
+    writing 384 floats per entry as JSON costs ~50× the rest.
 
     Examples
     --------

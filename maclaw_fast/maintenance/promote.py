@@ -1,4 +1,4 @@
-"""Promote (SPEC §10): recurring episodic themes become semantic memories (MemGPT style)."""
+"""Promote (design §10): recurring episodic themes become semantic memories (MemGPT style)."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def _evidence(value) -> int | None:
 def promote(store, llm=None, config: MaintenanceConfig = MaintenanceConfig()) -> PromoteReport:
     """Ask the LLM for themes recurring in the latest episodic memories; store those with
     ``evidence_count ≥ promote_min_evidence`` as semantic entries tagged
-    ``[promoted, auto_generated]``, at most ``promote_max`` per run **[D]**.
+    ``[promoted, auto_generated]``, at most ``promote_max`` per run.
 
     Examples
     --------

@@ -52,7 +52,7 @@ def _numbered(items: list[str]) -> str:
 
 
 def merge_messages(contents: list[str], category: str) -> list[dict]:
-    """Ask which memories of one category say the same thing (SPEC §10 Compress step 3)."""
+    """Ask which memories of one category say the same thing (design §10 Compress step 3)."""
     system = (
         "You maintain the long-term memory of an AI assistant. You find entries that state the "
         "same fact, preference or instruction in different words, and merge each such group "
@@ -69,7 +69,7 @@ def merge_messages(contents: list[str], category: str) -> list[dict]:
 
 
 def compress_messages(content: str, max_chars: int) -> list[dict]:
-    """Ask for a shorter wording of one memory (SPEC §10 Compress step 4)."""
+    """Ask for a shorter wording of one memory (design §10 Compress step 4)."""
     system = (
         "You compress memories of an AI assistant. Keep names, numbers, paths, commands and "
         "technical terms exactly; drop filler words and redundant explanation; use terse "
@@ -80,7 +80,7 @@ def compress_messages(content: str, max_chars: int) -> list[dict]:
 
 
 def compact_messages(contents: list[str]) -> list[dict]:
-    """Ask for one-line compact forms of several memories (SPEC §10 Compress step 5)."""
+    """Ask for one-line compact forms of several memories (design §10 Compress step 5)."""
     system = (
         "You write compact forms of an AI assistant's memories: one short line each, keeping "
         "names, numbers, paths, commands and technical terms, shorter than the original.")
@@ -90,7 +90,7 @@ def compact_messages(contents: list[str]) -> list[dict]:
 
 
 def promote_messages(contents: list[str], min_evidence: int, max_items: int) -> list[dict]:
-    """Ask for recurring themes in episodic memories (SPEC §10 Promote)."""
+    """Ask for recurring themes in episodic memories (design §10 Promote)."""
     system = (
         "You turn an AI assistant's episodic memories (conversation summaries, session "
         "checkpoints) into durable semantic knowledge about the user, the way MemGPT promotes "
@@ -107,7 +107,7 @@ def promote_messages(contents: list[str], min_evidence: int, max_items: int) -> 
 
 
 def reflect_messages(contents: list[str], max_items: int) -> list[dict]:
-    """Ask for higher-level insights over recent episodic memories (SPEC §10 Reflect)."""
+    """Ask for higher-level insights over recent episodic memories (design §10 Reflect)."""
     system = (
         "You reflect on an AI assistant's recent experiences, as in Generative Agents: from "
         "concrete episodes infer higher-level insights about the user's preferences, habits "
@@ -135,7 +135,7 @@ def precompress_messages(messages: list[dict]) -> list[dict]:
 
 
 def extract_messages(conversation: str) -> list[dict]:
-    """Ask for knowledge worth remembering from a finished conversation (SPEC §10)."""
+    """Ask for knowledge worth remembering from a finished conversation (design §10)."""
     system = (
         "You extract durable knowledge from a conversation between a user and an AI assistant: "
         "project facts (architecture, commands, paths, conventions, decisions) and the user's "
@@ -151,7 +151,7 @@ def extract_messages(conversation: str) -> list[dict]:
 
 
 def conflict_messages(new: str, old: str) -> list[dict]:
-    """Ask whether a new memory contradicts an older one (SPEC §10 ConflictDetector)."""
+    """Ask whether a new memory contradicts an older one (design §10 ConflictDetector)."""
     system = ("You check an AI assistant's memories for contradictions. Two memories conflict "
               "when both cannot be true now, e.g. a changed preference, path or decision.")
     user = (f"Older memory: {old}\nNewer memory: {new}\n\n"
@@ -160,7 +160,7 @@ def conflict_messages(new: str, old: str) -> list[dict]:
 
 
 def filter_messages(query: str, candidates: list[dict], max_items: int) -> list[dict]:
-    """Ask which recalled memories matter for a query (SPEC §6 recall_with_llm_filter)."""
+    """Ask which recalled memories matter for a query (design §6 recall_with_llm_filter)."""
     system = ("You select the memories an AI assistant needs to answer the user's request. "
               "Prefer memories that directly help; ignore loosely related ones.")
     user = (f"Request: {query}\nCandidate memories (JSON):\n"

@@ -1,4 +1,4 @@
-"""Reflect (SPEC §10): higher-level insights over recent episodes (Generative Agents style)."""
+"""Reflect (design §10): higher-level insights over recent episodes (Generative Agents style)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class ReflectReport(msgspec.Struct, kw_only=True):
 
 def last_reflection(store) -> float:
     """Unix seconds of the last successful reflection (0 when never), persisted with the store
-    **[D]** (the reference forgot it on restart and reflected again)."""
+    (the reference forgot it on restart and reflected again)."""
     try:
         return float(store.meta.get(LAST_REFLECTION, "0"))
     except ValueError:

@@ -1,11 +1,11 @@
-"""Archive search (SPEC §0 R9): a recall with no strong match in the store consults the archive.
+"""Archive search (design R9): a recall with no strong match in the store consults the archive.
 
 Archived entries keep their text and vectors in the store's columnar form
 (:class:`maclaw_fast.memory.archive.ArchiveColumns`); those a query cues strongly join the
 ranked hits where their score places them (``reason="archived"``), and with them the archived
 entries within ``adjacency_hops`` conversation links (the reply to an archived question),
 scored as recall's link walk scores a reached row. A reinforcing recall restores the archived
-entries it returns (SPEC §9).
+entries it returns (design §9).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from maclaw_fast.records import Entry, RecallHit, ScoreBreakdown
 def with_archive(store, plan, work, tokens: list[str], qvec, hits: list[RecallHit],
                  rows: np.ndarray, project, dynamic: bool, category,
                  now: float) -> list[RecallHit]:
-    """Archive search (SPEC §0 R9): when no returned entry's cue reaches
+    """Archive search (design R9): when no returned entry's cue reaches
     ``forgetting.archive_below``, up to ``archive_max_hits`` archived entries of the query's
     scope with a cue of at least ``archive_min_cue`` join the ranked hits
     (``reason="archived"``) where their score places them: recency and importance as recall
@@ -159,7 +159,7 @@ def _relevance(store, x: float, c: float) -> float:
 
 def _archive_hit(store, entry: Entry, bm25: float, cos: float, ranges, now: float,
                  link: float = 0.0) -> tuple[RecallHit, float]:
-    """A hit for an archived entry, scored as recall scores a row (SPEC §6; BM25 and cosine
+    """A hit for an archived entry, scored as recall scores a row (design §6; BM25 and cosine
     normalised over the store's candidates, :func:`_normalised`), and its own relevance.
     ``link``: the value a conversation link walk gave it (its relevance then as the kernel's
     ``linked_relevance``: its own plus ``adjacency_mix`` × ``link``, or the larger of the two
@@ -239,7 +239,7 @@ def _replace_arrow(table, replaced: dict[int, list[RecallHit]], reasons: tuple[s
 
 
 def restore_returned(store, ids, now: float) -> None:
-    """Restore archived entries a reinforcing batch returned (SPEC §9)."""
+    """Restore archived entries a reinforcing batch returned (design §9)."""
     for entry_id in ids:
         if entry_id in store.archive and entry_id not in store:
             restore_locked(store, entry_id, now)

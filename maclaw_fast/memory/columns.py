@@ -37,7 +37,7 @@ _NUMERIC = {
 
 
 def budget_tokens(entry_text: str) -> int:
-    """Tokens an entry costs in a recall budget: ``len(utf8(text)) // 4`` (SPEC §6)."""
+    """Tokens an entry costs in a recall budget: ``len(utf8(text)) // 4`` (design §6)."""
     return len(entry_text.encode("utf-8")) // 4
 
 

@@ -1,4 +1,4 @@
-"""Durability of a MemoryStore directory (SPEC §8): lock, snapshot + journal replay on open,
+"""Durability of a MemoryStore directory (design §8): lock, snapshot + journal replay on open,
 journal appends, debounced snapshots, fingerprint checks.
 
 Layout: ``store.lock``, ``snapshot.arrow`` (+ ``.prev``), ``journal.bin``, ``archive/``, and

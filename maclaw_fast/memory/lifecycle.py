@@ -1,5 +1,5 @@
 """Forgetting, archive restore and GC over a :class:`~maclaw_fast.memory.store.MemoryStore`
-(SPEC §7, §9).
+(design §7, §9).
 
 Every function takes the store and holds its lock for the whole multi-step change, so readers
 never see a half-applied pass. Changes are journaled like the store's own mutations; where one
@@ -32,7 +32,7 @@ PARALLEL_DECAY_ROWS = 2_000_000
 
 
 class DecayReport(msgspec.Struct, kw_only=True):
-    """What one decay pass did (SPEC §7, §0 R9).
+    """What one decay pass did (design §7, §0 R9).
 
     ``checked`` counts the entries the curve applies to (active, not self_identity);
     ``dormant_ids`` are the entries that fell below the threshold in this pass and turned
@@ -68,7 +68,7 @@ def dormant_mask(config, category: np.ndarray) -> np.ndarray:
 def strength_now(strength: float, updated_at: float, now: float, rate: float) -> float:
     """``S(t) = strength · exp(-rate · hours_since(updated_at))``; 0 when ``strength ≤ 0``.
 
-    The plain-Python reference of the decay kernel (SPEC §7).
+    The plain-Python reference of the decay kernel (design §7).
 
     Examples
     --------
@@ -97,7 +97,7 @@ def decay(store, *, now: float | None = None, parallel: bool | None = None) -> D
 
     Active entries other than self_identity have ``S(t)`` computed; those below
     ``config.forgetting.dormant_below`` become ``dormant`` with ``strength = S`` when their
-    category is one of ``forgetting.dormant_categories`` (the episodic ones by default, SPEC
+    category is one of ``forgetting.dormant_categories`` (the episodic ones by default, design
     §0 R9). Semantic entries below it stay active (counted as ``faded``): their strength keeps
     decaying, recomputed from ``updated_at`` like every active entry's, so recency still ranks
     them. Everything else keeps its stored (peak) strength.
@@ -155,7 +155,7 @@ def decay(store, *, now: float | None = None, parallel: bool | None = None) -> D
 
 def reinforce(store, ids, *, now: float | None = None) -> None:
     """Strengthen entries the way recall does: ``strength += reinforce_step``,
-    ``updated_at = now``, ``access_count += 1`` (SPEC §6 step 5).
+    ``updated_at = now``, ``access_count += 1`` (design §6 step 5).
 
     Examples
     --------
@@ -202,7 +202,7 @@ def revive(store, entry_id: str, *, now: float | None = None) -> Entry:
 
 def _fresh_vector(store, entry: Entry):
     # Archived vectors carry no fingerprint, so one made by an earlier model could slip back in
-    # (SPEC §3 forbids mixing); re-embedding the few restored entries is cheap and always right.
+    # (design §3 forbids mixing); re-embedding the few restored entries is cheap and always right.
     if store.embedder is None:
         return None
     return embed_checked(store.embedder, [analysed_text(entry.content, entry.tags)])[0]
@@ -243,7 +243,7 @@ def restore_locked(store, entry_id: str, now: float) -> Entry:
 
 
 def restore(store, entry_id: str, *, now: float | None = None) -> Entry:
-    """Move an archived entry back into the store (SPEC §9).
+    """Move an archived entry back into the store (design §9).
 
     It comes back with ``updated_at = now``, ``access_count = 1``, strength 1.0, ``active``
     (a superseded entry stays superseded), fully re-indexed and re-linked in the graph; then
@@ -285,10 +285,10 @@ def gc(store, *, now: float | None = None) -> GcReport:
 
     When the store holds ≥ ``gc_threshold`` (450) entries, unprotected entries (not
     self_identity, not pinned) are archived by (access_count asc, updated_at asc, store order)
-    until it holds fewer than the threshold **[D]**. Then the tags and categories of the top
+    until it holds fewer than the threshold. Then the tags and categories of the top
     ``revive_top`` (20) active entries by (access_count desc, updated_at desc) select up to
     ``revive_max`` (10) archived entries to restore — never one archived in this same run
-    **[D]**, never a superseded or dormant one **[D]**, never one whose content is already in
+   , never a superseded or dormant one, never one whose content is already in
     the store.
 
     Returns
@@ -327,8 +327,8 @@ def gc(store, *, now: float | None = None) -> GcReport:
         candidates = _revival_candidates(store, archived_ids, cap)
         room = cap.gc_threshold - 1 - len(t)
         if before >= cap.gc_threshold and len(candidates) > room:
-            # [D] archive as many more as will be revived, so the store ends below the
-            # threshold (SPEC §9) and the next run does not archive again at once
+            # archive as many more as will be revived, so the store ends below the
+            # threshold (design §9) and the next run does not archive again at once
             rows = t.live_rows()
             rows = rows[~((t.category[rows] == SELF_IDENTITY) | t.pinned[rows])]
             order = np.lexsort((t.seq[rows], t.updated_at[rows], t.access[rows]))
@@ -359,8 +359,8 @@ def _revival_candidates(store, exclude: set[str], cap) -> list[str]:
     out: list[str] = []
     seen_content: set[str] = set()
     for e in store.archive.find_relevant(tags, cats, limit=len(store.archive)):
-        # [D] nor a dormant one: a faded episode comes back through a cue (archive search,
-        # SPEC R9), not because its category resembles what is in use (then every old
+        # nor a dormant one: a faded episode comes back through a cue (archive search,
+        # design R9), not because its category resembles what is in use (then every old
         # conversation summary would cycle back as new)
         if (e.id in exclude or e.status in ("superseded", "dormant") or e.id in t.row_of
                 or e.content in t.row_of_content or e.content in seen_content):

@@ -1,5 +1,5 @@
-"""Write-path policies of the store: graph auto-linking on save (SPEC §4) and capacity
-overflow into the archive (SPEC §9). Functions over a MemoryStore, called under its lock."""
+"""Write-path policies of the store: graph auto-linking on save (design §4) and capacity
+overflow into the archive (design §9). Functions over a MemoryStore, called under its lock."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from maclaw_kernels.graph import link_candidates
 
 
 def auto_link(store, row: int) -> list[LinkOp]:
-    """Link a new entry to its top-3 related ones (SPEC §4); returns the journal op that replays
+    """Link a new entry to its top-3 related ones (design §4); returns the journal op that replays
     it (the link rule is deterministic, so one op restores both directions)."""
     t, g = store.table, store.config.graph
     n = t.n_rows
@@ -34,7 +34,7 @@ def auto_link(store, row: int) -> list[LinkOp]:
 
 
 def link_adjacent(store, row: int, thread: str | None) -> list[AdjacentOp]:
-    """Link a new row after the last one of its conversation (SPEC R5): the same ``thread``
+    """Link a new row after the last one of its conversation (design R5): the same ``thread``
     always continues; without one, the previous save without a thread is continued when it was
     made within ``adjacency_gap_s`` of this one (by their ``created_at``). Returns the journal
     op that replays it."""
@@ -65,7 +65,7 @@ def replay_adjacent(store, op: AdjacentOp) -> None:
 
 
 def relink_restored(store, row: int, prev_id: str, next_id: str) -> list[ConversationOp]:
-    """Put an entry restored from the archive back into its conversation (SPEC R5): after the
+    """Put an entry restored from the archive back into its conversation (design R5): after the
     entry that preceded it when archived and before the one that followed it, each when still
     in the store with that side free or pointing at the other (so a reply restored after its
     question follows it again). Returns the journal op that replays it."""
@@ -126,7 +126,7 @@ def restore_adjacency(store, pairs: list[list[str]], tails: dict[str, str]) -> N
 
 
 def enforce_capacity(store) -> list[Entry]:
-    """Move the least-used unprotected entries to the archive beyond capacity (SPEC §9)."""
+    """Move the least-used unprotected entries to the archive beyond capacity (design §9)."""
     t = store.table
     excess = len(t) - store.config.capacity.store_capacity
     if excess <= 0:

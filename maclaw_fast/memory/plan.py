@@ -65,7 +65,7 @@ class RecallPlan:
         if dynamic:
             dormant &= cat != USER_FACT
         self.dormant = dormant if fc.revive else None
-        # SPEC R4: at most max_identity self-identity entries lead (picked per call: access
+        # design R4: at most max_identity self-identity entries lead (picked per call: access
         # counts change in place); user facts lead only when among the query's results
         fixed = np.flatnonzero(active & (cat == SELF_IDENTITY))
         self.fixed = np.ascontiguousarray(fixed[np.argsort(t.seq[fixed], kind="stable")],

@@ -8,7 +8,7 @@ module-level and shared by construction.
 
 Concurrency: any number of threads may call a pool at once. A store name maps to one slot whose
 lock serialises opening and closing it, so a store is never open twice (its directory lock would
-refuse the second handle anyway, SPEC §8); calls on an open store go through the store's own lock,
+refuse the second handle anyway, design §8); calls on an open store go through the store's own lock,
 which serialises its writers. A store in use (leased) is never closed under its caller.
 """
 

@@ -41,7 +41,7 @@ def load_snapshot(store, table: pa.Table, *, vectors: bool, seq: int, directory=
     t = store.table
     text = [one_array(table.column(name))
             for name in ("id", "content", "tags", "compact_form")]
-    # budget tokens: utf-8 bytes // 4 of compact_form, else content (SPEC §6)
+    # budget tokens: utf-8 bytes // 4 of compact_form, else content (design §6)
     compact_len = _byte_lengths(text[3])
     shown_len = np.where(compact_len > 0, compact_len, _byte_lengths(text[1]))
     numeric = {  # codes = positions in these tuples (columns.CATEGORY_CODE, STATUS_CODE...)

@@ -240,7 +240,7 @@ class MemoryStore:
     # lifecycle: thin delegates; the logic lives in memory/lifecycle.py and
     # maintenance/filter.py
     def decay(self, *, now: float | None = None):
-        """Forgetting curve: faded entries become dormant (SPEC §7; ``lifecycle.decay``)."""
+        """Forgetting curve: faded entries become dormant (design §7; ``lifecycle.decay``)."""
         from maclaw_fast.memory.lifecycle import decay
 
         return decay(self, now=now)
@@ -252,14 +252,14 @@ class MemoryStore:
         return restore(self, entry_id)
 
     def gc(self):
-        """GC with archive revival (SPEC §9; ``lifecycle.gc``); returns a GcReport."""
+        """GC with archive revival (design §9; ``lifecycle.gc``); returns a GcReport."""
         from maclaw_fast.memory.lifecycle import gc
 
         return gc(self)
 
     def recall_with_llm_filter(self, query: str, llm=None, *, max: int = 5,
                                project: str | None = None) -> list[RecallHit]:
-        """Recall, then ``llm`` picks the ``max`` most relevant (SPEC §6; ``maintenance.filter``)."""
+        """Recall, then ``llm`` picks the ``max`` most relevant (design §6; ``maintenance.filter``)."""
         from maclaw_fast.maintenance.filter import recall_with_llm_filter
 
         return recall_with_llm_filter(self, query, llm, max=max, project=project)
@@ -363,7 +363,7 @@ class MemoryStore:
     # ------------------------------------------------------------------ recall
     def recall(self, query: str, *, project: str | None = None, reinforce: bool = True,
                query_vector=None) -> list[RecallHit]:
-        """Memories for ``query`` (SPEC §6 with R3–R5, the reference's RecallForProject), best
+        """Memories for ``query`` (design §6 with R3–R5, the reference's RecallForProject), best
         first, within 20 entries / 2000 tokens.
 
         At most 3 self-identity entries lead (most important, then most recent), then at most 3
@@ -459,12 +459,12 @@ class MemoryStore:
 
     def save(self, content: str, *, category: str, tags=(), pinned: bool = False,
              vector=None, thread: str | None = None) -> Entry:
-        """Remember ``content``; identical content updates the existing entry instead (SPEC §5).
+        """Remember ``content``; identical content updates the existing entry instead (design §5).
 
         ``vector`` (optional) is used instead of calling the embedder. ``thread`` (optional, e.g.
         the agent's session id) links the entry after the previous one saved in that thread;
         without it, after the previous save without a thread when that came within
-        ``GraphConfig.adjacency_gap_s`` (SPEC R5). Recall passes relevance along these links.
+        ``GraphConfig.adjacency_gap_s`` (design R5). Recall passes relevance along these links.
         """
         content = validate.content(content)
         category = validate.category(category)
@@ -548,7 +548,7 @@ class MemoryStore:
         return row
 
     def auto_link_row(self, row: int) -> list:
-        """Link a new row (SPEC §4) when enabled; returns the journal ops recording it."""
+        """Link a new row (design §4) when enabled; returns the journal ops recording it."""
         if not self.config.auto_link:
             return []
         from maclaw_fast.memory.linking import auto_link
@@ -556,7 +556,7 @@ class MemoryStore:
         return auto_link(self, row)
 
     def link_adjacent(self, row: int, thread: str | None) -> list:
-        """Link a new row into its conversation (SPEC R5); returns the journal op recording it."""
+        """Link a new row into its conversation (design R5); returns the journal op recording it."""
         from maclaw_fast.memory.linking import link_adjacent
 
         return link_adjacent(self, row, thread)

@@ -48,7 +48,7 @@ def text(value, name: str, *, allow_nul: bool = True) -> str:
 
 
 def category(value) -> str:
-    """Canonical category name; aliases map to their category (SPEC §1)."""
+    """Canonical category name; aliases map to their category (design §1)."""
     if not isinstance(value, str):
         raise ValidationError(f"category must be a string, got {type(value).__name__}")
     name = str.__str__(value).strip().lower()

@@ -1,5 +1,5 @@
-"""[compat] The reference system's ``memories.json`` / ``archive.json``: a JSON array of entries
-with the field names of SPEC §1 (RFC 3339 times, ``embedding`` as a list), 2-space indent."""
+"""The reference system's ``memories.json`` / ``archive.json``: a JSON array of entries
+with the field names of design §1 (RFC 3339 times, ``embedding`` as a list), 2-space indent."""
 
 from __future__ import annotations
 
@@ -204,7 +204,7 @@ def import_records(store, records: list[dict], *, progress=None) -> int:
             row = store.insert_row(entry, vec)
             added.append((row, r))
             ops.append(PutOp(entry, vec_bytes(vec)))
-            # in file order: consecutive records of one conversation are linked (SPEC R5)
+            # in file order: consecutive records of one conversation are linked (design R5)
             ops += store.link_adjacent(row, None)
             if progress is not None and (i % 50 == 49 or i + 1 == len(fresh)):
                 progress("adding", i + 1, len(fresh))

@@ -1,4 +1,4 @@
-"""An append-only journal of MessagePack records framed by length + CRC32 (SPEC §8).
+"""An append-only journal of MessagePack records framed by length + CRC32 (design §8).
 
 A record is written whole before the mutating call returns. On open every intact record is
 found even past damage: a record that fails its checksum (a flipped bit, an overwritten range,
@@ -77,7 +77,7 @@ class MetaOp(msgspec.Struct, tag="meta", array_like=True):
 
 class AdjacentOp(msgspec.Struct, tag="adj", array_like=True):
     """Entry ``id`` became the last of conversation ``thread`` ("" = saves without a thread),
-    linked after ``prev`` when not "" (SPEC R5)."""
+    linked after ``prev`` when not "" (design R5)."""
 
     id: str
     thread: str
@@ -86,7 +86,7 @@ class AdjacentOp(msgspec.Struct, tag="adj", array_like=True):
 
 class ConversationOp(msgspec.Struct, tag="conv", array_like=True):
     """The conversation neighbours (ids, "" = none) an archived entry had in the store when it
-    was archived (the archive's journal; SPEC R5 links, walked by archive search)."""
+    was archived (the archive's journal; design R5 links, walked by archive search)."""
 
     id: str
     prev: str = ""

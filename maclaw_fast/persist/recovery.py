@@ -1,4 +1,4 @@
-"""Opening a snapshot + journal directory after anything (SPEC §8, R8): a crash, a flipped bit,
+"""Opening a snapshot + journal directory after anything (design §8, R8): a crash, a flipped bit,
 a truncated or deleted file. Shared by the store and its archive.
 
 Files: ``snapshot.arrow`` (+ ``.prev``), ``journal.bin`` (records since the snapshot) and

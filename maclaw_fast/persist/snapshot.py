@@ -52,7 +52,7 @@ class SnapshotMeta(msgspec.Struct, kw_only=True):
     fingerprint: str = ""
     dim: int = 0
     meta: dict[str, str] = {}
-    # conversation links (SPEC R5): [prev id, next id] pairs and thread -> last id
+    # conversation links (design R5): [prev id, next id] pairs and thread -> last id
     adjacency: list[list[str]] = []
     threads: dict[str, str] = {}
 

@@ -1,4 +1,4 @@
-"""English stop word lists for the tokenizer (SPEC R1): one list is the default of every index.
+"""English stop word lists for the tokenizer (design R1): one list is the default of every index.
 
 Entries are lower-case word runs as the tokenizer splits them, so a contraction appears as its
 pieces ("don't" → "don", "t"): the fragments are listed, not the contraction.

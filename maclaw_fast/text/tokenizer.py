@@ -1,4 +1,4 @@
-"""The one tokenizer (SPEC §2 as revised by R1), shared by memory, tools, usage tracking, group
+"""The one tokenizer (design §2 as revised by R1), shared by memory, tools, usage tracking, group
 keywords and workspace search.
 
 Lower-case; Han runs are segmented by jieba (rjieba, the Rust port: ~2 µs per sentence; search
@@ -185,7 +185,7 @@ def cjk_ratio(text: str) -> float:
 
 
 def analysed_text(content: str, tags: list[str] | tuple[str, ...]) -> str:
-    """The text an entry is indexed under: ``content + " " + " ".join(tags)`` (SPEC §2)."""
+    """The text an entry is indexed under: ``content + " " + " ".join(tags)`` (design §2)."""
     return content + " " + " ".join(tags)
 
 

@@ -1,4 +1,4 @@
-"""Tool routing (SPEC §12): registry, hybrid router, usage experience, groups, enrichment,
+"""Tool routing (design §12): registry, hybrid router, usage experience, groups, enrichment,
 reranker, selector and route log. MCP tool definitions live in :mod:`maclaw_fast.tools.mcp`.
 
 Examples

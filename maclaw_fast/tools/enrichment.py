@@ -1,4 +1,4 @@
-"""Enrichment store (SPEC §12): synthetic user queries per tool, added to its BM25 text.
+"""Enrichment store (design §12): synthetic user queries per tool, added to its BM25 text.
 
 Persisted as the reference ``tool_enrichment.json``: a JSON list of ``{tool_name,
 synthetic_queries, updated_at}``. Built-in enrichments for the core tools ship in

@@ -1,4 +1,4 @@
-"""How the router fuses its two signals for a message ([D], RouterConfig): the fusion weights
+"""How the router fuses its two signals for a message (, RouterConfig): the fusion weights
 that depend on the message, the kernel's normalisation mode, and the sentence clauses whose
 vectors join the message's."""
 

@@ -1,10 +1,10 @@
-"""Keyword group activation (SPEC §12 step 5, R6).
+"""Keyword group activation (design §12 step 5, R6).
 
-Keywords are matched on the shared tokenizer's tokens (SPEC R1): a keyword fires when its tokens
+Keywords are matched on the shared tokenizer's tokens (design R1): a keyword fires when its tokens
 occur in the message's tokens, in a row. Plurals and inflections fire because both sides are
 stemmed ("run the tests", "list my files", "query the databases"), while a keyword inside a
 longer word does not ("latest" does not fire "test", "legitimate" not "git"). A keyword with Han
-characters also fires as a substring of the message ([D]): Chinese has no spaces, so a message
+characters also fires as a substring of the message (): Chinese has no spaces, so a message
 may segment around a keyword differently than the keyword alone ("开始录制屏幕").
 """
 
@@ -83,7 +83,7 @@ class GroupActivator:
 
 
 def match_skills(tokens: Sequence[str], recommendations: Iterable[dict]) -> list[str]:
-    """Skills a message matches (SPEC §12 step 8): a shared token longer than one character, or
+    """Skills a message matches (design §12 step 8): a shared token longer than one character, or
     at least two shared tokens, between the message and ``name description`` of the skill.
 
     Examples

@@ -1,4 +1,4 @@
-"""Retrieval-only lookups of :class:`~maclaw_fast.tools.router.ToolRouter` (SPEC §12):
+"""Retrieval-only lookups of :class:`~maclaw_fast.tools.router.ToolRouter` (design §12):
 ``retrieve`` (the hybrid ranking alone, used by the quality benchmark), ``search_deferred`` and
 ``discover``. A mixin over the router's own state (its lock, rows and columns), kept apart so the
 router module holds the routing path only.
@@ -102,7 +102,7 @@ class RetrievalMixin:
                               cosine=float(cos[0, r])) for r in idx[:m]]
 
     def search_deferred(self, query: str, k: int | None = None) -> list[ToolScore]:
-        """Find deferred tools for ``query`` by the routing's hybrid retrieval ([D]; the reference
+        """Find deferred tools for ``query`` by the routing's hybrid retrieval (; the reference
         used a substring match)."""
         return self.retrieve(query, k or self.config.deferred_search_k, deferred=True)
 

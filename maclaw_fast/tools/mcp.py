@@ -1,4 +1,4 @@
-"""Tool definitions from MCP servers (SPEC §12 "Definitions").
+"""Tool definitions from MCP servers (design §12 "Definitions").
 
 :class:`McpManager` connects to the configured servers through the MCP Python SDK (stdio servers
 are spawned as subprocesses, streamable-HTTP servers are reached by URL), lists their tools and
@@ -206,7 +206,7 @@ class McpManager:
 
     def renamed(self) -> list[tuple[str, str, str]]:
         """``(server, tool, registered name)`` of every tool registered under another name
-        because its own name was taken (SPEC §12: ``<server>_<name>``)."""
+        because its own name was taken (design §12: ``<server>_<name>``)."""
         return [(s.config.name, o, r) for s in list(self._servers.values())
                 for o, r in s.names.items() if o != r]
 

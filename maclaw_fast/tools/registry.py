@@ -1,4 +1,4 @@
-"""Tool registry (SPEC §12): records, thread-safe registration with change callbacks, platform
+"""Tool registry (design §12): records, thread-safe registration with change callbacks, platform
 filtering, body summaries and the MCP-schema body builder."""
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class Platform(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def truncate_body(body: str, max_chars: int = BODY_SUMMARY_CHARS) -> str:
-    """Shorten ``body`` to whole lines within ``max_chars`` (SPEC §12).
+    """Shorten ``body`` to whole lines within ``max_chars`` (design §12).
 
     Examples
     --------

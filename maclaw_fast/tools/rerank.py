@@ -1,4 +1,4 @@
-"""LLM listwise reranker (SPEC §12 step 6): top candidates in, up to 5 tool names out."""
+"""LLM listwise reranker (design §12 step 6): top candidates in, up to 5 tool names out."""
 
 from __future__ import annotations
 
@@ -59,13 +59,13 @@ class LLMReranker:
 
 def rerank_fill(reranker, message: str, payload: list[dict], top: list[int], order: list[int],
                 rows: list[int], nonbuiltin, slots: int, nb_slots: int, rerank_max: int):
-    """SPEC §12 step 6 + 7 with a reranker: the (≤ ``rerank_max``) known names it returns move to
+    """design §12 step 6 + 7 with a reranker: the (≤ ``rerank_max``) known names it returns move to
     the front, the rest follow in ``order``; then the budgeted fill. On any reranker error or an
     empty/unknown answer the fused selection ``rows`` stands. Returns ``(rows, picked_names)``."""
     try:
         fn = getattr(reranker, "rerank", reranker)
         answer = fn(message, payload, rerank_max)
-    except Exception:  # noqa: BLE001 - a failing reranker must not break routing (SPEC)
+    except Exception:  # noqa: BLE001 - a failing reranker must not break routing (design)
         return rows, []
     by_name = {p["name"]: r for p, r in zip(payload, top)}
     picked = list(dict.fromkeys(n for n in (answer or []) if isinstance(n, str)

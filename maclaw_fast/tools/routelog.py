@@ -1,4 +1,4 @@
-"""The route log (SPEC §12): one human-readable block per routing decision in
+"""The route log (design §12): one human-readable block per routing decision in
 ``tool_route.log``; a file grown past 5 MB is truncated first and restarts with a marker line."""
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ class RouteLog:
 
     def write_whole(self, messages: list[str], results: list, candidates: int, *,
                     body_aware: bool) -> None:
-        """Log the routing of ``messages`` when the whole catalog fitted the budget (SPEC §12
+        """Log the routing of ``messages`` when the whole catalog fitted the budget (design §12
         step 1): no scores, every routable tool selected."""
         for message, res in zip(messages, results):
             self.write(message, total=res.total, core=res.n_core, candidates=candidates,

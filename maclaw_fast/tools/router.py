@@ -1,4 +1,4 @@
-"""ToolRouter (SPEC §12): pick ≤ 28 tools per message by hybrid retrieval, experience, priority
+"""ToolRouter (design §12): pick ≤ 28 tools per message by hybrid retrieval, experience, priority
 and keyword groups, with an optional LLM rerank.
 
 Layout: every registered tool owns a *row*; per-row NumPy columns (priority, builtin, available,
@@ -146,7 +146,7 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
     # ------------------------------------------------------------------ routing
     def route(self, message: str, *, session: str | None = None,
               query_vector: np.ndarray | None = None) -> RouteResult:
-        """Choose the tools for ``message`` (SPEC §12 steps 1-9).
+        """Choose the tools for ``message`` (design §12 steps 1-9).
 
         ``query_vector`` skips embedding the message (it must come from the same embedder):
         the message's vector ``(dim,)``, or ``(m + 1, dim)``: it followed by the vectors of its

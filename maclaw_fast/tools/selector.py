@@ -1,4 +1,4 @@
-"""Coding-agent selector (SPEC §12): recommend claude / codex / gemini / cursor / opencode /
+"""Coding-agent selector (design §12): recommend claude / codex / gemini / cursor / opencode /
 iflow / kilo for a task, from profiles shipped in ``data/selector_profiles.json``."""
 
 from __future__ import annotations

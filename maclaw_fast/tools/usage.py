@@ -1,4 +1,4 @@
-"""UsageTracker (SPEC §12): rolling window of tool calls and the experience score.
+"""UsageTracker (design §12): rolling window of tool calls and the experience score.
 
 Records are kept columnar in a ring (tool id, up to 5 token ids, timestamp, success) so that one
 numba pass scores every tool for a message. The file format is the reference ``tool_usage.json``:
@@ -231,7 +231,7 @@ class UsageTracker:
         return out
 
     def experience(self, tool_name: str, query, now: float | None = None) -> float:
-        """Experience of one tool (SPEC §12): 0 without query tokens or records."""
+        """Experience of one tool (design §12): 0 without query tokens or records."""
         uid = self.tools.get(tool_name)
         if uid < 0:
             return 0.0

@@ -1,4 +1,4 @@
-"""Workspace memory search over Markdown files (SPEC §14, the OpenClaw design).
+"""Workspace memory search over Markdown files (design §14, the OpenClaw design).
 
 The public names load lazily: the CLI imports ``maclaw_fast.commands.workspace`` on every run and
 must not pay for numba, tantivy and pyarrow just to print ``--help``.

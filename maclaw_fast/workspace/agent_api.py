@@ -1,4 +1,4 @@
-"""Agent-facing tools over a workspace index: ``memory_search`` and ``memory_get`` (SPEC §14).
+"""Agent-facing tools over a workspace index: ``memory_search`` and ``memory_get`` (design §14).
 
 Both return JSON-ready dicts and never raise: a bad query, a failing embedder or a refused path
 comes back as ``{"ok": false, "error": ...}`` or as a result that says what happened (``mode``,

@@ -1,6 +1,6 @@
 """Chunk and tokenise a batch of files into columns, on two cores when the batch is big.
 
-A sync's files are chunked (``chunking.py``) and their chunks tokenised (SPEC §2); this is most
+A sync's files are chunked (``chunking.py``) and their chunks tokenised (design §2); this is most
 of a full index build. :func:`analyse_files` returns one :class:`Analysed` per part of the
 batch: columns of chunk fields plus every token as an int32 id into the part's own vocabulary
 (first-seen order). A forked child (``text/bulk.py``) sends its part back as a few long strings

@@ -1,4 +1,4 @@
-"""Markdown chunking by lines (SPEC §14): ~4 characters per token, 400-token chunks, 80 overlap.
+"""Markdown chunking by lines (design §14): ~4 characters per token, 400-token chunks, 80 overlap.
 
 Walk the lines; a line longer than ``max_chars`` is cut into ``max_chars`` segments; segments join
 the current chunk while ``chars + len(segment) + 1 ≤ max_chars``, otherwise the chunk is flushed

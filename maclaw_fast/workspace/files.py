@@ -1,4 +1,4 @@
-"""Which files of a workspace are memory (SPEC §14), where they may live, and how old they are.
+"""Which files of a workspace are memory (design §14), where they may live, and how old they are.
 
 Indexed: ``MEMORY.md``, ``memory.md``, ``memory/**/*.md`` and configured extra paths (a file, or a
 folder walked for ``*.md``). Symlinks are skipped (files and folders alike), hidden folders are not

@@ -1,4 +1,4 @@
-"""The workspace index (SPEC §14): columnar chunk state kept in sync with the memory files.
+"""The workspace index (design §14): columnar chunk state kept in sync with the memory files.
 
 Chunks live in rows of flat columns (live flag, line range, decay timestamp, plus text/hash/path
 lists); a deleted chunk's row goes on a free list and is reused, so row numbers stay dense without

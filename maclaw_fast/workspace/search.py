@@ -1,4 +1,4 @@
-"""Workspace search (SPEC §14): candidates, the hybrid merge, decay, MMR, threshold and results.
+"""Workspace search (design §14): candidates, the hybrid merge, decay, MMR, threshold and results.
 
 Pipeline for one query over the index's dense row columns:
 
@@ -8,11 +8,11 @@ Pipeline for one query over the index's dense row columns:
    rows with similarity > 0;
 3. union by row, relevance ``wv·vector + wt·text`` (weights clamped and renormalised); the
    ranking score is that relevance (``fusion="openclaw"``) or, with ``fusion="normalised"``
-   (SPEC R3), ``wv·minmax(cosine) + wt·bm25/max(bm25)`` over the candidates; optional temporal
+   (design R3), ``wv·minmax(cosine) + wt·bm25/max(bm25)`` over the candidates; optional temporal
    decay (on both), sort, optional MMR;
 4. keep relevance ``≥ min_score`` (an absolute bar whatever the fusion: a normalised score always
    gives the best candidate a high value); when nothing passes but keywords matched, the
-   keyword-matched rows instead **[D]**; at most ``max_results`` within the total character
+   keyword-matched rows instead; at most ``max_results`` within the total character
    budget.
 
 Modes: hybrid, text (no embedder, or the embedder failed on this query: reported in ``degraded``),
@@ -106,7 +106,7 @@ def text_score(bm25) -> np.ndarray:
 
 def normalised_merge(vector: np.ndarray, text: np.ndarray, has_vectors: bool, wv: float,
                      wt: float) -> np.ndarray:
-    """The ``"normalised"`` fusion (SPEC R3) of merged candidates: ``wv·v + wt·t`` with ``v``
+    """The ``"normalised"`` fusion (design R3) of merged candidates: ``wv·v + wt·t`` with ``v``
     the cosine min-max scaled over the vector candidates (rows with a cosine > 0; 1 when they
     are all equal; 0 for a row only BM25 found) and ``t`` the BM25 score over the best BM25
     score of the query (``text`` holds ``s/(1+s)``, a monotone map of it).

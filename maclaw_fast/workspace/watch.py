@@ -1,5 +1,5 @@
 """Background sync of a :class:`WorkspaceIndex`: a ``watchfiles`` folder watcher, debounced, and an
-optional interval (SPEC §14).
+optional interval (design §14).
 
 Two daemon threads. The watcher thread only records events: it marks the index dirty at once (so a
 search in the meantime syncs first) and moves the sync deadline to ``debounce_s`` after the latest

@@ -29,7 +29,7 @@ from maclaw_fast.memory.store import MemoryStore
 from maclaw_fast.records import Entry
 
 META_PREFIX = "langchain/doc/"
-# a vector store keeps what it is given: the SPEC's 500-entry capacity is for an agent's memory
+# a vector store keeps what it is given: the design's 500-entry capacity is for an agent's memory
 VECTORSTORE_CONFIG = MemoryConfig(capacity=CapacityConfig(store_capacity=2**31 - 1))
 
 

@@ -1,9 +1,9 @@
-"""Plain-Python reference of memory recall (SPEC §2 BM25, §4 expansion, §6 recall).
+"""Plain-Python reference of memory recall (design §2 BM25, §4 expansion, §6 recall).
 
 It is two things at once:
 
 * the **oracle** ``tests/test_recall_oracle.py`` compares ``MemoryStore.recall`` /
-  ``recall_dynamic`` / ``recall_batch`` with, written from the SPEC text, not from the engine;
+  ``recall_dynamic`` / ``recall_batch`` with, written from the design text, not from the engine;
 * the **baseline** of the recall benchmarks: the straightforward per-entry loop over dicts that a
   user would write (``dict``/``list``/``Counter``, ``math``; no NumPy anywhere in the scoring).
 
@@ -24,16 +24,16 @@ norm (re-derived below from tantivy's ``fieldnorm/code.rs`` rule, independently 
 Output of :meth:`PyRecall.recall`: ``[(id, score, breakdown), ...]`` best first, where breakdown
 is ``{"recency", "importance", "bm25" (normalised), "cos", "affinity", "graph", "total"}``.
 
-Decisions where the SPEC leaves room (the engine is expected to agree):
+Decisions where the design leaves room (the engine is expected to agree):
 
 * BM25 normalisation (``max`` / ``minmax``) is over the query's hits (BM25 > 0) among the
   recall's candidates (active, in scope, in the category filter); non-hits stay 0; ``minmax`` of
   a lone or all-equal hit set is 1.
-* Cosine normalisation ``minmax`` (SPEC R3) is over every candidate's cosine (0 for an entry
+* Cosine normalisation ``minmax`` (design R3) is over every candidate's cosine (0 for an entry
   without a vector or a query without one): ``(c − lo)/(hi − lo)``; when all are equal, 1 for a
   positive cosine, 0 otherwise. ``raw`` is ``max(c, 0)``. The breakdown's ``cos`` is
   ``max(c, 0)`` either way.
-* Every candidate is ranked on its score (SPEC R4). The graph walk (SPEC §4 expansion along the
+* Every candidate is ranked on its score (design R4). The graph walk (design §4 expansion along the
   similarity edges, and R5: along the conversation links, ``adjacency_factor`` per step, for up
   to ``adjacency_hops`` steps each way, stopping at a seed or a non-candidate) starts from the
   best ``graph_seeds``; a row's relevance becomes the best value that reached it when higher,
@@ -48,7 +48,7 @@ Decisions where the SPEC leaves room (the engine is expected to agree):
   the threads with a vector). A candidate's base score gains ``weight_relevance × (w_bm25 ×
   BM25 / best + w_cos × min-max cosine)``; applied only when at least two threads have two or
   more members.
-* The leading block (SPEC R4): the ``max_identity`` self-identity candidates of highest
+* The leading block (design R4): the ``max_identity`` self-identity candidates of highest
   importance, then most recent, then first saved, always (they count towards the entry limit);
   then the user facts among the first ``user_fact_window`` ranked entries whose relevance (after
   the walk) is above 0, at most ``max_user_facts`` (0 in ``recall_dynamic``), by that relevance;
@@ -61,7 +61,7 @@ import math
 from bisect import bisect_right
 from collections import Counter
 
-# SPEC §1: category -> importance weight (kept here, not imported, so the oracle checks the table)
+# design §1: category -> importance weight (kept here, not imported, so the oracle checks the table)
 CATEGORY_WEIGHT = {
     "self_identity": 4.0,
     "instruction": 3.0,
@@ -143,7 +143,7 @@ class PyRecall:
 
     # ------------------------------------------------------------------ pieces
     def bm25(self, q_tokens: list[str], entry_id: str) -> float:
-        """SPEC §2 over the unique query tokens, in query order."""
+        """design §2 over the unique query tokens, in query order."""
         k1, b = self.k1, self.b
         n = self.n_docs
         tf_e = self.tf[entry_id]
@@ -173,7 +173,7 @@ class PyRecall:
 
     def expand(self, seeds: list[tuple[str, float]], hops: int, factor: float,
                allowed: set[str]) -> dict[str, float]:
-        """SPEC §4 ``expand``: breadth-first from the seeds; a node reached gets
+        """design §4 ``expand``: breadth-first from the seeds; a node reached gets
         ``value · edge · factor`` per hop, compounding, the maximum when reached twice; seeds are
         never re-added and only ``allowed`` nodes are entered."""
         seed_ids = {sid for sid, _ in seeds}
@@ -198,7 +198,7 @@ class PyRecall:
 
     def walk_links(self, seeds: list[tuple[str, float]], hops: int, factor: float,
                    allowed: set[str]) -> dict[str, float]:
-        """SPEC R5: from each seed, ``hops`` steps along ``prev`` and along ``next``, the
+        """design R5: from each seed, ``hops`` steps along ``prev`` and along ``next``, the
         ``h``-th step giving ``value · factor^h``; a walk stops at a missing link, a seed or an
         entry not ``allowed``; the maximum is kept."""
         seed_ids = {sid for sid, _ in seeds}

@@ -1,10 +1,10 @@
-"""Plain-Python reference of the routing algorithm (SPEC §12), the baseline of
+"""Plain-Python reference of the routing algorithm (design §12), the baseline of
 ``benchmarks/bench_router.py``: dicts, lists and sets, no NumPy in the hot path.
 
 It mirrors ``ToolRouter.route``: BM25 over ``name description tags`` (k1 1.2, b 0.75, tantivy's
 length encoding), cosine over tool vectors, candidates = BM25 hits ∪ top vector hits, min-max
 of the weighted sum of both signals as z-scores over the candidates (``norm="zscore"``, the
-default) or min-max (``"minmax"``, SPEC R3), ties by tool name, experience (one pass over the
+default) or min-max (``"minmax"``, design R3), ties by tool name, experience (one pass over the
 usage window, Python sets), priority, keyword groups, and the budgeted fill with core tools
 first.
 """

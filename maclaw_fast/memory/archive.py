@@ -340,12 +340,12 @@ class Archive:
                     if k in self._vectors:
                         vecs[i] = self._vectors[k]
             table = entries_table([self._entries[k] for k in ids], vecs, dim,
-                                  SnapshotMeta(seq=self._seq, dim=dim))
+                                  SnapshotMeta(seq=self._seq, dim=dim, journal_headed=True))
             for side, name in enumerate(LINK_COLUMNS):
                 table = table.append_column(name, pa.array(
                     [self._links.get(k, ("", ""))[side] for k in ids], pa.string()))
             write_snapshot(self.dir / "snapshot.arrow", table)
-            self._journal.reset(force=rotate)
+            self._journal.reset(self._seq, force=rotate)
             self._dirty = False
 
     def close(self) -> None:

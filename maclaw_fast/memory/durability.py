@@ -39,7 +39,8 @@ KNOWN_VALUES = {"category": CATEGORIES, "status": ("active", "superseded", "dorm
 class Durability:
     """Keeps one store's directory in step with its in-memory state."""
 
-    def __init__(self, directory: Path, config: PersistConfig, store) -> None:
+    def __init__(self, directory: Path, config: PersistConfig, store,
+                 accept_loss: bool = False) -> None:
         if config.fsync not in FSYNC_POLICIES:
             raise ValidationError(f"fsync must be one of {FSYNC_POLICIES}, got {config.fsync!r}")
         self.dir = directory
@@ -54,6 +55,7 @@ class Durability:
         self._dirty = False
         self._terms_saved = True  # terms.bin matches the snapshot (else written on close)
         self.snapshot_id = ""  # the identity of snapshot.arrow as loaded or last written
+        self.accept_loss = accept_loss  # open although the journal does not reach the snapshot
 
     # ------------------------------------------------------------------ open
     def load(self) -> None:
@@ -78,7 +80,7 @@ class Durability:
 
     def _load(self) -> None:
         store = self.store
-        rec = recover(self.dir, KNOWN_VALUES)
+        rec = recover(self.dir, KNOWN_VALUES, accept_loss=self.accept_loss)
         self.notes += rec.notes
         snap_fp = ""
         if rec.table is not None:
@@ -111,7 +113,9 @@ class Durability:
             self.seq = record.seq
         self.journal.open_for_append(rec.journal_end)
         self._reembed_missing(snap_fp)
-        if rec.fallback:
+        if rec.table is None and not rec.records:
+            self.snapshot()  # a new store: its journal is checked against a snapshot from now on
+        elif rec.fallback:
             # twice: the first write keeps the old .prev, the second makes .prev and the
             # journals consistent again (no damaged bytes left for the next open to report)
             self.snapshot()
@@ -238,13 +242,14 @@ class Durability:
         meta = SnapshotMeta(seq=self.seq,
                             fingerprint=carried.fingerprint if carried else _fp(store),
                             dim=carried.dim if carried else store.dim,
-                            meta=dict(store.meta), adjacency=pairs, threads=threads)
+                            meta=dict(store.meta), adjacency=pairs, threads=threads,
+                            journal_headed=True)
         table = store_table(store, meta)
         self.snapshot_id = write_snapshot(self.snapshot_path, table)
         # beside it: the reopen reads the postings back
         save_terms(store, self.dir, meta.seq, self.snapshot_id)
         self._terms_saved = True
-        self.journal.reset(force=rotate)
+        self.journal.reset(self.seq, force=rotate)
         self._dirty = False
 
     def close(self) -> None:

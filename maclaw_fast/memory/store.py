@@ -56,7 +56,7 @@ class MemoryStore:
 
     def __init__(self, *, embedder="auto", config: MemoryConfig = MemoryConfig(),
                  path: str | os.PathLike | None = None, clock=time.time,
-                 query_cache: QueryCache | None = None) -> None:
+                 query_cache: QueryCache | None = None, recover: bool = False) -> None:
         if not isinstance(config, MemoryConfig):
             raise ValidationError("config must be a MemoryConfig")
         self.config = config
@@ -89,7 +89,8 @@ class MemoryStore:
         self.durability: Durability | None = None
         self.archive = Archive(None, config)
         if path is not None:
-            self.durability = Durability(Path(path), config.persist, self)
+            self.durability = Durability(Path(path), config.persist, self,
+                                         accept_loss=validate.flag(recover, "recover"))
             self.durability.load()
             try:
                 self.archive = Archive(Path(path) / "archive", config)
@@ -107,13 +108,16 @@ class MemoryStore:
     @classmethod
     def open(cls, path: str | os.PathLike, *, embedder="auto",
              config: MemoryConfig = MemoryConfig(), clock=time.time,
-             query_cache: QueryCache | None = None) -> MemoryStore:
+             query_cache: QueryCache | None = None, recover: bool = False) -> MemoryStore:
         """Open (or create) the store in directory ``path``; one writer at a time.
 
         ``query_cache``: a query-vector cache shared with other stores of the same embedder
-        (what :class:`~maclaw_fast.memory.pool.StorePool` passes); default, one of its own."""
+        (what :class:`~maclaw_fast.memory.pool.StorePool` passes); default, one of its own.
+        ``recover``: open even when the journal was deleted, emptied or replaced since the last
+        snapshot (what was saved after it is lost: a warning says so); by default such a store
+        refuses to open with :class:`~maclaw_fast.errors.CorruptStoreError`."""
         return cls(embedder=embedder, config=config, path=validate.store_dir(path), clock=clock,
-                   query_cache=query_cache)
+                   query_cache=query_cache, recover=recover)
 
     @classmethod
     def in_memory(cls, *, embedder="auto", config: MemoryConfig = MemoryConfig(),

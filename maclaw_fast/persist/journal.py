@@ -29,6 +29,8 @@ from maclaw_fast.timers import Timer, later
 
 _FRAME = struct.Struct("<II")  # payload length, crc32(payload)
 _MAX_RECORD = 1 << 30
+_MAX_TORN = 1 << 26  # an unfinished last write declares at most this many payload bytes
+_RECORD_START = 0x92  # msgpack: an array of two (a record's seq and ops) starts every payload
 
 
 class PutOp(msgspec.Struct, tag="put", array_like=True):
@@ -127,6 +129,8 @@ class Journal:
         self._unsynced = False  # appended since the last fsync
         self._timer: Timer | None = None
         self.size = 0
+        self._appended = False  # records since the last reset (the header is none)
+        self._header_seq: int | None = None  # the header this process last wrote
 
     # ------------------------------------------------------------------ reading
     def read(self) -> JournalScan:
@@ -167,6 +171,7 @@ class Journal:
             while view:
                 view = view[os.write(fd, view):]
             self.size += len(frame)
+            self._appended = True
             self._unsynced = True
             if self.fsync == "always":
                 os.fsync(fd)
@@ -190,28 +195,43 @@ class Journal:
                 self._unsynced = False
             self._pending = False
 
-    def reset(self, force: bool = False) -> None:
-        """Start an empty journal after a snapshot that holds everything in this one, and close
-        it; the records move to ``<name>.prev``, the bridge from the previous snapshot (a
-        damaged newest snapshot is rebuilt from ``.prev`` plus both journals)."""
+    def reset(self, base_seq: int, force: bool = False) -> None:
+        """Start a new journal after a snapshot that holds everything up to ``base_seq``, and
+        close it; the records move to ``<name>.prev``, the bridge from the previous snapshot (a
+        damaged newest snapshot is rebuilt from ``.prev`` plus both journals). The new journal
+        starts with a header record (seq ``base_seq``, no operations): a journal that lacks it
+        or ends before the snapshot was deleted, emptied or replaced (recovery checks)."""
         with self._lock:
-            if self._fh is None and self.size == 0 and not force:
-                return  # nothing was appended since the file was last emptied
+            if not self._appended and not force and self._has_header(base_seq):
+                return  # nothing was appended since the header was written
             if self._fh is not None:
                 os.fsync(self._fh.fileno())
                 self._fh.close()
                 self._fh = None
             if force and not self.path.exists():
                 self.path.touch()  # an empty bridge replaces a damaged .prev
+            # the new journal is complete on disk before it replaces the old one: a crash
+            # leaves either journal in place (recovery finishes an interrupted swap)
+            fresh = new_path(self.path)
+            payload = _encoder.encode(JournalRecord(base_seq, []))
+            with open(fresh, "wb") as fh:
+                fh.write(_FRAME.pack(len(payload), zlib.crc32(payload)) + payload)
+                fh.flush()
+                os.fsync(fh.fileno())
             if self.path.exists():
                 os.replace(self.path, prev_path(self.path))
-                dir_fd = os.open(self.path.parent, os.O_RDONLY)
-                try:
-                    os.fsync(dir_fd)
-                finally:
-                    os.close(dir_fd)
-            self._unsynced = False
-            self.size = 0
+            os.replace(fresh, self.path)
+            dir_fd = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+            self._unsynced = self._appended = False
+            self.size = self.path.stat().st_size
+            self._header_seq = base_seq
+
+    def _has_header(self, base_seq: int) -> bool:
+        return self._header_seq == base_seq and self.path.exists()
 
     def close(self) -> None:
         if self._timer is not None:
@@ -225,6 +245,23 @@ class Journal:
 
 def prev_path(path: Path) -> Path:
     return path.with_name(path.name + ".prev")
+
+
+def new_path(path: Path) -> Path:
+    """Where :meth:`Journal.reset` writes the next journal before it takes the old one's place."""
+    return path.with_name(path.name + ".new")
+
+
+def finish_reset(path: Path) -> None:
+    """Complete a :meth:`Journal.reset` a crash interrupted: a new journal written but not yet
+    in place replaces a missing one; beside an existing one it is stale (the old journal still
+    reaches the snapshot) and goes."""
+    fresh = new_path(path)
+    if fresh.is_file():
+        if path.exists():
+            fresh.unlink()
+        else:
+            os.replace(fresh, path)
 
 
 class JournalScan(msgspec.Struct):
@@ -305,11 +342,12 @@ def scan_journal(path: Path) -> JournalScan:
             bad_from = end
         skipped.append((bad_from, len(data)))
     torn = False
-    if len(skipped) == 1 and skipped[0][1] == len(data):
-        tail = data[skipped[0][0]:]
+    if len(skipped) == 1 and skipped[0][1] == len(data) and skipped[0][0] == end:
+        tail = data[end:]
         if len(tail) < _FRAME.size or not tail.strip(b"\0"):
             torn = True
-        else:
+        else:  # the start of one frame whose write did not finish, not bytes of another kind
             length = _FRAME.unpack_from(tail)[0]
-            torn = _FRAME.size + length > len(tail)  # the last write did not finish
+            torn = (0 < length <= _MAX_TORN and _FRAME.size + length > len(tail)
+                    and (len(tail) == _FRAME.size or tail[_FRAME.size] == _RECORD_START))
     return JournalScan(records, end, skipped, len(data), torn)

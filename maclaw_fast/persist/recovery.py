@@ -22,7 +22,7 @@ import msgspec
 import pyarrow as pa
 
 from maclaw_fast.errors import CorruptStoreError
-from maclaw_fast.persist.journal import JournalRecord, prev_path, scan_journal
+from maclaw_fast.persist.journal import JournalRecord, finish_reset, prev_path, scan_journal
 from maclaw_fast.persist.snapshot import aside_name, read_snapshot, snapshot_meta
 
 
@@ -45,12 +45,15 @@ def _warn(notes: list[str], where: Path, note: str) -> None:
 
 
 def recover(directory: Path, known: dict[str, tuple[str, ...]] | None = None,
-            snapshot_name: str = "snapshot.arrow", journal_name: str = "journal.bin"
-            ) -> Recovered:
-    """Read the newest consistent state of ``directory`` (see the module docstring)."""
+            snapshot_name: str = "snapshot.arrow", journal_name: str = "journal.bin",
+            accept_loss: bool = False) -> Recovered:
+    """Read the newest consistent state of ``directory`` (see the module docstring).
+    ``accept_loss``: open with a warning where the journal no longer reaches the snapshot (else
+    :class:`CorruptStoreError`)."""
     snap = directory / snapshot_name
     journal = directory / journal_name
     notes: list[str] = []
+    finish_reset(journal)
     for p in (journal, prev_path(journal)):
         if p.exists() and not p.is_file():
             raise CorruptStoreError(f"{p} is not a regular file; move it away to open the store")
@@ -81,6 +84,8 @@ def recover(directory: Path, known: dict[str, tuple[str, ...]] | None = None,
     for n in snap_notes:
         notes.append(n)  # read_snapshot warned already
     seq = snapshot_meta(table).seq if table is not None else 0
+    accepted = _check_journal_reaches(directory, journal, table, seq, scans[journal], notes,
+                                      accept_loss)
     if missing:
         if table is None:
             raise CorruptStoreError(
@@ -107,8 +112,32 @@ def recover(directory: Path, known: dict[str, tuple[str, ...]] | None = None,
             "older than every valid snapshot)")
     if table is None and (snap_notes or first_seq not in (None, 1)) and not ordered:
         _warn(notes, directory, "no valid snapshot and no journal to rebuild from: opening empty")
-    fallback = bool(snap_notes) or missing or any(s.skipped for s in scans.values())
+    fallback = (bool(snap_notes) or missing or accepted
+                or any(s.skipped for s in scans.values()))
     return Recovered(table, seq, ordered, scans[journal].end, notes, fallback, snapshot_id)
+
+
+def _check_journal_reaches(directory: Path, journal: Path, table, seq: int, scan, notes,
+                           accept_loss: bool) -> bool:
+    """A snapshot whose journal starts with a header (``journal_headed``) is followed by a
+    journal holding that header or later records; one that holds neither was deleted, emptied
+    or replaced, and what was saved after the snapshot may be gone: refuse to open (or, with
+    ``accept_loss``, open loudly)."""
+    if table is None or not snapshot_meta(table).journal_headed:
+        return False
+    newest = max((r.seq for r in scan.records), default=None)
+    if newest is not None and newest >= seq:
+        return False
+    state = ("missing" if not journal.exists() else "empty" if scan.size == 0
+             else "damaged" if scan.skipped else "older than the snapshot")
+    what = (f"{journal.name} is {state}: anything saved after the snapshot (journal record "
+            f"{seq}) may be lost")
+    if not accept_loss:
+        raise CorruptStoreError(
+            f"{directory}: {what}. Restore the file if you have it, or open with "
+            f"MemoryStore.open(path, recover=True) to accept the loss.")
+    _warn(notes, directory, what + "; opened as asked (recover=True)")
+    return True
 
 
 def move_aside(path: Path) -> Path:

@@ -55,6 +55,9 @@ class SnapshotMeta(msgspec.Struct, kw_only=True):
     # conversation links (design R5): [prev id, next id] pairs and thread -> last id
     adjacency: list[list[str]] = []
     threads: dict[str, str] = {}
+    # the journal written after this snapshot starts with a header of its seq (Journal.reset):
+    # recovery can then tell a deleted or emptied journal from one with nothing new in it
+    journal_headed: bool = False
 
 
 def entries_table(entries: list[Entry], vectors: np.ndarray | None, dim: int,

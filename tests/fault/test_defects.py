@@ -179,9 +179,9 @@ def test_one_corrupt_journal_record_skips_only_that_record(tmp_path):
     s.durability.journal.close()
     s.durability.lock.release()  # the process dies: no snapshot
     data = bytearray((path / "journal.bin").read_bytes())
-    # find the 4th record and flip a bit inside its payload
+    # past the journal's header and three records, flip a bit inside the 4th record's payload
     pos = 0
-    for _ in range(3):
+    for _ in range(4):
         length = int.from_bytes(data[pos:pos + 4], "little")
         pos += 8 + length
     data[pos + 8 + 5] ^= 0x10

@@ -655,6 +655,9 @@ class MemoryStore:
 
     def set_meta(self, key: str, value: str) -> None:
         """Persist a small named value with the store (e.g. the last reflection time)."""
+        if not isinstance(value, (str, int, float, bool)):  # str() of an object is no value
+            raise ValidationError(f"meta value must be a string or a number, got "
+                                  f"{type(value).__name__}")
         key, value = validate.meta_key(key), validate.text(str(value), "value")
         with self.lock:
             self.check_open()

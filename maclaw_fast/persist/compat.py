@@ -92,8 +92,27 @@ def _record(item, where: str) -> dict:
     return rec
 
 
+def file_path(path, what: str) -> str:
+    """``path`` as a file path to read or write, or a :class:`ValidationError` that says why
+    (not a path, text that cannot name a file, a directory)."""
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise ValidationError(f"{what} must be a file path, got {type(path).__name__}")
+    raw = os.fspath(path)
+    if not isinstance(raw, str) or not raw:
+        raise ValidationError(f"{what} must be a non-empty file path")
+    validate.text(raw, what, allow_nul=False)
+    if os.path.isdir(raw):
+        raise ValidationError(f"{what} {raw!r} is a directory; name a file")
+    return raw
+
+
 def export_maclaw(store, path: str | os.PathLike) -> int:
-    """Write every entry of ``store`` in the reference format (atomically)."""
+    """Write every entry of ``store`` in the reference format (atomically: a temporary file
+    beside it, renamed over it; nothing is left behind when the write fails)."""
+    path = file_path(path, "export path")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ValidationError(f"export path {path!r}: the folder {parent!r} does not exist")
     rows = []
     for e in store.entries():
         vec = store.vector(e.id)
@@ -106,12 +125,19 @@ def export_maclaw(store, path: str | os.PathLike) -> int:
             "strength": e.strength, "status": e.status, "scope": e.scope, "pinned": e.pinned,
             "compact_form": e.compact_form,
         })
-    tmp = f"{os.fspath(path)}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(rows, fh, ensure_ascii=False, indent=2)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    tmp = f"{path}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(rows, fh, ensure_ascii=False, indent=2)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise ValidationError(f"cannot write {path!r}: {exc.strerror or exc}") from None
     return len(rows)
 
 
@@ -120,12 +146,13 @@ def parse_maclaw(path: str | os.PathLike) -> list[dict]:
 
     Every field is checked (types, finite numbers, storable text); repeated ids are an error,
     not silently collapsed."""
+    path = file_path(path, "import path")
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
     except (OSError, ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
-        raise ValidationError(f"cannot read {os.fspath(path)!r}: {reason}") from None
+        raise ValidationError(f"cannot read {path!r}: {reason}") from None
     if not isinstance(data, list):
         raise ValidationError(f"{path}: expected a JSON array of entries")
     return check_records(data, str(path))

@@ -12,6 +12,7 @@ fields (and new columns) can be added without breaking older files.
 from __future__ import annotations
 
 import os
+import shutil
 import struct
 import time
 import warnings
@@ -240,7 +241,16 @@ def write_snapshot(path: str | os.PathLike, table: pa.Table) -> str:
     finally:
         os.close(fd)
     if path.exists():
-        os.replace(path, path.with_name(path.name + ".prev"))
+        # the old snapshot becomes .prev through a second name, so there is no moment without
+        # a snapshot at ``path`` (a crash between two renames would look like a lost file)
+        link = path.with_name(path.name + ".prev.tmp")
+        link.unlink(missing_ok=True)
+        try:
+            os.link(path, link)
+            os.replace(link, path.with_name(path.name + ".prev"))
+        except OSError:  # no hard links here: fall back to the copy
+            shutil.copyfile(path, link)
+            os.replace(link, path.with_name(path.name + ".prev"))
     os.replace(tmp, path)
     fsync_dir(path.parent)
     return _identity(length, crc)

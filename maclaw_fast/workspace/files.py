@@ -13,6 +13,7 @@ import math
 import os
 import re
 import stat
+import warnings
 from pathlib import Path
 
 import msgspec
@@ -37,6 +38,28 @@ class FileInfo(msgspec.Struct, frozen=True):
 
 def _is_md(name: str) -> bool:
     return name.lower().endswith(".md")
+
+
+def _utf8(name: str) -> bool:
+    """Whether a file name (as the OS decoded it) is valid UTF-8: a name from another encoding
+    arrives with surrogate escapes that no index, citation or JSON reply can carry."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+_WARNED: set[str] = set()
+
+
+def _skip_unnamed(rel: str) -> None:
+    """Warn once per process about a memory file skipped for its name."""
+    shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if shown not in _WARNED:
+        _WARNED.add(shown)
+        warnings.warn(f"workspace file {shown} skipped: its name is not UTF-8 (rename it to "
+                      f"index it)", RuntimeWarning, stacklevel=4)
 
 
 def _inside(root: str, real: str) -> bool:
@@ -100,6 +123,9 @@ def discover(root: str | os.PathLike, extra_paths=(), *, exclude=()) -> list[Fil
         seen.add((st.st_dev, st.st_ino))
         # every path here is root_s + os.sep + rel (joined below, never normalised away)
         rel = path[len(prefix):].replace(os.sep, "/")
+        if not _utf8(rel):
+            _skip_unnamed(rel)
+            return
         found.setdefault(rel, FileInfo(rel, path, int(st.st_size), int(st.st_mtime_ns)))
 
     def walk(folder: str) -> None:

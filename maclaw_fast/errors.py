@@ -40,3 +40,7 @@ class EmbeddingError(MaclawError):
 
 class LLMError(MaclawError):
     """The LLM call failed (network, protocol, status, timeout or unparseable reply)."""
+
+
+class ReadOnlyStoreError(MaclawError):
+    """A write to a store opened with ``read_only=True``."""

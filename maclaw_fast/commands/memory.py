@@ -26,24 +26,27 @@ def store_arg(p: argparse.ArgumentParser) -> None:
     add_embedder_args(p)
 
 
-def open_store(args, embedder=None):
-    """The store of ``--store`` with ``--embedder`` (or ``embedder`` when given)."""
+def open_store(args, embedder=None, *, read_only: bool = False):
+    """The store of ``--store`` with ``--embedder`` (or ``embedder`` when given); ``read_only``
+    (or ``--read-only``): read it as it is, even while a server holds it."""
     from maclaw_fast import MemoryStore
 
     from maclaw_fast.embedding.options import embedder_from_args
 
     emb = embedder_from_args(args) if embedder is None else embedder
-    return MemoryStore.open(args.store, embedder=emb)
+    read_only = read_only or getattr(args, "read_only", False)
+    return MemoryStore.open(args.store, embedder=emb, read_only=read_only)
 
 
 def _open_as_stored(args):
-    """The store opened with the model its vectors were made with (nothing re-embedded)."""
+    """The store read-only with the model its vectors were made with (nothing re-embedded,
+    nothing written: it works while another process holds the store)."""
     from maclaw_fast.errors import ValidationError
     from maclaw_fast.commands.report import store_embedder
 
     if not Path(args.store).is_dir():
         raise ValidationError(f"no store at {args.store} (--store names its directory)")
-    return open_store(args, embedder=store_embedder(args.store) or "none")
+    return open_store(args, embedder=store_embedder(args.store) or "none", read_only=True)
 
 
 def _print_hits(hits, out=print) -> None:
@@ -344,6 +347,8 @@ def register(sub) -> None:
                         "ranked like any other memory (default: up to 20 / 2000 tokens, with "
                         "self-identity and user facts first)")
     p.add_argument("--max", type=positive_int, metavar="N", help="show at most N memories")
+    p.add_argument("--read-only", action="store_true",
+                   help="read the store as it is (works while a server holds it; no reinforcement)")
     p.add_argument("--no-reinforce", action="store_true",
                    help="look without strengthening the recalled memories")
     p.add_argument("--json", action="store_true",

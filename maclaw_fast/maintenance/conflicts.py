@@ -56,7 +56,7 @@ class ConflictDetector:
         """Ids of the entries the new one might contradict, most similar first."""
         store, cfg = self.store, self.config
         with store.lock:
-            store.check_open()
+            store.check_writable()
             row = store.row_of_id(entry_id)
             t = store.table
             n = t.n_rows

@@ -110,7 +110,7 @@ def write_backup(store, directory: str | os.PathLike, *, now: float | None = Non
         path = d / f"{backup_name(now)[:-5]}_{n}.json"
         n += 1
     with store.lock:
-        store.check_open()
+        store.check_writable()
         rows = []
         for e in store.entries():
             vec = store.vector(e.id) if vectors else None

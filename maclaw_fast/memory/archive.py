@@ -131,7 +131,8 @@ class Archive:
     ['x']
     """
 
-    def __init__(self, directory: Path | None, config: MemoryConfig) -> None:
+    def __init__(self, directory: Path | None, config: MemoryConfig,
+                 read_only: bool = False) -> None:
         self.capacity = config.capacity.archive_capacity
         self._bm25_config = config.bm25
         self._columns: ArchiveColumns | None = None  # made by the first search
@@ -148,6 +149,7 @@ class Archive:
         self._seq = 0
         self._dirty = False
         self.notes: list[str] = []
+        self.read_only = read_only
         if directory is not None:
             self._journal = Journal(directory / "journal.bin", config.persist.fsync,
                                     config.persist.fsync_interval_s)
@@ -157,7 +159,7 @@ class Archive:
     def _load(self) -> None:
         from maclaw_fast.memory.durability import KNOWN_VALUES
 
-        rec = recover(self.dir, KNOWN_VALUES)
+        rec = recover(self.dir, KNOWN_VALUES, read_only=self.read_only)
         self.notes = rec.notes
         self._seq = rec.seq
         if rec.table is not None:
@@ -173,6 +175,8 @@ class Archive:
             for op in record.ops:
                 self._apply(op)
             self._seq = record.seq
+        if self.read_only:
+            return
         self._journal.open_for_append(rec.journal_end)
         if rec.fallback:
             self._dirty = True
@@ -329,7 +333,7 @@ class Archive:
 
     def flush(self, rotate: bool = False) -> None:
         with self._lock:
-            if self._journal is None or not self._dirty:
+            if self._journal is None or not self._dirty or self.read_only:
                 return
             ids = list(self._entries)
             dim = next((v.shape[0] for v in self._vectors.values()), 0)

@@ -54,7 +54,7 @@ def save_many(store, items, *, category: str | None = None, tags=()) -> list[Ent
     vectors: dict[str, object] = {}
     if store.embedder is not None and recs:
         with store.lock:
-            store.check_open()
+            store.check_writable()
             stored = store.table.row_of_content
             todo = {r["content"]: analysed_text(r["content"], r["tags"])
                     for r in recs if r["content"] not in stored}

@@ -14,7 +14,7 @@ import numpy as np
 
 from maclaw_fast.config import CATEGORIES, PersistConfig
 from maclaw_fast.embedding import embed_checked
-from maclaw_fast.errors import CorruptStoreError, ValidationError
+from maclaw_fast.errors import CorruptStoreError, ReadOnlyStoreError, ValidationError
 from maclaw_fast.memory.carried import CarriedVectors
 from maclaw_fast.memory.linking import (adjacency_state, replay_adjacent, replay_relink,
                                         restore_adjacency)
@@ -40,7 +40,7 @@ class Durability:
     """Keeps one store's directory in step with its in-memory state."""
 
     def __init__(self, directory: Path, config: PersistConfig, store,
-                 accept_loss: bool = False) -> None:
+                 accept_loss: bool = False, read_only: bool = False) -> None:
         if config.fsync not in FSYNC_POLICIES:
             raise ValidationError(f"fsync must be one of {FSYNC_POLICIES}, got {config.fsync!r}")
         self.dir = directory
@@ -56,9 +56,15 @@ class Durability:
         self._terms_saved = True  # terms.bin matches the snapshot (else written on close)
         self.snapshot_id = ""  # the identity of snapshot.arrow as loaded or last written
         self.accept_loss = accept_loss  # open although the journal does not reach the snapshot
+        self.read_only = read_only  # read the files as they are: no lock, nothing written
 
     # ------------------------------------------------------------------ open
     def load(self) -> None:
+        if self.read_only:
+            if not self.dir.is_dir():
+                raise ValidationError(f"no store at {self.dir} to open read-only")
+            self._load()
+            return
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -80,7 +86,8 @@ class Durability:
 
     def _load(self) -> None:
         store = self.store
-        rec = recover(self.dir, KNOWN_VALUES, accept_loss=self.accept_loss)
+        rec = recover(self.dir, KNOWN_VALUES, accept_loss=self.accept_loss,
+                      read_only=self.read_only)
         self.notes += rec.notes
         snap_fp = ""
         if rec.table is not None:
@@ -111,6 +118,8 @@ class Durability:
                 self.notes.append(note)
                 warnings.warn(f"{self.dir}: {note}", RuntimeWarning, stacklevel=4)
             self.seq = record.seq
+        if self.read_only:
+            return  # vectors of another model stay unused; nothing is re-embedded or written
         self.journal.open_for_append(rec.journal_end)
         self._reembed_missing(snap_fp)
         if rec.table is None and not rec.records:
@@ -221,6 +230,8 @@ class Durability:
 
     # ------------------------------------------------------------------ write
     def append(self, ops: list) -> None:
+        if self.read_only:  # (the store refuses writes before it changes anything)
+            raise ReadOnlyStoreError(f"{self.dir} was opened read-only")
         self.seq += 1
         self.journal.append(JournalRecord(self.seq, ops))
         self._dirty = True
@@ -256,6 +267,8 @@ class Durability:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self.read_only:
+            return
         try:
             if self._dirty or not self.snapshot_path.exists():
                 self.snapshot()

@@ -127,7 +127,7 @@ def decay(store, *, now: float | None = None, parallel: bool | None = None) -> D
     """
     cfg = store.config.forgetting
     with store.lock:
-        store.check_open()
+        store.check_writable()
         now = _now(store, now)
         t = store.table
         n = t.n_rows
@@ -168,7 +168,7 @@ def reinforce(store, ids, *, now: float | None = None) -> None:
     ids = [ids] if isinstance(ids, str) else list(ids)
     step = store.config.forgetting.reinforce_step
     with store.lock:
-        store.check_open()
+        store.check_writable()
         now = _now(store, now)
         rows = [store.row_of_id(i) for i in ids]
         store.apply_touch(rows, 1, step, now)
@@ -190,7 +190,7 @@ def revive(store, entry_id: str, *, now: float | None = None) -> Entry:
     'active'
     """
     with store.lock:
-        store.check_open()
+        store.check_writable()
         entry = store.get(entry_id)
         if entry.status == "active":
             return entry
@@ -268,11 +268,11 @@ def restore(store, entry_id: str, *, now: float | None = None) -> Entry:
     if not isinstance(entry_id, str):
         raise ValidationError(f"id must be a string, got {type(entry_id).__name__}")
     with store.lock:
-        store.check_open()
+        store.check_writable()
         archived = store.archive.get(entry_id) if entry_id not in store else None
     vec = _fresh_vector(store, archived) if archived is not None else None  # outside the lock
     with store.lock:
-        store.check_open()
+        store.check_writable()
         if entry_id not in store and entry_id not in store.archive:
             raise NotFoundError(f"no archived memory with id {entry_id!r}")
         if vec is None and entry_id not in store:
@@ -306,7 +306,7 @@ def gc(store, *, now: float | None = None) -> GcReport:
     """
     cap = store.config.capacity
     with store.lock:
-        store.check_open()
+        store.check_writable()
         now = _now(store, now)
         t = store.table
         # A crash in the middle of moving an entry leaves a copy on both sides; the store's is
@@ -391,7 +391,7 @@ def replace_entries(store, survivor_id: str, *, content: str, tags, remove_ids=(
     tags = validate.tags(tags)
     remove_ids = [i for i in remove_ids if i != survivor_id]
     with store.lock:
-        store.check_open()
+        store.check_writable()
         t = store.table
         row = store.row_of_id(survivor_id)
         gone = [store.row_of_id(i) for i in remove_ids]
@@ -430,7 +430,7 @@ def delete_many(store, ids) -> list[Entry]:
     """
     ids = list(dict.fromkeys(ids))
     with store.lock:
-        store.check_open()
+        store.check_writable()
         rows = [store.row_of_id(i) for i in ids]
         gone = [store.entry_at(r) for r in rows]
         for r in rows:

@@ -93,7 +93,7 @@ def check(store, pending=()) -> bool:
 def switch_embedder(store, new) -> None:
     """Re-embed every memory with ``new`` (same width) and make it the store's embedder."""
     with store.lock:
-        store.check_open()
+        store.check_writable()
         rows = [int(r) for r in store.table.live_rows()]
         t = store.table
         texts = [analysed_text(t.content[r], t.tags[r]) for r in rows]

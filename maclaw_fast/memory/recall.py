@@ -106,6 +106,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         project = validate.project(project)
     if type(reinforce) is not bool:
         reinforce = validate.flag(reinforce, "reinforce")
+    reinforce = reinforce and not store.read_only  # a read-only store changes nothing
     if category is not None:
         category = validate.category(category)
     qvec = _query_vector(store, query, query_vector)  # embedding runs outside the lock
@@ -185,7 +186,7 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
     queries = [validate.query(q) for q in queries]
     nq = len(queries)
     projects = validate.projects(projects, nq)
-    reinforce = validate.flag(reinforce, "reinforce")
+    reinforce = validate.flag(reinforce, "reinforce") and not store.read_only
     qvecs = _query_vectors(store, queries, query_vectors)
     token_lists = [tokenize(q) for q in queries]
     with store.lock:
@@ -259,7 +260,7 @@ def reinforce(store, hits) -> int:
     if not all(isinstance(h, RecallHit) for h in hits):
         raise ValidationError("hits must be a list of RecallHit")
     with store.lock:
-        store.check_open()
+        store.check_writable()
         out = _reinforce_hits(store, hits, float(store.clock()))
         return sum(1 for h in out if h.entry.id in store.table.row_of)
 

@@ -18,7 +18,8 @@ from maclaw_fast.config import CATEGORY_TABLE, MemoryConfig
 from maclaw_fast.embedding import QueryCache, check_vectors, embed_checked, resolve_embedder
 from maclaw_fast.embedding.auto import CJK_SHARE
 from maclaw_fast.embedding.base import cosine_floor, is_auto
-from maclaw_fast.errors import DuplicateError, NotFoundError, StoreClosedError, ValidationError
+from maclaw_fast.errors import (DuplicateError, NotFoundError, ReadOnlyStoreError,
+                                StoreClosedError, ValidationError)
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.graph import MemoryGraph
 from maclaw_fast.index.vectors import VectorColumn
@@ -56,7 +57,8 @@ class MemoryStore:
 
     def __init__(self, *, embedder="auto", config: MemoryConfig = MemoryConfig(),
                  path: str | os.PathLike | None = None, clock=time.time,
-                 query_cache: QueryCache | None = None, recover: bool = False) -> None:
+                 query_cache: QueryCache | None = None, recover: bool = False,
+                 read_only: bool = False) -> None:
         if not isinstance(config, MemoryConfig):
             raise ValidationError("config must be a MemoryConfig")
         self.config = config
@@ -86,38 +88,46 @@ class MemoryStore:
         self.footprint_memo: tuple | None = None  # resident_bytes' (key, value)
         self.closed = False
         self.path = Path(path) if path is not None else None
+        self.read_only = validate.flag(read_only, "read_only") and path is not None
         self.durability: Durability | None = None
         self.archive = Archive(None, config)
         if path is not None:
             self.durability = Durability(Path(path), config.persist, self,
-                                         accept_loss=validate.flag(recover, "recover"))
+                                         accept_loss=validate.flag(recover, "recover"),
+                                         read_only=self.read_only)
             self.durability.load()
             try:
-                self.archive = Archive(Path(path) / "archive", config)
-                for entry_id in [e.id for e in self.archive.list()
-                                 if e.id in self.table.row_of]:
-                    self.archive.remove(entry_id)  # a crash mid-move left a copy in both
-                with self.lock:  # a smaller capacity than the store was written with
-                    self.enforce_capacity()
+                self.archive = Archive(Path(path) / "archive", config, read_only=self.read_only)
+                if not self.read_only:
+                    for entry_id in [e.id for e in self.archive.list()
+                                     if e.id in self.table.row_of]:
+                        self.archive.remove(entry_id)  # a crash mid-move left a copy in both
+                    with self.lock:  # a smaller capacity than the store was written with
+                        self.enforce_capacity()
             except BaseException:
                 self.durability.abandon()
                 raise
-        self.check_embedder_choice()
+        if not self.read_only:
+            self.check_embedder_choice()
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
     def open(cls, path: str | os.PathLike, *, embedder="auto",
              config: MemoryConfig = MemoryConfig(), clock=time.time,
-             query_cache: QueryCache | None = None, recover: bool = False) -> MemoryStore:
+             query_cache: QueryCache | None = None, recover: bool = False,
+             read_only: bool = False) -> MemoryStore:
         """Open (or create) the store in directory ``path``; one writer at a time.
 
         ``query_cache``: a query-vector cache shared with other stores of the same embedder
         (what :class:`~maclaw_fast.memory.pool.StorePool` passes); default, one of its own.
         ``recover``: open even when the journal was deleted, emptied or replaced since the last
         snapshot (what was saved after it is lost: a warning says so); by default such a store
-        refuses to open with :class:`~maclaw_fast.errors.CorruptStoreError`."""
+        refuses to open with :class:`~maclaw_fast.errors.CorruptStoreError`.
+        ``read_only``: read the snapshot and journal as they are, even while another process
+        holds the store: no lock is taken, nothing is written (a recall does not reinforce) and
+        every write raises :class:`~maclaw_fast.errors.ReadOnlyStoreError`."""
         return cls(embedder=embedder, config=config, path=validate.store_dir(path), clock=clock,
-                   query_cache=query_cache, recover=recover)
+                   query_cache=query_cache, recover=recover, read_only=read_only)
 
     @classmethod
     def in_memory(cls, *, embedder="auto", config: MemoryConfig = MemoryConfig(),
@@ -144,7 +154,7 @@ class MemoryStore:
     def flush(self) -> None:
         """Write a snapshot now (normally debounced) and fsync everything."""
         with self.lock:
-            self.check_open()
+            self.check_writable()
             if self.durability is not None:
                 self.durability.snapshot()
             self.archive.flush()
@@ -153,6 +163,13 @@ class MemoryStore:
         """Engine interface: raise StoreClosedError once the store is closed."""
         if self.closed:
             raise StoreClosedError("the store is closed")
+
+    def check_writable(self) -> None:
+        """Engine interface: raise before a write changes anything when the store is closed or
+        was opened read-only."""
+        self.check_open()
+        if self.read_only:
+            raise ReadOnlyStoreError(f"{self.path} was opened read-only: writes are refused")
 
     def journal(self, *ops) -> None:
         """Engine interface: append ``ops`` to the journal (no-op in memory; lock held)."""
@@ -476,7 +493,7 @@ class MemoryStore:
         pinned = validate.flag(pinned, "pinned")
         thread = validate.thread(thread)
         with self.lock:
-            self.check_open()
+            self.check_writable()
             row = self.table.row_of_content.get(content)
             if row is not None:
                 return self.save_existing(row, tags)
@@ -484,7 +501,7 @@ class MemoryStore:
             self.check_embedder_choice((content,))
         vec = self.embed_text(analysed_text(content, tags), vector)  # outside the lock: ~4 ms
         with self.lock:
-            self.check_open()
+            self.check_writable()
             row = self.table.row_of_content.get(content)
             if row is not None:
                 return self.save_existing(row, tags)
@@ -572,7 +589,7 @@ class MemoryStore:
         new_tags = validate.tags(tags) if tags is not None else None
         new_cat = validate.category(category) if category is not None else None
         with self.lock:
-            self.check_open()
+            self.check_writable()
             row = self.row_of_id(entry_id)
             old = self.entry_at(row)
             if new_content is not None:
@@ -584,7 +601,7 @@ class MemoryStore:
         vec = (self.embed_text(analysed_text(new_content, tags_final), None)
                if text_changed and self.dim else None)
         with self.lock:
-            self.check_open()
+            self.check_writable()
             row = self.row_of_id(entry_id)
             old = self.entry_at(row)
             cat = new_cat or old.category
@@ -606,7 +623,7 @@ class MemoryStore:
         content/tags/category go through :meth:`update`."""
         fields = validate.fields(fields)
         with self.lock:
-            self.check_open()
+            self.check_writable()
             row = self.row_of_id(entry_id)
             entry = replace_entry(self.entry_at(row), **fields)
             self.table.write(row, entry)
@@ -616,7 +633,7 @@ class MemoryStore:
     def delete(self, entry_id: str) -> Entry:
         """Forget an entry; returns what it was."""
         with self.lock:
-            self.check_open()
+            self.check_writable()
             row = self.row_of_id(entry_id)
             entry = self.entry_at(row)
             self.remove_row(row)
@@ -644,7 +661,7 @@ class MemoryStore:
         """``access_count += 1`` for each id; ``updated_at`` unchanged."""
         ids = validate.ids(ids)
         with self.lock:
-            self.check_open()
+            self.check_writable()
             rows = [self.row_of_id(i) for i in ids]
             self.apply_touch(rows, 1, 0.0, None)
             self.journal(TouchOp(ids, 1, 0.0, None))
@@ -660,6 +677,6 @@ class MemoryStore:
                                   f"{type(value).__name__}")
         key, value = validate.meta_key(key), validate.text(str(value), "value")
         with self.lock:
-            self.check_open()
+            self.check_writable()
             self.meta[key] = value
             self.journal(MetaOp(key, value))

@@ -206,13 +206,13 @@ def import_records(store, records: list[dict], *, progress=None) -> int:
 
     records = check_records(records)
     with store.lock:
-        store.check_open()
+        store.check_writable()
         fresh = [r for r in records if r["id"] not in store.table.row_of
                  and r["content"] not in store.table.row_of_content]
     texts = [analysed_text(r["content"], r["tags"]) for r in fresh]
     vecs = _embed(store, texts, progress)
     with store.lock:
-        store.check_open()
+        store.check_writable()
         ops, added = [], []
         for i, r in enumerate(fresh):
             if r["id"] in store.table.row_of or r["content"] in store.table.row_of_content:

@@ -22,7 +22,8 @@ import msgspec
 import pyarrow as pa
 
 from maclaw_fast.errors import CorruptStoreError
-from maclaw_fast.persist.journal import JournalRecord, finish_reset, prev_path, scan_journal
+from maclaw_fast.persist.journal import (JournalRecord, finish_reset, new_path, prev_path,
+                                         scan_journal)
 from maclaw_fast.persist.snapshot import aside_name, read_snapshot, snapshot_meta
 
 
@@ -46,19 +47,26 @@ def _warn(notes: list[str], where: Path, note: str) -> None:
 
 def recover(directory: Path, known: dict[str, tuple[str, ...]] | None = None,
             snapshot_name: str = "snapshot.arrow", journal_name: str = "journal.bin",
-            accept_loss: bool = False) -> Recovered:
+            accept_loss: bool = False, read_only: bool = False) -> Recovered:
     """Read the newest consistent state of ``directory`` (see the module docstring).
     ``accept_loss``: open with a warning where the journal no longer reaches the snapshot (else
-    :class:`CorruptStoreError`)."""
+    :class:`CorruptStoreError`). ``read_only``: write nothing (no copies aside, no renames):
+    every finding is a warning, and the state read is what the files hold."""
     snap = directory / snapshot_name
     journal = directory / journal_name
     notes: list[str] = []
-    finish_reset(journal)
+    live = journal  # the file holding the records after the snapshot
+    if read_only:
+        accept_loss = True  # a reader reports what it finds and changes nothing
+        if not journal.exists() and new_path(journal).is_file():
+            live = new_path(journal)  # an interrupted swap: the new journal is the one
+    else:
+        finish_reset(journal)
     for p in (journal, prev_path(journal)):
         if p.exists() and not p.is_file():
             raise CorruptStoreError(f"{p} is not a regular file; move it away to open the store")
     scans = {}
-    for p in (prev_path(journal), journal):
+    for p in (prev_path(journal), live):
         scan = scan_journal(p)
         scans[p] = scan
         if scan.skipped:
@@ -66,6 +74,10 @@ def recover(directory: Path, known: dict[str, tuple[str, ...]] | None = None,
             if scan.torn:
                 _warn(notes, directory, f"{p.name}: torn tail of {lost} bytes after byte "
                                         f"{scan.skipped[0][0]} (an unfinished write) dropped")
+            elif read_only:
+                _warn(notes, directory, f"{p.name}: {len(scan.skipped)} damaged range(s), "
+                                        f"{lost} bytes skipped, {len(scan.records)} intact "
+                                        f"records read (read-only: nothing copied)")
             else:
                 aside = aside_name(p)
                 shutil.copyfile(p, aside)
@@ -80,11 +92,11 @@ def recover(directory: Path, known: dict[str, tuple[str, ...]] | None = None,
     missing = not snap.exists() and (had_prev_snapshot or prev_path(journal).exists()
                                      or (first_seq is not None and first_seq > 1
                                          and not damaged))
-    table, snap_notes, source, snapshot_id = read_snapshot(snap, known)
+    table, snap_notes, source, snapshot_id = read_snapshot(snap, known, move=not read_only)
     for n in snap_notes:
         notes.append(n)  # read_snapshot warned already
     seq = snapshot_meta(table).seq if table is not None else 0
-    accepted = _check_journal_reaches(directory, journal, table, seq, scans[journal], notes,
+    accepted = _check_journal_reaches(directory, live, table, seq, scans[live], notes,
                                       accept_loss)
     if missing:
         if table is None:
@@ -114,7 +126,8 @@ def recover(directory: Path, known: dict[str, tuple[str, ...]] | None = None,
         _warn(notes, directory, "no valid snapshot and no journal to rebuild from: opening empty")
     fallback = (bool(snap_notes) or missing or accepted
                 or any(s.skipped for s in scans.values()))
-    return Recovered(table, seq, ordered, scans[journal].end, notes, fallback, snapshot_id)
+    return Recovered(table, seq, ordered, scans[live].end, notes, fallback and not read_only,
+                     snapshot_id)
 
 
 def _check_journal_reaches(directory: Path, journal: Path, table, seq: int, scan, notes,

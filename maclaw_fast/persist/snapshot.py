@@ -290,14 +290,15 @@ def _read_writable(path: Path) -> memoryview:
     return memoryview(buf)
 
 
-def read_snapshot(path: str | os.PathLike, known: dict[str, tuple[str, ...]] | None = None
-                  ) -> tuple[pa.Table | None, list[str], str | None, str]:
+def read_snapshot(path: str | os.PathLike, known: dict[str, tuple[str, ...]] | None = None,
+                  move: bool = True) -> tuple[pa.Table | None, list[str], str | None, str]:
     """The newest valid snapshot, what happened on the way, which file it came from and that
     file's identity (:func:`open_snapshot`).
 
     A snapshot that fails its checksum or cannot be read is moved aside as
     ``<name>.corrupt.<timestamp>`` (with a warning); then the ``.prev`` one is tried.
-    ``(None, notes, None, "")`` means no valid snapshot exists.
+    ``(None, notes, None, "")`` means no valid snapshot exists. ``move=False`` (a read-only
+    open) leaves a damaged file where it is and only reports it.
     """
     path = Path(path)
     notes: list[str] = []
@@ -310,9 +311,12 @@ def read_snapshot(path: str | os.PathLike, known: dict[str, tuple[str, ...]] | N
             table, identity = open_snapshot(_read_writable(candidate), known)
             return table, notes, candidate.name, identity
         except (OSError, CorruptStoreError, MemoryError) as exc:
-            aside = aside_name(candidate)
-            os.replace(candidate, aside)
-            note = f"snapshot {candidate.name} unreadable ({exc}); moved to {aside.name}"
+            if move:
+                aside = aside_name(candidate)
+                os.replace(candidate, aside)
+                note = f"snapshot {candidate.name} unreadable ({exc}); moved to {aside.name}"
+            else:
+                note = f"snapshot {candidate.name} unreadable ({exc}); left in place (read-only)"
             notes.append(note)
             warnings.warn(note, RuntimeWarning, stacklevel=3)
     return None, notes, None, ""

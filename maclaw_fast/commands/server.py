@@ -81,7 +81,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from maclaw_fast.embedding.options import embedder_from_args
     from maclaw_fast.server.mcp_server import Backend, ServerConfig, build_server
 
-    token = args.token or os.environ.get(TOKEN_ENV) or None
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
     users = None
     if args.stores or args.users:
         from maclaw_fast.errors import ValidationError

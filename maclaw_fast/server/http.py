@@ -7,15 +7,14 @@ so a small ASGI wrapper checks ``Authorization: Bearer <token>`` in constant tim
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
-import json
 import signal
 import socket
 import sys
 import threading
 
 from maclaw_fast.errors import ValidationError
+from maclaw_fast.server.auth import BearerAuth, send_unauthorized  # noqa: F401 (API)
 
 TOKEN_ENV = "MACLAW_MCP_TOKEN"
 
@@ -45,6 +44,9 @@ def check_token(token: str | None) -> None:
     """A bearer token: at least 8 visible characters, no whitespace or control characters."""
     if token is None:
         return
+    if token == "":
+        raise ValidationError("the bearer token is empty: leave out --token (and "
+                              "MACLAW_MCP_TOKEN) to serve loopback clients without one")
     if not isinstance(token, str) or len(token) < 8:
         raise ValidationError("the bearer token must be at least 8 characters")
     if any(c.isspace() or not c.isprintable() for c in token):
@@ -87,25 +89,6 @@ def transport_security(host: str):
         allowed_hosts=[n + suffix for n in names for suffix in ("", ":*")],
         allowed_origins=[f"{scheme}://{n}{suffix}" for n in names
                          for scheme in ("http", "https") for suffix in ("", ":*")])
-
-
-class BearerAuth:
-    """ASGI middleware: HTTP requests must carry ``Authorization: Bearer <token>``.
-
-    Lifespan events pass through untouched (the SDK's session manager starts there).
-    """
-
-    def __init__(self, app, token: str) -> None:
-        self.app = app
-        self._expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
-                await send_unauthorized(send, "missing or wrong bearer token")
-                return
-        await self.app(scope, receive, send)
 
 
 def build_app(mcp, *, host: str, token: str | None, path: str = "/mcp",
@@ -160,13 +143,3 @@ def exit_on_sigterm() -> None:
 
 def _raise_exit(signum, frame) -> None:
     raise SystemExit(0)
-
-
-async def send_unauthorized(send, description: str) -> None:
-    """Answer an ASGI request with 401 and a bearer challenge (a JSON error body)."""
-    body = json.dumps({"error": "unauthorized", "error_description": description}).encode()
-    await send({"type": "http.response.start", "status": 401, "headers": [
-        (b"content-type", b"application/json"),
-        (b"www-authenticate", b'Bearer realm="maclaw-fast"'),
-        (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})

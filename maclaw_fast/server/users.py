@@ -18,6 +18,7 @@ import os
 
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory.pool import check_store_name
+from maclaw_fast.server.auth import authorization, send_unauthorized
 
 STORE_KEY = "maclaw.store"  # where UserAuth puts the request's store name in the ASGI scope
 MIN_TOKEN = 16
@@ -90,15 +91,12 @@ class UserAuth:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        given = b""
-        for key, value in scope.get("headers") or ():
-            if key == b"authorization":
-                given = value
-                break
+        given = authorization(scope)
+        if given is None:
+            await send_unauthorized(send, "more than one Authorization header")
+            return
         name = self.store_of(given)
         if name is None:
-            from maclaw_fast.server.http import send_unauthorized
-
             await send_unauthorized(send, "missing or unknown bearer token")
             return
         scope = dict(scope)  # a request's own copy: never another request's store

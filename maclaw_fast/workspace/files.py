@@ -191,6 +191,8 @@ def resolve_memory_file(root: str | os.PathLike, path: str, extra_paths=()) -> t
     """
     if not isinstance(path, str) or not path.strip():
         raise ValidationError("path must be a non-empty string")
+    if "\x00" in path or not _utf8(path):
+        raise ValidationError("path must not contain NUL or text that cannot name a file")
     root_s = os.path.realpath(root)
     full = os.path.normpath(os.path.join(root_s, path.strip()))
     if not _inside(root_s, full) or not _inside(root_s, os.path.realpath(full)):

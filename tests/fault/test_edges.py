@@ -85,3 +85,50 @@ def test_a_snapshot_is_always_in_place_while_the_previous_moves_aside(tmp_path):
     assert (path / "snapshot.arrow.prev").read_bytes() == first
     assert not (path / "snapshot.arrow.prev.tmp").exists()
     assert peek_meta(path / "snapshot.arrow").seq > peek_meta(path / "snapshot.arrow.prev").seq
+
+
+def test_an_empty_token_is_refused_not_taken_for_none():
+    from maclaw_fast.server.http import check_bind, check_token
+
+    with pytest.raises(ValidationError, match="empty"):
+        check_token("")
+    with pytest.raises(ValidationError, match="empty"):
+        check_bind("127.0.0.1", "")
+    check_bind("127.0.0.1", None)  # loopback without a token stays allowed
+
+
+@pytest.mark.parametrize("headers,status", [
+    ([(b"authorization", b"Bearer right-token-123")], 200),
+    ([(b"authorization", b"Bearer wrong-token-123")], 401),
+    ([(b"authorization", b"Bearer wrong-token-123"),
+      (b"authorization", b"Bearer right-token-123")], 401),
+    ([(b"authorization", b"Bearer right-token-123"),
+      (b"authorization", b"Bearer right-token-123")], 401),
+    ([], 401)])
+def test_duplicate_authorization_headers_are_refused(headers, status):
+    import asyncio
+
+    from maclaw_fast.server.auth import BearerAuth
+    from maclaw_fast.server.users import UserAuth
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+
+    for auth in (BearerAuth(app, "right-token-123"),
+                 UserAuth(app, {"right-token-123": "alice"})):
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        asyncio.run(auth({"type": "http", "headers": headers}, None, send))
+        assert sent[0]["status"] == status, (type(auth).__name__, headers)
+
+
+def test_memory_get_with_nul_is_a_clear_error(tmp_path):
+    from maclaw_fast.workspace.files import resolve_memory_file
+
+    (tmp_path / "MEMORY.md").write_text("x")
+    for bad in ("MEMORY.md\x00", "memory/a\x00b.md", "caf\udce9.md"):
+        with pytest.raises(ValidationError, match="NUL"):
+            resolve_memory_file(tmp_path, bad)

@@ -99,10 +99,10 @@ def test_entries_saved_elsewhere_answer_to_their_own_id():
     assert e.id not in store
 
 
-def test_unsupported_arguments_are_refused_before_any_change():
+def test_bad_values_are_refused_before_any_change_and_extra_keywords_ignored():
+    """As InMemoryVectorStore: keyword arguments a call does not use are ignored (a retriever's
+    search_kwargs copied from another store keep working); bad values are refused."""
     vs = MaclawVectorStore(EMB)
-    with pytest.raises(ValidationError, match="namespace"):
-        vs.add_texts(["a"], namespace="x")
     with pytest.raises(ValidationError):
         vs.add_texts(["a", "b"], [{"ok": 1}, {"bad": object()}])
     with pytest.raises(ValidationError):
@@ -110,16 +110,81 @@ def test_unsupported_arguments_are_refused_before_any_change():
     with pytest.raises(ValidationError):
         vs.add_texts(["a", " "])
     assert len(vs.store) == 0
-    for call in (lambda: vs.similarity_search("a", k=1, where="x"),
-                 lambda: vs.similarity_search("a", k=-1),
+    for call in (lambda: vs.similarity_search("a", k=-1),
                  lambda: vs.similarity_search("a", filter="even"),
+                 lambda: vs.similarity_search("a", filter={"n": {"$regex": "x"}}),
+                 lambda: vs.similarity_search("a", filter={"$not": {"n": 1}}),
+                 lambda: vs.similarity_search("a", filter={"n": {"$in": 3}}),
                  lambda: vs.max_marginal_relevance_search("a", lambda_mult=2.0),
-                 lambda: vs.max_marginal_relevance_search("a", score_threshold=0.2),
-                 lambda: vs.delete(),
-                 lambda: vs.delete(["a"], cascade=True),
                  lambda: MaclawVectorStore.from_texts(["a"], EMB, collection="c")):
         with pytest.raises(ValidationError):
             call()
+    assert vs.add_texts(["a"], namespace="x") and len(vs.store) == 1
+    assert vs.similarity_search("a", k=1, where="x")[0].page_content == "a"
+    assert vs.max_marginal_relevance_search("a", k=1, score_threshold=0.2)
+    assert vs.delete() is True and vs.delete(None) is True and len(vs.store) == 1
+    assert vs.delete(["nope"], cascade=True) is True
+
+
+def ref_match(spec, meta):
+    """A plain reading of the operator filters (Chroma / PGVector / Mongo style)."""
+    missing = object()
+    for key, cond in spec.items():
+        if key == "$and":
+            if not all(ref_match(s, meta) for s in cond):
+                return False
+            continue
+        if key == "$or":
+            if not any(ref_match(s, meta) for s in cond):
+                return False
+            continue
+        v = meta.get(key, missing)
+        ops = cond if isinstance(cond, dict) else {"$eq": cond}
+        for op, a in ops.items():
+            if op == "$eq":
+                ok = v is not missing and v == a
+            elif op == "$ne":
+                ok = v is missing or v != a
+            elif op == "$in":
+                ok = v is not missing and v in a
+            elif op == "$nin":
+                ok = v is missing or v not in a
+            else:
+                try:
+                    ok = v is not missing and {"$gt": v > a if v is not missing else False,
+                                               "$gte": v >= a, "$lt": v < a,
+                                               "$lte": v <= a}[op]
+                except TypeError:
+                    ok = False
+            if not ok:
+                return False
+    return True
+
+
+def test_operator_filters_select_what_a_plain_reading_selects():
+    import datetime as dt
+    import random
+
+    rng = random.Random(3)
+    vs = MaclawVectorStore(EMB)
+    metas = [{"n": rng.randint(0, 9), "who": rng.choice(["ann", "bo", "cy"]),
+              "when": dt.datetime(2026, 1, 1 + rng.randint(0, 20), 12, 0)} for _ in range(40)]
+    for m in metas[::5]:
+        del m["n"]  # some documents lack the field
+    ids = vs.add_texts([f"note {i} about tea" for i in range(40)], metas)
+    day = dt.datetime(2026, 1, 10, 12, 0)
+    filters = [{"n": {"$gt": 4}}, {"n": {"$gte": 4, "$lt": 7}}, {"who": {"$in": ["ann", "cy"]}},
+               {"who": {"$nin": ["ann"]}}, {"n": {"$ne": 3}}, {"n": 5}, {"n": {"$eq": 5}},
+               {"$or": [{"n": {"$lte": 1}}, {"who": "bo"}]},
+               {"$and": [{"n": {"$gt": 2}}, {"who": {"$ne": "cy"}}]},
+               {"when": {"$gte": day}}, {"who": "ann", "n": {"$lt": 5}}, {"n": {"$gt": "x"}}]
+    for spec in filters:
+        got = {d.id for d in vs.similarity_search("tea", k=100, filter=spec)}
+        want = {i for i, m in zip(ids, metas) if ref_match(spec, m)}
+        assert got == want, spec
+    doc = vs.get_by_ids([ids[1]])[0]
+    assert doc.metadata["when"] == metas[1]["when"]  # a datetime comes back a datetime
+    assert isinstance(doc.metadata["when"], dt.datetime)
     with pytest.raises(ValidationError, match="dimension"):
         MaclawVectorStore(EMB, store=MemoryStore.in_memory(embedder="hash"))
 

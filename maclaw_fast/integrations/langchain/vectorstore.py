@@ -23,6 +23,8 @@ from langchain_core.vectorstores.utils import maximal_marginal_relevance
 from maclaw_fast.config import CapacityConfig, MemoryConfig
 from maclaw_fast.errors import NotFoundError, ValidationError
 from maclaw_fast.integrations.args import count, reject_unknown
+from maclaw_fast.integrations.langchain.filters import (compile_filter, decode_metadata,
+                                                       encode_metadata)
 from maclaw_fast.integrations.langchain.embeddings import EmbeddingsEmbedder
 from maclaw_fast.memory import validate
 from maclaw_fast.memory.store import MemoryStore
@@ -139,7 +141,6 @@ class MaclawVectorStore(VectorStore):
     def add_texts(self, texts: Iterable[str], metadatas: list[dict] | None = None, *,
                   ids: list[str | None] | None = None, **kwargs: Any) -> list[str]:
         """Add (or replace, by id) texts; returns their ids (new UUIDs where none was given)."""
-        reject_unknown("MaclawVectorStore.add_texts", kwargs)
         if isinstance(texts, str):
             raise ValidationError("texts must be a list of strings, not one string")
         texts = [validate.content(t) for t in texts]
@@ -166,11 +167,10 @@ class MaclawVectorStore(VectorStore):
         return doc_ids
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
-        """Delete documents by id; ids that are not there are skipped. ``ids=None`` is refused
-        (delete the store's directory to drop everything)."""
-        reject_unknown("MaclawVectorStore.delete", kwargs)
+        """Delete documents by id; ids that are not there are skipped; ``ids=None`` deletes
+        nothing (as InMemoryVectorStore). Other keyword arguments are ignored, as there."""
         if ids is None:
-            raise ValidationError("delete needs a list of ids")
+            return True
         doc_ids = _ids(ids, None)
         with self._lock:
             for doc_id in doc_ids:
@@ -213,7 +213,6 @@ class MaclawVectorStore(VectorStore):
                                                ) -> list[tuple[Document, float]]:
         """``(document, cosine)`` best first. ``filter``: a dict of metadata values that must be
         equal, or a callable taking a ``Document``."""
-        reject_unknown("MaclawVectorStore.similarity_search", kwargs)
         k = count(k, "k")
         return [(doc, score) for doc, score, _ in self._ranked(embedding, k, filter)]
 
@@ -235,7 +234,6 @@ class MaclawVectorStore(VectorStore):
                                                 fetch_k: int = 20, lambda_mult: float = 0.5,
                                                 filter=None, **kwargs: Any) -> list[Document]:
         """Maximal marginal relevance over the ``fetch_k`` nearest documents."""
-        reject_unknown("MaclawVectorStore.max_marginal_relevance_search", kwargs)
         k, fetch_k = count(k, "k"), count(fetch_k, "fetch_k")
         if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, (int, float)) \
                 or not 0.0 <= lambda_mult <= 1.0:
@@ -281,7 +279,7 @@ def _cosine_to_unit(score: float) -> float:
 
 
 def _copy(metadata: dict) -> dict:
-    return msgspec.json.decode(msgspec.json.encode(metadata))  # a deep copy the caller may edit
+    return decode_metadata(metadata)  # a deep copy the caller may edit, dates as dates
 
 
 def _metadatas(metadatas, n: int) -> list[dict]:
@@ -297,10 +295,7 @@ def _metadatas(metadatas, n: int) -> list[dict]:
 
 
 def _encode(metadata: dict):
-    try:
-        return msgspec.json.decode(msgspec.json.encode(metadata))
-    except (TypeError, msgspec.EncodeError) as exc:
-        raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from None
+    return encode_metadata(metadata)
 
 
 def _ids(ids, n: int | None) -> list[str]:
@@ -330,7 +325,6 @@ def _filter(filter) -> Callable[[Document], bool] | None:
     if callable(filter):
         return filter
     if isinstance(filter, dict):
-        wanted = _encode(filter)
-        return lambda doc: all(k in doc.metadata and doc.metadata[k] == v
-                               for k, v in wanted.items())
-    raise ValidationError("filter must be a dict of metadata values or a callable(Document)")
+        test = compile_filter(filter)
+        return lambda doc: test(doc.metadata)
+    raise ValidationError("filter must be a dict (values or $-operators) or a callable(Document)")

@@ -6,7 +6,6 @@ other path (the kernel word table, tantivy's terms, usage tracking) gives the sa
 from __future__ import annotations
 
 import json
-import random
 import re
 import unicodedata
 
@@ -16,7 +15,6 @@ import rjieba
 import Stemmer
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from maclaw_kernels.terms import ascii_query_terms
 
 from maclaw_fast.text import (
     DEFAULT_STOP_WORDS,
@@ -24,10 +22,8 @@ from maclaw_fast.text import (
     LUCENE_STOP_WORDS,
     TOKENIZER_VERSION,
     Analyzer,
-    Vocabulary,
     tokenize,
 )
-from maclaw_fast.text.term_table import WordTable
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 RUNS = re.compile(f"([{HAN}]+)|([^\\W{HAN}_]+)")
@@ -117,80 +113,6 @@ def test_huge_and_odd_inputs():
     assert toks[:2] == ["peanut", "allergi"] and len(toks) == 2 * text.count("🥜") + (
         len(tokenize(text[text.rfind("🥜") + 1:])))
     assert tokenize("\ud800 lone surrogate") == ["lone", "surrog"]
-
-
-# ------------------------------------------------------------------ the kernel word table
-VOCAB_TEXT = ("deploy deploying script scripts v2 0 zz9 snake case 部署 naïve e g running "
-              "database peanut allergic allergy")
-
-
-def fast_path(vocab: Vocabulary, text: str) -> list[int] | None:
-    ids, known = ascii_query_terms(text.encode("ascii"), *vocab.term_arrays())
-    return ids.tolist() if known else None
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=120),
-       st.text(alphabet=st.characters(max_codepoint=127), max_size=120),
-       st.lists(st.text(alphabet="abcdefgxyz0123456789部ï", min_size=1, max_size=6), max_size=60))
-def test_kernel_term_ids_equal_tokenize_then_lookup(text, learned, extra):
-    """``ascii_query_terms`` over a vocabulary's word table either reports the query unknown or
-    gives exactly the ids of ``tokenize(text)`` in the vocabulary (-1 for a term it lacks);
-    once the vocabulary has learned a query, that query is known, and stays exact when the
-    vocabulary later gains terms its words were waiting for."""
-    vocab = Vocabulary()
-    vocab.ids(tokenize(VOCAB_TEXT), add=True)
-    vocab.learn(learned)
-    expected = [vocab.get(t) for t in tokenize(text)]
-    got = fast_path(vocab, text)
-    assert got is None or got == expected
-    vocab.learn(text)
-    assert fast_path(vocab, text) == expected
-    more = [t for e in extra for t in tokenize(e)] + tokenize(learned)[::2] + tokenize(text)[1::3]
-    if len(more) % 2:
-        vocab.add_all(more)
-    else:
-        vocab.ids(more, add=True)
-    got = fast_path(vocab, text)
-    assert got == [vocab.get(t) for t in tokenize(text)]
-    got = fast_path(vocab, learned)
-    assert got is None or got == [vocab.get(t) for t in tokenize(learned)]
-
-
-def test_word_table_grows_and_keeps_every_id():
-    """Words learned in many steps (the table is rebuilt larger several times, probes collide)
-    are each found with their own term id; near misses are not."""
-    rng = random.Random(3)
-    vocab = Vocabulary()
-    learned: list[str] = []
-    for step in range(40):
-        words = [f"w{rng.randrange(20000)}" for _ in range(rng.randint(0, 300))]
-        vocab.ids(words, add=True)
-        vocab.learn(" ".join(words))
-        learned += words
-        if step % 7 == 0:
-            assert fast_path(vocab, " ".join(learned[-50:])) == [vocab.get(w) for w in
-                                                                 learned[-50:]]
-    words = " ".join(vocab.tokens)
-    assert fast_path(vocab, words) == list(range(len(vocab)))
-    for near in ("w1x", "W", "w", "x" + vocab.tokens[0]):
-        assert fast_path(vocab, near) is None
-
-
-def test_word_table_marks_stop_words_and_keeps_unlearned_words_unknown():
-    table = WordTable()
-    table.append(["deploy", "the", "deploying"], [4, -2, 4])
-    ids, known = ascii_query_terms(b"THE deploying, the DEPLOY", *table.arrays)
-    assert known and ids.tolist() == [4, 4]
-    assert not ascii_query_terms(b"deploy it", *table.arrays)[1]
-    assert ascii_query_terms(b"  ...  ", *table.arrays)[1]  # no words: nothing to look up
-    vocab = Vocabulary()
-    vocab.learn("the cats")  # "cat" is no term of the vocabulary yet: -1 until it is added
-    assert fast_path(vocab, "the") == [] and fast_path(vocab, "cats") == [-1]
-    assert fast_path(vocab, "cat") is None  # never seen as a query word
-    vocab.add("dog")
-    vocab.add_all(["cat", "dog"])
-    assert fast_path(vocab, "The CATS") == [1]
 
 
 # ------------------------------------------------------------------ every other path

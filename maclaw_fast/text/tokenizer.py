@@ -130,7 +130,7 @@ class Analyzer:
 
     def ascii_words(self, text: str) -> list[str]:
         """The lower-cased word runs of an ASCII ``text`` before stop words and stemming (what
-        the kernel fast path splits: :mod:`maclaw_kernels.terms`)."""
+        an ASCII query splits into)."""
         return _ascii_words(text.lower())
 
 

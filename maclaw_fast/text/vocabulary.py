@@ -30,10 +30,6 @@ class Vocabulary:
         self._joined: str | None = None
         self._count = 0
         self.analyzer = analyzer
-        self._words = None  # the fast path's word table, made on first use
-        # term → word numbers learned while the term was not in the vocabulary (id -1): they
-        # take its id the moment it is added
-        self._waiting: dict[str, list[int]] = {}
 
     def __getattr__(self, name: str):
         # only reached for an attribute the instance lacks: ``tokens`` and ``_ids`` of a
@@ -47,62 +43,6 @@ class Vocabulary:
         joined, self._joined = self._joined, None
         tokens = joined[1:-1].split("\n") if self._count else []
         self.tokens, self._ids = tokens, dict(zip(tokens, range(len(tokens))))
-
-    # ------------------------------------------------------------------ the kernel fast path
-    def term_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(bytes, offsets, table) of the query words learned so far, for
-        :func:`maclaw_kernels.terms.ascii_query_terms` (see
-        :class:`~maclaw_fast.text.term_table.WordTable`); the same tuple object while nothing
-        was learned that moved the arrays."""
-        return self._word_table().arrays
-
-    def term_words(self) -> set[str]:
-        """The words the fast path has learned (read-only)."""
-        return self._word_table().known
-
-    def learn(self, query: str) -> None:
-        """Teach the fast path the words of an ASCII ``query``: each word → its term's id (-1
-        while the vocabulary lacks the term: it takes the id when the term is added), stop
-        words marked. A word learned here maps to what :meth:`Analyzer.tokenize` gives it for
-        as long as the vocabulary lives: ids are never reused and the analyzer never changes.
-
-        >>> v = Vocabulary(); _ = v.add("deploy")
-        >>> v.learn("Deploying the app")
-        >>> from maclaw_kernels.terms import ascii_query_terms
-        >>> ids, known = ascii_query_terms(b"the DEPLOYING", *v.term_arrays())
-        >>> ids.tolist(), bool(known)
-        ([0], True)
-        """
-        if not query.isascii():
-            return
-        table = self._word_table()
-        term, get = self.analyzer.term, self._get
-        words, ids = [], []
-        for word in dict.fromkeys(self.analyzer.ascii_words(query)):
-            if word in table.known:
-                continue
-            t = term(word)
-            tid = get(t, -1) if t else STOP
-            if tid == -1:
-                self._waiting.setdefault(t, []).append(table.count + len(words))
-            words.append(word)
-            ids.append(tid)
-        if words:
-            table.append(words, ids)
-
-    def _added(self, tokens) -> None:
-        """Give the words waiting for any of the new ``tokens`` their ids."""
-        for tok in tokens:
-            nums = self._waiting.pop(tok, None)
-            if nums is not None:
-                self._words.set_ids(nums, self._ids[tok])
-
-    def _word_table(self):
-        if self._words is None:
-            from maclaw_fast.text.term_table import WordTable
-
-            self._words = WordTable()
-        return self._words
 
     # ------------------------------------------------------------------ tokens and ids
     def __len__(self) -> int:
@@ -143,8 +83,6 @@ class Vocabulary:
             tid = len(self.tokens)
             self._ids[token] = tid
             self.tokens.append(token)
-            if self._waiting:
-                self._added((token,))
         return tid
 
     def add_all(self, tokens: list[str]):
@@ -164,8 +102,6 @@ class Vocabulary:
         if len(table) > known:
             self.tokens.extend(islice(table, known, None))
             self._ids = dict(table)
-            if self._waiting:
-                self._added(self.tokens[known:])
         return out
 
     def fill(self, tokens: list[str] | str) -> bool:
@@ -188,15 +124,11 @@ class Vocabulary:
             if self._count:
                 del self.tokens, self._ids  # made from the string on first use
                 self._joined = f"\n{tokens}\n"
-                if self._waiting:
-                    self._added(self.tokens)
             return True
         ids = dict(zip(tokens, range(len(tokens))))
         if len(ids) != len(tokens):
             return False
         self._ids, self.tokens = ids, list(tokens)
-        if self._waiting:
-            self._added(self.tokens)
         return True
 
     def ids(self, tokens, *, add: bool = False):
@@ -205,5 +137,3 @@ class Vocabulary:
         get = self._get
         return np.fromiter((get(t, -1) for t in tokens), dtype=np.int32, count=len(tokens))
 
-
-STOP = -2  # the word table's id of a stop word (the kernel leaves it out)

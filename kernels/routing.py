@@ -7,6 +7,8 @@ in, which keeps a routed list byte-stable for prompt caching); the serial and ba
 plain references agree exactly.
 """
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit, prange
 
@@ -225,45 +227,61 @@ def fill_select(key, tie, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf
     return t
 
 
-@njit(cache=True)
-def route_one(bm25, cos, exp_by_uid, row_uid, prio, cand, group, tie, nonbuiltin, n_vec, w_bm25,
-              w_cos, norm, w_ret, w_exp, w_prio, slots, nb_slots, out_idx, hit, retrieval,
-              experience, score):
-    """Fusion, three-signal score and budgeted fill for one message. Ties are broken by the
-    smaller ``tie`` (the router passes each row's rank by tool name, so the order is a function
-    of the catalog's content, not of the history that assigned the rows).
+# A catalog as the routing kernels read it: per row its usage id ``uid`` i4 (-1 = none),
+# ``prio`` f8, whether it is a candidate ``cand`` b1, its ``tie`` rank by name i8 and whether it
+# is ``nonbuiltin`` b1.
+Catalog = namedtuple("Catalog", ["uid", "prio", "cand", "tie", "nonbuiltin"])
 
-    Writes the selected rows into ``out_idx`` and returns ``(n_selected, n_candidates)`` where
+# The routing knobs, every one a float64: vector candidates ``n_vec``, the BM25 weight, the
+# fusion ``norm`` code, the weights of retrieval / experience / priority, the ``slots`` to fill
+# and how many of them may be non-builtin.
+RouteKnobs = namedtuple("RouteKnobs", ["n_vec", "w_bm25", "norm", "w_ret", "w_exp", "w_prio",
+                                       "slots", "nb_slots"])
+
+# What one message's routing writes: the selected rows ``idx`` and, per row, ``hit``,
+# ``retrieval``, ``experience`` and ``score``.
+RouteOut = namedtuple("RouteOut", ["idx", "hit", "retrieval", "experience", "score"])
+
+
+@njit(cache=True)
+def route_one(bm25, cos, exp_by_uid, group, w_cos, catalog, knobs, out):
+    """Fusion, three-signal score and budgeted fill for one message (``w_cos``: its cosine
+    weight). Ties are broken by the smaller ``tie`` (each row's rank by tool name, so the order
+    is a function of the catalog's content, not of the history that assigned the rows).
+
+    Writes the selected rows into ``out.idx`` and returns ``(n_selected, n_candidates)`` where
     candidates are the rows that are retrieval hits or group-activated.
     """
     n = bm25.shape[0]
+    c, k = catalog, knobs
+    n_vec, slots = int(k.n_vec), int(k.slots)
     key = np.empty(n, np.float64)
     scratch = np.empty(max(n_vec, 1), np.int64)
-    fuse_scores(bm25, cos, cand, tie, n_vec, w_bm25, w_cos, norm, hit, retrieval, scratch)
-    rank_keys(retrieval, exp_by_uid, row_uid, prio, cand, hit, group, w_ret, w_exp, w_prio,
-              experience, score, key)
+    fuse_scores(bm25, cos, c.cand, c.tie, n_vec, k.w_bm25, w_cos, int(k.norm), out.hit,
+                out.retrieval, scratch)
+    rank_keys(out.retrieval, exp_by_uid, c.uid, c.prio, c.cand, out.hit, group, k.w_ret,
+              k.w_exp, k.w_prio, out.experience, out.score, key)
     n_cand = 0
     for i in range(n):
-        if cand[i] and (hit[i] or group[i]):
+        if c.cand[i] and (out.hit[i] or group[i]):
             n_cand += 1
     buf_b = np.empty(max(slots, 1), np.int64)
     buf_n = np.empty(max(slots, 1), np.int64)
-    n_sel = fill_select(key, tie, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf_n)
+    n_sel = fill_select(key, c.tie, c.cand, c.nonbuiltin, slots, int(k.nb_slots), out.idx,
+                        buf_b, buf_n)
     return n_sel, n_cand
 
 
 @njit(cache=True, parallel=True)
-def route_batch_kernel(bm25, cos, exp_by_uid, row_uid, prio, cand, group, tie, nonbuiltin, n_vec,
-                       w_bm25, w_cos, norm, w_ret, w_exp, w_prio, slots, nb_slots,
-                       out_idx, out_n, out_cand, hit, retrieval, experience, score):
-    """:func:`route_one` for many messages; row ``q`` of every 2-D array belongs to message ``q``
-    (``exp_by_uid`` is ``(nq, n_uid)``, ``group`` is ``(nq, n_rows)``, ``w_cos`` is ``(nq,)``).
+def route_batch_kernel(bm25, cos, exp_by_uid, group, w_cos, catalog, knobs, out, out_n,
+                       out_cand):
+    """:func:`route_one` for many messages; row ``q`` of every 2-D array (and of each array of
+    ``out``) belongs to message ``q`` (``exp_by_uid`` is ``(nq, n_uid)``, ``w_cos`` ``(nq,)``).
     Each message runs the same serial kernel, so the results equal the single-message path."""
     for q in prange(bm25.shape[0]):
-        n_sel, n_cand = route_one(bm25[q], cos[q], exp_by_uid[q], row_uid, prio, cand, group[q],
-                                  tie, nonbuiltin, n_vec, w_bm25, w_cos[q], norm, w_ret,
-                                  w_exp, w_prio, slots, nb_slots, out_idx[q], hit[q],
-                                  retrieval[q], experience[q], score[q])
+        n_sel, n_cand = route_one(bm25[q], cos[q], exp_by_uid[q], group[q], w_cos[q], catalog,
+                                  knobs, RouteOut(out.idx[q], out.hit[q], out.retrieval[q],
+                                                  out.experience[q], out.score[q]))
         out_n[q] = n_sel
         out_cand[q] = n_cand
 

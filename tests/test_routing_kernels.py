@@ -13,7 +13,8 @@ from maclaw_kernels.experience import (experience_all, experience_all_batch, exp
 from maclaw_kernels.vectors import dot_scores
 from maclaw_kernels.routing import (NORM_MINMAX, NORM_RAW_COS, NORM_ZSCORE, cosine_batch,
                                     fill_select, fuse_scores, minmax_masked, rank_keys,
-                                    route_batch_kernel, route_one, selected_fields, topk_masked)
+                                    route_batch_kernel, route_one, selected_fields, topk_masked,
+                                    Catalog, RouteKnobs, RouteOut)
 
 # ---------------------------------------------------------------- references
 
@@ -259,13 +260,15 @@ def test_route_batch_kernel_equals_route_one():
     on, oc = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
     hit = np.zeros((nq, n), np.bool_)
     r, e, s = np.zeros((nq, n)), np.zeros((nq, n)), np.zeros((nq, n))
-    route_batch_kernel(bm, cos, exp, uid, prio, cand, group, tie, nonb, 10, 0.4, w_cos, NORM_ZSCORE,
-                       *tail, o, on, oc, hit, r, e, s)
+    catalog = Catalog(uid, prio, cand, tie, nonb)
+    knobs = RouteKnobs(*map(float, (10, 0.4, NORM_ZSCORE, *tail)))
+    route_batch_kernel(bm, cos, exp, group, w_cos, catalog, knobs, RouteOut(o, hit, r, e, s), on,
+                       oc)
     for q in range(nq):
         o1, h1 = np.zeros(6, np.int64), np.zeros(n, np.bool_)
         r1, e1, s1 = np.zeros(n), np.zeros(n), np.zeros(n)
-        n_sel, n_cand = route_one(bm[q], cos[q], exp[q], uid, prio, cand, group[q], tie, nonb,
-                                  10, 0.4, w_cos[q], NORM_ZSCORE, *tail, o1, h1, r1, e1, s1)
+        n_sel, n_cand = route_one(bm[q], cos[q], exp[q], group[q], float(w_cos[q]), catalog,
+                                  knobs, RouteOut(o1, h1, r1, e1, s1))
         assert (n_sel, n_cand) == (on[q], oc[q])
         assert o1[:n_sel].tolist() == o[q, :n_sel].tolist()
         assert np.array_equal(s1, s[q]) and np.array_equal(h1, hit[q])

@@ -33,7 +33,8 @@ from maclaw_fast.tools.rerank import rerank_fill
 from maclaw_fast.tools.routelog import RouteLog
 from maclaw_fast.tools.types import (RouteBatch, RouteResult, RouteState, ToolScore,
                                      arrow_columns, results_columns)
-from maclaw_kernels.routing import cosine_batch, route_batch_kernel, route_one
+from maclaw_kernels.routing import (Catalog, RouteKnobs, RouteOut, cosine_batch,
+                                    route_batch_kernel, route_one)
 
 
 class ToolRouter(CatalogMixin, RetrievalMixin):
@@ -238,21 +239,22 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
         # read the message's language (checked per message only then)
         w_cos = (cfg.cos_weight * foreign_query_scale(messages, self.embedder, cfg)
                  if foreign_scaling(self.embedder, cfg) else None)
-        n_vec = cfg.vector_candidates_factor * cfg.max_tools
-        args = (st.uid, st.prio, st.cand)
-        tail = (n_vec, cfg.bm25_weight)
-        weights = (fusion_norm(cfg), w_ret, w_exp, w_prio, st.slots, st.nb_slots)
+        catalog = Catalog(st.uid, st.prio, st.cand, st.tie, st.nonbuiltin)
+        knobs = RouteKnobs(*map(float, (cfg.vector_candidates_factor * cfg.max_tools,
+                                        cfg.bm25_weight, fusion_norm(cfg), w_ret, w_exp, w_prio,
+                                        st.slots, st.nb_slots)))
+        out = RouteOut(b.out_idx, b.hit, b.ret, b.exp, b.score)
         if single:
             n_sel, n_cand = route_one(
-                b.bm[0], b.cos[0], exp[0], *args, b.group[0], st.tie, st.nonbuiltin, *tail,
-                cfg.cos_weight if w_cos is None else w_cos[0], *weights, b.out_idx[0], b.hit[0],
-                b.ret[0], b.exp[0], b.score[0])
+                b.bm[0], b.cos[0], exp[0], b.group[0],
+                float(cfg.cos_weight if w_cos is None else w_cos[0]), catalog, knobs,
+                RouteOut(*(a[0] for a in out)))
             b.out_n, b.out_cand = np.array([n_sel]), np.array([n_cand])
         else:
             b.out_n, b.out_cand = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
-            route_batch_kernel(b.bm, b.cos, exp, *args, b.group, st.tie, st.nonbuiltin, *tail,
-                               np.full(nq, cfg.cos_weight) if w_cos is None else w_cos, *weights,
-                               b.out_idx, b.out_n, b.out_cand, b.hit, b.ret, b.exp, b.score)
+            route_batch_kernel(b.bm, b.cos, exp, b.group,
+                               np.full(nq, cfg.cos_weight) if w_cos is None else w_cos, catalog,
+                               knobs, out, b.out_n, b.out_cand)
         return b
 
     def _route(self, messages, session, query_vectors, single, clause_vectors=None,

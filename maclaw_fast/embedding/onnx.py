@@ -157,10 +157,3 @@ def shared_minilm(threads: int = 1) -> OnnxEmbedder:
             emb = _SHARED[int(threads)] = OnnxEmbedder(threads=threads)
         return emb
 
-
-def default_embedder():
-    """The shared MiniLM embedder when installed, else :class:`HashEmbedder` (with a warning
-    naming the missing package)."""
-    from maclaw_fast.embedding.auto import load_or_fallback
-
-    return load_or_fallback("minilm")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import warnings
 
+from maclaw_fast.embedding.bge import shared_bge
 from maclaw_fast.embedding.base import AUTO_NAMES, NAMES, Embedder, is_auto
 from maclaw_fast.embedding.cache import disk_cached
 from maclaw_fast.embedding.e5 import shared_e5
@@ -24,7 +25,7 @@ from maclaw_fast.embedding.onnx import shared_minilm
 from maclaw_fast.errors import EmbeddingError, ValidationError
 
 CJK_SHARE = 0.1
-MODELS = ("minilm", "e5")
+MODELS = ("minilm", "e5", "bge")
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _SPACE = re.compile(r"\s")
 
@@ -65,6 +66,8 @@ def model_of(fingerprint: str | None) -> str | None:
         return "e5"
     if fingerprint.startswith("onnx:all-MiniLM"):
         return "minilm"
+    if fingerprint.startswith("onnx:bge-small"):
+        return "bge"
     return None
 
 
@@ -75,6 +78,8 @@ def load_model(name: str):
         return disk_cached(shared_e5())
     if name == "minilm":
         return disk_cached(shared_minilm())
+    if name == "bge":
+        return disk_cached(shared_bge())
     raise ValidationError(f"unknown model {name!r}: use one of {MODELS}")
 
 
@@ -110,7 +115,8 @@ def resolve_embedder(embedder, *, texts=None, recorded: str | None = None) -> Em
     ``"auto"`` (also ``"default"``) → MiniLM for English, multilingual-e5-small when ``texts``
     are substantially Chinese or mixed, or the bundled model ``recorded`` names (a fingerprint
     the data was embedded with); ``"minilm"``/``"onnx"`` → MiniLM; ``"e5"``/``"multilingual"`` →
-    e5-small; ``"hash"`` → :class:`HashEmbedder`; ``None``/``"none"`` → BM25 only; an object →
+    e5-small; ``"bge"`` → bge-small-en-v1.5; ``"hash"`` → :class:`HashEmbedder`;
+    ``None``/``"none"`` → BM25 only; an object →
     itself (checked). A missing or broken model package: with ``"auto"`` a warning naming it and
     the hashing embedder; a model asked for by name raises ``EmbeddingError`` naming it. One
     instance of each model per process.
@@ -131,6 +137,8 @@ def resolve_embedder(embedder, *, texts=None, recorded: str | None = None) -> Em
             return load_model("minilm")
         if embedder in ("e5", "multilingual"):
             return load_model("e5")
+        if embedder == "bge":
+            return load_model("bge")
         if embedder == "hash":
             return HashEmbedder()
         if embedder == "none":

@@ -194,7 +194,7 @@ def embed_cached(embedder, texts: list[str], cache: Path | None) -> np.ndarray:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1] / "data" / "eval"))
-    ap.add_argument("--embedder", choices=("onnx", "hash", "none"), default="onnx")
+    ap.add_argument("--embedder", choices=("onnx", "bge", "hash", "none"), default="onnx")
     ap.add_argument("--limit", type=int, default=None,
                     help="first N questions per conversation (quick runs)")
     ap.add_argument("--cache", default=str(Path.home() / ".cache" / "maclaw_fast_quality"),
@@ -221,6 +221,11 @@ def main(argv=None) -> int:
 
         embedder = OnnxEmbedder(threads=2, batch_size=64)
         emb_desc = f"ONNX `{embedder.fingerprint}` (all-MiniLM-L6-v2 int8)"
+    elif args.embedder == "bge":
+        from maclaw_fast.embedding.bge import make_bge
+
+        embedder = make_bge(threads=2)
+        emb_desc = f"ONNX `{embedder.fingerprint}` (bge-small-en-v1.5 int8)"
     elif args.embedder == "hash":
         from maclaw_fast.embedding import HashEmbedder
 

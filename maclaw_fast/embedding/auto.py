@@ -16,8 +16,16 @@ from __future__ import annotations
 import re
 import warnings
 
+from maclaw_fast.embedding.bge import shared_bge
+from maclaw_fast.embedding.base import AUTO_NAMES, NAMES, Embedder, is_auto
+from maclaw_fast.embedding.cache import disk_cached
+from maclaw_fast.embedding.e5 import shared_e5
+from maclaw_fast.embedding.hashing import HashEmbedder
+from maclaw_fast.embedding.onnx import shared_minilm
+from maclaw_fast.errors import EmbeddingError, ValidationError
+
 CJK_SHARE = 0.1
-MODELS = ("minilm", "e5")
+MODELS = ("minilm", "e5", "bge")
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _SPACE = re.compile(r"\s")
 
@@ -58,24 +66,20 @@ def model_of(fingerprint: str | None) -> str | None:
         return "e5"
     if fingerprint.startswith("onnx:all-MiniLM"):
         return "minilm"
+    if fingerprint.startswith("onnx:bge-small"):
+        return "bge"
     return None
 
 
 def load_model(name: str):
     """The process-wide instance of a bundled model (in the process's disk cache when one is
     enabled); raises ``EmbeddingError`` naming the package when it is missing or broken."""
-    from maclaw_fast.embedding.cache import disk_cached
-
     if name == "e5":
-        from maclaw_fast.embedding.e5 import shared_e5
-
         return disk_cached(shared_e5())
     if name == "minilm":
-        from maclaw_fast.embedding.onnx import shared_minilm
-
         return disk_cached(shared_minilm())
-    from maclaw_fast.errors import ValidationError
-
+    if name == "bge":
+        return disk_cached(shared_bge())
     raise ValidationError(f"unknown model {name!r}: use one of {MODELS}")
 
 
@@ -85,9 +89,6 @@ _WARNED: set[str] = set()
 def load_or_fallback(name: str):
     """:func:`load_model`, or the hashing embedder with a warning (once per process and
     cause) that names the missing or broken package and the fallback."""
-    from maclaw_fast.embedding.hashing import HashEmbedder
-    from maclaw_fast.errors import EmbeddingError
-
     try:
         return load_model(name)
     except EmbeddingError as exc:
@@ -108,6 +109,49 @@ def resolve_auto(texts=None, *, recorded: str | None = None):
     return load_or_fallback(name)
 
 
+def resolve_embedder(embedder, *, texts=None, recorded: str | None = None) -> Embedder | None:
+    """An embedder from a name or object.
+
+    ``"auto"`` (also ``"default"``) → MiniLM for English, multilingual-e5-small when ``texts``
+    are substantially Chinese or mixed, or the bundled model ``recorded`` names (a fingerprint
+    the data was embedded with); ``"minilm"``/``"onnx"`` → MiniLM; ``"e5"``/``"multilingual"`` →
+    e5-small; ``"bge"`` → bge-small-en-v1.5; ``"hash"`` → :class:`HashEmbedder`;
+    ``None``/``"none"`` → BM25 only; an object →
+    itself (checked). A missing or broken model package: with ``"auto"`` a warning naming it and
+    the hashing embedder; a model asked for by name raises ``EmbeddingError`` naming it. One
+    instance of each model per process.
+
+    Examples
+    --------
+    >>> resolve_embedder("hash").fingerprint
+    'hash-v1:384:maclaw-tok-...'
+    >>> resolve_embedder("none") is None
+    True
+    """
+    if embedder is None:
+        return None
+    if isinstance(embedder, str):
+        if embedder in AUTO_NAMES:
+            return resolve_auto(texts, recorded=recorded)
+        if embedder in ("minilm", "onnx"):
+            return load_model("minilm")
+        if embedder in ("e5", "multilingual"):
+            return load_model("e5")
+        if embedder == "bge":
+            return load_model("bge")
+        if embedder == "hash":
+            return HashEmbedder()
+        if embedder == "none":
+            return None
+        raise ValidationError(f"unknown embedder {embedder!r}: use one of {', '.join(NAMES)}, "
+                              "None or an object with dim, fingerprint and embed()")
+    # what ``isinstance(embedder, Embedder)`` checks, without the ~40 µs a runtime-checkable
+    # Protocol costs (paid by every store a pool opens)
+    if not all(hasattr(embedder, name) for name in ("dim", "fingerprint", "embed")):
+        raise ValidationError("embedder must have dim, fingerprint and embed(texts)")
+    return embedder
+
+
 def tool_text(tool) -> str:
     """The text a tool is embedded under (name, description, body summary)."""
     return (f"{getattr(tool, 'name', '')} {getattr(tool, 'description', '')}\n"
@@ -122,8 +166,6 @@ def catalog_embedder(embedder, tools):
     >>> catalog_embedder("hash", []).fingerprint
     'hash-v1:384:maclaw-tok-...'
     """
-    from maclaw_fast.embedding.base import is_auto, resolve_embedder
-
     if is_auto(embedder):
         return resolve_embedder(embedder, texts=[tool_text(t) for t in tools])
     return resolve_embedder(embedder) if isinstance(embedder, str) else embedder

@@ -33,9 +33,9 @@ def cosine_floor(embedder) -> float:
     cue strength (:func:`maclaw_kernels.revival.cue_strength` maps ``[floor, 1]`` onto
     ``[0, 1]``): its ``cosine_floor`` attribute, 0 when it has none (or no embedder).
 
-    >>> from maclaw_fast.embedding.hashing import HashEmbedder
-    >>> cosine_floor(HashEmbedder()), cosine_floor(None)
-    (0.0, 0.0)
+    >>> class Model: cosine_floor = 0.5
+    >>> cosine_floor(Model()), cosine_floor(object()), cosine_floor(None)
+    (0.5, 0.0, 0.0)
     """
     floor = getattr(embedder, "cosine_floor", 0.0) if embedder is not None else 0.0
     if not isinstance(floor, (int, float)) or not 0.0 <= floor < 1.0:
@@ -118,53 +118,9 @@ def embed_checked(embedder: Embedder, texts: list[str], *, query: bool = False) 
 
 
 AUTO_NAMES = ("auto", "default")  # "default" is the older name of "auto"
-NAMES = AUTO_NAMES + ("minilm", "onnx", "e5", "multilingual", "hash", "none")
+NAMES = AUTO_NAMES + ("minilm", "onnx", "e5", "multilingual", "bge", "hash", "none")
 
 
 def is_auto(embedder) -> bool:
     """``embedder`` asks for the language-based choice (``"auto"`` or ``"default"``)."""
     return isinstance(embedder, str) and embedder in AUTO_NAMES
-
-
-def resolve_embedder(embedder, *, texts=None, recorded: str | None = None) -> Embedder | None:
-    """An embedder from a name or object.
-
-    ``"auto"`` (also ``"default"``) → MiniLM for English, multilingual-e5-small when ``texts``
-    are substantially Chinese or mixed, or the bundled model ``recorded`` names (a fingerprint
-    the data was embedded with); ``"minilm"``/``"onnx"`` → MiniLM; ``"e5"``/``"multilingual"`` →
-    e5-small; ``"hash"`` → :class:`HashEmbedder`; ``None``/``"none"`` → BM25 only; an object →
-    itself (checked). A missing or broken model package: with ``"auto"`` a warning naming it and
-    the hashing embedder; a model asked for by name raises ``EmbeddingError`` naming it. One
-    instance of each model per process.
-
-    Examples
-    --------
-    >>> resolve_embedder("hash").fingerprint
-    'hash-v1:384:maclaw-tok-...'
-    >>> resolve_embedder("none") is None
-    True
-    """
-    if embedder is None:
-        return None
-    if isinstance(embedder, str):
-        from maclaw_fast.embedding import auto
-
-        if embedder in AUTO_NAMES:
-            return auto.resolve_auto(texts, recorded=recorded)
-        if embedder in ("minilm", "onnx"):
-            return auto.load_model("minilm")
-        if embedder in ("e5", "multilingual"):
-            return auto.load_model("e5")
-        if embedder == "hash":
-            from maclaw_fast.embedding.hashing import HashEmbedder
-
-            return HashEmbedder()
-        if embedder == "none":
-            return None
-        raise ValidationError(f"unknown embedder {embedder!r}: use one of {', '.join(NAMES)}, "
-                              "None or an object with dim, fingerprint and embed()")
-    # what ``isinstance(embedder, Embedder)`` checks, without the ~40 µs a runtime-checkable
-    # Protocol costs (paid by every store a pool opens)
-    if not all(hasattr(embedder, name) for name in ("dim", "fingerprint", "embed")):
-        raise ValidationError("embedder must have dim, fingerprint and embed(texts)")
-    return embedder

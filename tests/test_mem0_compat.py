@@ -121,7 +121,8 @@ def test_shapes_ids_metadata_and_history():
     assert m.get_all(filters={"user_id": "alice"}, top_k=1)["results"][0]["id"] == mid
     assert m.update(mid, text="I am vegan", metadata={"source": "edit"}) == {
         "message": "Memory updated successfully!"}
-    assert m.get(mid)["memory"] == "I am vegan" and m.get(mid)["metadata"] == {"source": "edit"}
+    assert m.get(mid)["memory"] == "I am vegan"
+    assert m.get(mid)["metadata"] == {"source": "edit", "n": 3}  # merged, as mem0
     m.update(mid, data="I am vegan, mostly")
     assert m.delete(mid) == {"message": "Memory deleted successfully!"}
     assert m.get(mid) is None
@@ -209,7 +210,6 @@ def test_unsupported_arguments_are_refused(monkeypatch):
            lambda: m.update(mid),
            lambda: m.update(mid, text="y", expiration_date="2030-01-01"),
            lambda: m.delete("user-u/nope"),
-           lambda: m.get("not-an-id"),
            lambda: m.delete_all(),
            lambda: Memory({**HASH, "graph_store": {}}),
            lambda: Memory({"vector_store": {"provider": "qdrant"}}),
@@ -218,3 +218,39 @@ def test_unsupported_arguments_are_refused(monkeypatch):
         with pytest.raises(ValidationError):
             call()
     assert [x["memory"] for x in m.get_all(filters={"user_id": "u"})["results"]] == ["kept"]
+
+
+def test_edge_values_behave_as_mem0():
+    m = Memory(HASH)
+    m.add("green tea in the morning", user_id="u", metadata={"k": 1}, infer=False)
+    m.add("black coffee at night", user_id="u", infer=False)
+    assert m.get("not-an-id") is None and m.get("user-u/nope") is None
+    assert m.search("tea", filters={"user_id": "u"}, top_k=0) == {"results": []}
+    assert m.get_all(filters={"user_id": "u"}, top_k=0) == {"results": []}
+    for bad in (2.0, -0.5):
+        with pytest.raises(ValidationError, match="between 0 and 1"):
+            m.search("tea", filters={"user_id": "u"}, threshold=bad)
+    with pytest.raises(ValidationError):
+        m.search("tea", filters={"user_id": "u"}, top_k=-1)
+    # "*" matches every memory of the scope, with or without the key
+    assert len(m.get_all(filters={"user_id": "u", "k": "*"})["results"]) == 2
+    assert len(m.get_all(filters={"user_id": "u", "k": 1})["results"]) == 1
+
+
+def test_secondary_ids_find_memories_of_other_primary_ids():
+    m = Memory(HASH)
+    m.add("the chef prefers olive oil", user_id="alice", agent_id="chef", run_id="r1",
+          infer=False)
+    m.add("the chef buys basil", agent_id="chef", infer=False)
+    m.add("bob plays chess", user_id="bob", agent_id="coach", infer=False)
+    chef = m.get_all(filters={"agent_id": "chef"})["results"]
+    assert {x["memory"] for x in chef} == {"the chef prefers olive oil", "the chef buys basil"}
+    hits = m.search("olive oil chef", filters={"agent_id": "chef"}, threshold=0.0)["results"]
+    assert hits[0]["memory"] == "the chef prefers olive oil"
+    assert [x["score"] for x in hits] == sorted((x["score"] for x in hits), reverse=True)
+    assert [x["memory"] for x in m.get_all(filters={"run_id": "r1"})["results"]] == [
+        "the chef prefers olive oil"]
+    assert m.get_all(filters={"user_id": "alice", "agent_id": "coach"})["results"] == []
+    m.delete_all(agent_id="chef")
+    assert m.get_all(filters={"agent_id": "chef"})["results"] == []
+    assert len(m.get_all(filters={"user_id": "bob"})["results"]) == 1

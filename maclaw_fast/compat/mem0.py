@@ -165,8 +165,8 @@ class Memory:
             rec, old = self._record(store, entry_id, memory_id)
             entry = store.update(entry_id, content=text) if text is not None else old
             rec.updated_at = _now()
-            if metadata is not None:
-                rec.metadata = metadata
+            if metadata is not None:  # mem0 merges new keys into the stored metadata
+                rec.metadata = {**rec.metadata, **metadata}
             store.set_meta(_META + entry_id, msgspec.json.encode(rec).decode())
             self._log(store, memory_id, old.content, entry.content, "UPDATE", rec)
         return {"message": "Memory updated successfully!"}
@@ -182,10 +182,11 @@ class Memory:
         """Forget every memory of these ids."""
         ids = _entity_ids(user_id=user_id, agent_id=agent_id, run_id=run_id,
                           hint=" (reset() deletes everything)")
-        name = _store_name(ids)
-        with self._lock, self._stores.store(name) as store:
-            for entry_id, _ in self._matching(store, ids):
-                self._delete(store, entry_id, f"{name}/{entry_id}")
+        with self._lock:
+            for name in self._scope_stores(ids):
+                with self._stores.store(name) as store:
+                    for entry_id, _ in list(self._matching(store, ids)):
+                        self._delete(store, entry_id, f"{name}/{entry_id}")
         return {"message": "Memories deleted successfully!"}
 
     def reset(self) -> None:
@@ -201,8 +202,11 @@ class Memory:
 
     # ------------------------------------------------------------------ reading
     def get(self, memory_id) -> dict | None:
-        """One memory as mem0 shapes it, or None."""
-        name, entry_id = _split_id(memory_id)
+        """One memory as mem0 shapes it, or None (an unknown id, as mem0)."""
+        try:
+            name, entry_id = _split_id(memory_id)
+        except ValidationError:
+            return None
         with self._stores.store(name) as store:
             if entry_id not in store or not store.meta.get(_META + entry_id):
                 return None
@@ -213,13 +217,13 @@ class Memory:
         """``{"results": [...]}``: the memories passing ``filters`` (which name an id)."""
         ids, rest = self._scope("get_all", filters, kwargs)
         top_k = _top_k(top_k)
-        name = _store_name(ids)
         out = []
-        with self._stores.store(name) as store:
-            for entry_id, rec in self._matching(store, ids, rest):
-                if len(out) == top_k:
-                    break
-                out.append(_shape(name, store.get(entry_id), rec))
+        for name in self._scope_stores(ids):
+            with self._stores.store(name) as store:
+                for entry_id, rec in self._matching(store, ids, rest):
+                    if len(out) == top_k:
+                        return {"results": out}
+                    out.append(_shape(name, store.get(entry_id), rec))
         return {"results": out}
 
     def search(self, query: str, *, top_k: int = 20, filters=None, threshold: float = 0.1,
@@ -233,21 +237,28 @@ class Memory:
             raise ValidationError("query must be a non-empty string")
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
             raise ValidationError("threshold must be a number")
+        if not 0.0 <= threshold <= 1.0:
+            raise ValidationError(f"threshold must be between 0 and 1, got {threshold}")
         ids, rest = self._scope("search", filters, kwargs)
         top_k = _top_k(top_k)
-        name = _store_name(ids)
         out = []
-        with self._stores.store(name) as store:
-            if not len(store):
-                return {"results": []}
-            qvec = embed_checked(store.embedder, [query.strip()])[0]
-            for entry, score in store.similar(qvec):
-                if score < threshold or len(out) == top_k:
-                    break
-                rec = self._record_or_none(store, entry.id)
-                if rec is not None and _passes(rec, ids, rest):
-                    out.append({**_shape(name, entry, rec), "score": score})
-        return {"results": out}
+        qvec = None
+        for name in self._scope_stores(ids):
+            with self._stores.store(name) as store:
+                if not len(store) or top_k == 0:
+                    continue
+                if qvec is None:
+                    qvec = embed_checked(store.embedder, [query.strip()])[0]
+                found = 0
+                for entry, score in store.similar(qvec):
+                    if score < threshold or found == top_k:
+                        break
+                    rec = self._record_or_none(store, entry.id)
+                    if rec is not None and _passes(rec, ids, rest):
+                        out.append({**_shape(name, entry, rec), "score": score})
+                        found += 1
+        out.sort(key=lambda x: -x["score"])
+        return {"results": out[:top_k]}
 
     def history(self, memory_id) -> list[dict]:
         """Every ADD / UPDATE / DELETE of a memory, oldest first."""
@@ -270,6 +281,16 @@ class Memory:
         rest = mem0_filters.check(filters)
         ids = _entity_ids(**{k: rest.pop(k) for k in _KINDS if k in rest})
         return ids, rest
+
+    def _scope_stores(self, ids: dict) -> list[str]:
+        """The stores that can hold memories of ``ids``: a memory lives in the store of its
+        primary id (user, else agent, else run), so a filter without ``user_id`` also looks in
+        the stores of the ids ranked above its own (mem0 finds those memories too)."""
+        primary = _store_name(ids)
+        kind = primary.partition("-")[0]
+        above = {"user": (), "agent": ("user-",), "run": ("user-", "agent-")}[kind]
+        others = [n for n in self._stores.names() if n.startswith(above)] if above else []
+        return [primary, *sorted(n for n in others if n != primary)]
 
     def _record_or_none(self, store, entry_id: str) -> _Record | None:
         raw = store.meta.get(_META + entry_id)
@@ -358,9 +379,9 @@ def _split_id(memory_id) -> tuple[str, str]:
 
 
 def _top_k(value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValidationError("top_k must be a positive integer")
-    return value
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValidationError("top_k must be a non-negative integer")
+    return value  # 0 gives an empty result, as mem0
 
 
 def _metadata(metadata) -> dict:

@@ -24,6 +24,7 @@ from maclaw_fast.config import CapacityConfig, MemoryConfig
 from maclaw_fast.errors import NotFoundError, ValidationError
 from maclaw_fast.integrations.args import count, reject_unknown
 from maclaw_fast.integrations.langchain.embeddings import EmbeddingsEmbedder
+from maclaw_fast.integrations.langchain.filters import compile_filter
 from maclaw_fast.memory import validate
 from maclaw_fast.memory.store import MemoryStore
 from maclaw_fast.records import Entry
@@ -330,7 +331,7 @@ def _filter(filter) -> Callable[[Document], bool] | None:
     if callable(filter):
         return filter
     if isinstance(filter, dict):
-        wanted = _encode(filter)
-        return lambda doc: all(k in doc.metadata and doc.metadata[k] == v
-                               for k, v in wanted.items())
-    raise ValidationError("filter must be a dict of metadata values or a callable(Document)")
+        test = compile_filter(filter)
+        return lambda doc: test(doc.metadata)
+    raise ValidationError("filter must be a dict of metadata values / operators or a "
+                          "callable(Document)")

@@ -101,8 +101,6 @@ def test_entries_saved_elsewhere_answer_to_their_own_id():
 
 def test_unsupported_arguments_are_refused_before_any_change():
     vs = MaclawVectorStore(EMB)
-    with pytest.raises(ValidationError, match="namespace"):
-        vs.add_texts(["a"], namespace="x")
     with pytest.raises(ValidationError):
         vs.add_texts(["a", "b"], [{"ok": 1}, {"bad": object()}])
     with pytest.raises(ValidationError):
@@ -110,13 +108,9 @@ def test_unsupported_arguments_are_refused_before_any_change():
     with pytest.raises(ValidationError):
         vs.add_texts(["a", " "])
     assert len(vs.store) == 0
-    for call in (lambda: vs.similarity_search("a", k=1, where="x"),
-                 lambda: vs.similarity_search("a", k=-1),
+    for call in (lambda: vs.similarity_search("a", k=-1),
                  lambda: vs.similarity_search("a", filter="even"),
                  lambda: vs.max_marginal_relevance_search("a", lambda_mult=2.0),
-                 lambda: vs.max_marginal_relevance_search("a", score_threshold=0.2),
-                 lambda: vs.delete(),
-                 lambda: vs.delete(["a"], cascade=True),
                  lambda: MaclawVectorStore.from_texts(["a"], EMB, collection="c")):
         with pytest.raises(ValidationError):
             call()
@@ -178,3 +172,18 @@ def test_embeddings_wrapper_matches_the_embedder():
         emb.embed_documents("one string")
     with pytest.raises(ValidationError):
         MaclawEmbeddings(None)
+
+
+def test_keyword_arguments_and_delete_none_follow_in_memory_store():
+    ours, ref = MaclawVectorStore(EMB), InMemoryVectorStore(EMB)
+    for vs in (ours, ref):
+        vs.add_texts(["alpha beta", "gamma delta"], ids=["a", "b"], namespace="x")
+        vs.delete(None)
+        vs.delete(["zz"], cascade=True)
+    assert len(ours.get_by_ids(["a", "b"])) == len(ref.get_by_ids(["a", "b"])) == 2
+    for kw in ({"where": "x"}, {"score_threshold": 0.2}, {"search_type": "y"}):
+        got = ours.similarity_search("alpha", k=2, **kw)
+        want = ref.similarity_search("alpha", k=2, **kw)
+        assert [d.id for d in got] == [d.id for d in want]
+    r = ours.as_retriever(search_kwargs={"k": 1, "fetch_k": 5})
+    assert len(r.invoke("alpha")) == 1

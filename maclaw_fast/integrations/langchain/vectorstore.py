@@ -140,7 +140,7 @@ class MaclawVectorStore(VectorStore):
     def add_texts(self, texts: Iterable[str], metadatas: list[dict] | None = None, *,
                   ids: list[str | None] | None = None, **kwargs: Any) -> list[str]:
         """Add (or replace, by id) texts; returns their ids (new UUIDs where none was given)."""
-        reject_unknown("MaclawVectorStore.add_texts", kwargs)
+        # other keyword arguments are ignored, as InMemoryVectorStore does
         if isinstance(texts, str):
             raise ValidationError("texts must be a list of strings, not one string")
         texts = [validate.content(t) for t in texts]
@@ -167,11 +167,10 @@ class MaclawVectorStore(VectorStore):
         return doc_ids
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
-        """Delete documents by id; ids that are not there are skipped. ``ids=None`` is refused
-        (delete the store's directory to drop everything)."""
-        reject_unknown("MaclawVectorStore.delete", kwargs)
+        """Delete documents by id; ids that are not there are skipped. ``ids=None`` deletes
+        nothing and other keyword arguments are ignored, as InMemoryVectorStore does."""
         if ids is None:
-            raise ValidationError("delete needs a list of ids")
+            return True
         doc_ids = _ids(ids, None)
         with self._lock:
             for doc_id in doc_ids:
@@ -214,7 +213,6 @@ class MaclawVectorStore(VectorStore):
                                                ) -> list[tuple[Document, float]]:
         """``(document, cosine)`` best first. ``filter``: a dict of metadata values that must be
         equal, or a callable taking a ``Document``."""
-        reject_unknown("MaclawVectorStore.similarity_search", kwargs)
         k = count(k, "k")
         return [(doc, score) for doc, score, _ in self._ranked(embedding, k, filter)]
 
@@ -236,7 +234,6 @@ class MaclawVectorStore(VectorStore):
                                                 fetch_k: int = 20, lambda_mult: float = 0.5,
                                                 filter=None, **kwargs: Any) -> list[Document]:
         """Maximal marginal relevance over the ``fetch_k`` nearest documents."""
-        reject_unknown("MaclawVectorStore.max_marginal_relevance_search", kwargs)
         k, fetch_k = count(k, "k"), count(fetch_k, "fetch_k")
         if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, (int, float)) \
                 or not 0.0 <= lambda_mult <= 1.0:

@@ -254,3 +254,14 @@ def test_secondary_ids_find_memories_of_other_primary_ids():
     m.delete_all(agent_id="chef")
     assert m.get_all(filters={"agent_id": "chef"})["results"] == []
     assert len(m.get_all(filters={"user_id": "bob"})["results"]) == 1
+
+
+def test_search_with_a_narrow_filter_looks_past_the_first_candidates():
+    m = Memory(HASH)
+    for i in range(120):
+        m.add(f"note {i} about tea and chess", user_id="u", metadata={"i": i}, infer=False)
+    got = m.search("tea chess", filters={"user_id": "u", "i": {"gte": 118}}, threshold=0.0,
+                   top_k=5)["results"]
+    assert sorted(x["metadata"]["i"] for x in got) == [118, 119]
+    every = m.search("tea chess", filters={"user_id": "u"}, threshold=0.0, top_k=200)["results"]
+    assert len(every) == 120

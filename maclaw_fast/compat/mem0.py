@@ -249,14 +249,7 @@ class Memory:
                     continue
                 if qvec is None:
                     qvec = embed_checked(store.embedder, [query.strip()])[0]
-                found = 0
-                for entry, score in store.similar(qvec):
-                    if score < threshold or found == top_k:
-                        break
-                    rec = self._record_or_none(store, entry.id)
-                    if rec is not None and _passes(rec, ids, rest):
-                        out.append({**_shape(name, entry, rec), "score": score})
-                        found += 1
+                out += self._ranked(store, name, qvec, top_k, threshold, ids, rest)
         out.sort(key=lambda x: -x["score"])
         return {"results": out[:top_k]}
 
@@ -281,6 +274,22 @@ class Memory:
         rest = mem0_filters.check(filters)
         ids = _entity_ids(**{k: rest.pop(k) for k in _KINDS if k in rest})
         return ids, rest
+
+    def _ranked(self, store, name, qvec, top_k, threshold, ids, rest) -> list[dict]:
+        """The store's best ``top_k`` passing memories: the engine ranks only as many as needed
+        (doubling while filters reject candidates) rather than the whole store."""
+        want, total = max(2 * top_k, 32), len(store)
+        while True:
+            found, ranked = [], store.similar(qvec, k=min(want, total))
+            for entry, score in ranked:
+                if score < threshold or len(found) == top_k:
+                    return found
+                rec = self._record_or_none(store, entry.id)
+                if rec is not None and _passes(rec, ids, rest):
+                    found.append({**_shape(name, entry, rec), "score": score})
+            if want >= total:
+                return found
+            want *= 2
 
     def _scope_stores(self, ids: dict) -> list[str]:
         """The stores that can hold memories of ``ids``: a memory lives in the store of its

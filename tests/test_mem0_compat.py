@@ -265,3 +265,29 @@ def test_search_with_a_narrow_filter_looks_past_the_first_candidates():
     assert sorted(x["metadata"]["i"] for x in got) == [118, 119]
     every = m.search("tea chess", filters={"user_id": "u"}, threshold=0.0, top_k=200)["results"]
     assert len(every) == 120
+
+
+def test_async_memory_gives_the_same_results():
+    import asyncio
+
+    from maclaw_fast.compat.mem0 import AsyncMemory
+
+    async def script():
+        m = AsyncMemory(HASH)
+        added = await asyncio.gather(*(m.add(f"fact {i} about tea", user_id="u", infer=False,
+                                             metadata={"i": i}) for i in range(10)))
+        mid = added[0]["results"][0]["id"]
+        await m.update(mid, metadata={"j": 1})
+        got = await m.get(mid)
+        hits = await m.search("tea", filters={"user_id": "u"}, top_k=3, threshold=0.0)
+        every = await m.get_all(filters={"user_id": "u"})
+        await m.delete(mid)
+        gone = await m.get(mid)
+        events = await m.history(mid)
+        m.close()
+        return got, hits, every, gone, events
+
+    got, hits, every, gone, events = asyncio.run(script())
+    assert got["metadata"] == {"i": 0, "j": 1} and gone is None
+    assert len(hits["results"]) == 3 and len(every["results"]) == 10
+    assert [e["event"] for e in events] == ["ADD", "UPDATE", "DELETE"]

@@ -9,6 +9,7 @@ LLM; differences from mem0 are listed in the README.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import threading
@@ -462,3 +463,51 @@ def _llm_config(section) -> LLMConfig | None:
     return LLMConfig(protocol=protocol, base_url=base,
                      model=conf.get("model", _MEM0_DEFAULT_MODEL),
                      api_key=conf.get("api_key") or os.environ.get(env_key, ""), **kwargs)
+
+
+class AsyncMemory:
+    """mem0's ``AsyncMemory``: the same calls as :class:`Memory`, awaited; each runs in a worker
+    thread (``asyncio.to_thread``) so the event loop is not blocked by disk or embedding work;
+    calls run one at a time (reads and writes of a store never interleave)."""
+
+    def __init__(self, config: dict | None = None) -> None:
+        self._memory = Memory(config)
+        self._one = threading.Lock()
+
+    def _run(self, fn, *args, **kwargs):
+        with self._one:
+            return fn(*args, **kwargs)
+
+    @classmethod
+    async def from_config(cls, config_dict: dict) -> AsyncMemory:
+        return cls(config_dict)
+
+    async def add(self, messages, **kwargs) -> dict:
+        return await asyncio.to_thread(self._run, self._memory.add, messages, **kwargs)
+
+    async def search(self, query: str, **kwargs) -> dict:
+        return await asyncio.to_thread(self._run, self._memory.search, query, **kwargs)
+
+    async def get(self, memory_id) -> dict | None:
+        return await asyncio.to_thread(self._run, self._memory.get, memory_id)
+
+    async def get_all(self, **kwargs) -> dict:
+        return await asyncio.to_thread(self._run, self._memory.get_all, **kwargs)
+
+    async def update(self, memory_id, *args, **kwargs) -> dict:
+        return await asyncio.to_thread(self._run, self._memory.update, memory_id, *args, **kwargs)
+
+    async def delete(self, memory_id) -> dict:
+        return await asyncio.to_thread(self._run, self._memory.delete, memory_id)
+
+    async def delete_all(self, **kwargs) -> dict:
+        return await asyncio.to_thread(self._run, self._memory.delete_all, **kwargs)
+
+    async def history(self, memory_id) -> list[dict]:
+        return await asyncio.to_thread(self._run, self._memory.history, memory_id)
+
+    async def reset(self) -> None:
+        await asyncio.to_thread(self._run, self._memory.reset)
+
+    def close(self) -> None:
+        self._memory.close()

@@ -232,8 +232,13 @@ def test_edge_values_behave_as_mem0():
             m.search("tea", filters={"user_id": "u"}, threshold=bad)
     with pytest.raises(ValidationError):
         m.search("tea", filters={"user_id": "u"}, top_k=-1)
-    # "*" matches every memory of the scope, with or without the key
-    assert len(m.get_all(filters={"user_id": "u", "k": "*"})["results"]) == 2
+    assert len(m.get_all(filters={"user_id": "u", "k": "*"})["results"]) == 1  # key present
+    plain = m.get_all(filters={"user_id": "u", "k": {"ne": 1}})["results"]
+    assert plain == []  # a missing key does not pass a comparison
+    one = m.get_all(filters={"user_id": "u"})["results"]
+    assert {x["memory"]: x["metadata"] for x in one} == {"green tea in the morning": {"k": 1},
+                                                          "black coffee at night": None}
+    assert m.get(one[1]["id"])["score"] is None and "score" not in one[1]
     assert len(m.get_all(filters={"user_id": "u", "k": 1})["results"]) == 1
 
 

@@ -211,7 +211,8 @@ class Memory:
         with self._stores.store(name) as store:
             if entry_id not in store or not store.meta.get(_META + entry_id):
                 return None
-            return _shape(name, store.get(entry_id), self._record(store, entry_id, memory_id)[0])
+            got = _shape(name, store.get(entry_id), self._record(store, entry_id, memory_id)[0])
+            return {**got, "score": None}  # mem0's get carries a score key set to None
 
     def get_all(self, *, filters=None, top_k: int = 20, show_expired: bool = False,
                 **kwargs) -> dict:
@@ -345,13 +346,13 @@ def _passes(rec: _Record, ids: dict, rest: dict) -> bool:
 
 
 def _shape(name: str, entry, rec: _Record) -> dict:
+    # mem0's keys: metadata is None when there is none; ids, actor and role only when set
     out = {"id": f"{name}/{entry.id}", "memory": entry.content, "hash": _hash(entry.content),
+           "metadata": dict(rec.metadata) if rec.metadata else None,
            "created_at": rec.created_at, "updated_at": rec.updated_at}
     for key in ("user_id", "agent_id", "run_id", "actor_id", "role"):
         if getattr(rec, key) is not None:
             out[key] = getattr(rec, key)
-    if rec.metadata:
-        out["metadata"] = dict(rec.metadata)
     return out
 
 

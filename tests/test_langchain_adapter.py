@@ -243,3 +243,18 @@ def test_embeddings_wrapper_matches_the_embedder():
         emb.embed_documents("one string")
     with pytest.raises(ValidationError):
         MaclawEmbeddings(None)
+
+
+def test_keyword_arguments_and_delete_none_follow_in_memory_store():
+    ours, ref = MaclawVectorStore(EMB), InMemoryVectorStore(EMB)
+    for vs in (ours, ref):
+        vs.add_texts(["alpha beta", "gamma delta"], ids=["a", "b"], namespace="x")
+        vs.delete(None)
+        vs.delete(["zz"], cascade=True)
+    assert len(ours.get_by_ids(["a", "b"])) == len(ref.get_by_ids(["a", "b"])) == 2
+    for kw in ({"where": "x"}, {"score_threshold": 0.2}, {"search_type": "y"}):
+        got = ours.similarity_search("alpha", k=2, **kw)
+        want = ref.similarity_search("alpha", k=2, **kw)
+        assert [d.id for d in got] == [d.id for d in want]
+    r = ours.as_retriever(search_kwargs={"k": 1, "fetch_k": 5})
+    assert len(r.invoke("alpha")) == 1

@@ -121,7 +121,8 @@ def test_shapes_ids_metadata_and_history():
     assert m.get_all(filters={"user_id": "alice"}, top_k=1)["results"][0]["id"] == mid
     assert m.update(mid, text="I am vegan", metadata={"source": "edit"}) == {
         "message": "Memory updated successfully!"}
-    assert m.get(mid)["memory"] == "I am vegan" and m.get(mid)["metadata"] == {"source": "edit"}
+    assert m.get(mid)["memory"] == "I am vegan"
+    assert m.get(mid)["metadata"] == {"source": "edit", "n": 3}  # merged, as mem0
     m.update(mid, data="I am vegan, mostly")
     assert m.delete(mid) == {"message": "Memory deleted successfully!"}
     assert m.get(mid) is None
@@ -209,7 +210,6 @@ def test_unsupported_arguments_are_refused(monkeypatch):
            lambda: m.update(mid),
            lambda: m.update(mid, text="y", expiration_date="2030-01-01"),
            lambda: m.delete("user-u/nope"),
-           lambda: m.get("not-an-id"),
            lambda: m.delete_all(),
            lambda: Memory({**HASH, "graph_store": {}}),
            lambda: Memory({"vector_store": {"provider": "qdrant"}}),
@@ -218,3 +218,81 @@ def test_unsupported_arguments_are_refused(monkeypatch):
         with pytest.raises(ValidationError):
             call()
     assert [x["memory"] for x in m.get_all(filters={"user_id": "u"})["results"]] == ["kept"]
+
+
+def test_edge_values_behave_as_mem0():
+    m = Memory(HASH)
+    m.add("green tea in the morning", user_id="u", metadata={"k": 1}, infer=False)
+    m.add("black coffee at night", user_id="u", infer=False)
+    assert m.get("not-an-id") is None and m.get("user-u/nope") is None
+    assert m.search("tea", filters={"user_id": "u"}, top_k=0) == {"results": []}
+    assert m.get_all(filters={"user_id": "u"}, top_k=0) == {"results": []}
+    for bad in (2.0, -0.5):
+        with pytest.raises(ValidationError, match="between 0 and 1"):
+            m.search("tea", filters={"user_id": "u"}, threshold=bad)
+    with pytest.raises(ValidationError):
+        m.search("tea", filters={"user_id": "u"}, top_k=-1)
+    assert len(m.get_all(filters={"user_id": "u", "k": "*"})["results"]) == 1  # key present
+    plain = m.get_all(filters={"user_id": "u", "k": {"ne": 1}})["results"]
+    assert plain == []  # a missing key does not pass a comparison
+    one = m.get_all(filters={"user_id": "u"})["results"]
+    assert {x["memory"]: x["metadata"] for x in one} == {"green tea in the morning": {"k": 1},
+                                                          "black coffee at night": None}
+    assert m.get(one[1]["id"])["score"] is None and "score" not in one[1]
+    assert len(m.get_all(filters={"user_id": "u", "k": 1})["results"]) == 1
+
+
+def test_secondary_ids_find_memories_of_other_primary_ids():
+    m = Memory(HASH)
+    m.add("the chef prefers olive oil", user_id="alice", agent_id="chef", run_id="r1",
+          infer=False)
+    m.add("the chef buys basil", agent_id="chef", infer=False)
+    m.add("bob plays chess", user_id="bob", agent_id="coach", infer=False)
+    chef = m.get_all(filters={"agent_id": "chef"})["results"]
+    assert {x["memory"] for x in chef} == {"the chef prefers olive oil", "the chef buys basil"}
+    hits = m.search("olive oil chef", filters={"agent_id": "chef"}, threshold=0.0)["results"]
+    assert hits[0]["memory"] == "the chef prefers olive oil"
+    assert [x["score"] for x in hits] == sorted((x["score"] for x in hits), reverse=True)
+    assert [x["memory"] for x in m.get_all(filters={"run_id": "r1"})["results"]] == [
+        "the chef prefers olive oil"]
+    assert m.get_all(filters={"user_id": "alice", "agent_id": "coach"})["results"] == []
+    m.delete_all(agent_id="chef")
+    assert m.get_all(filters={"agent_id": "chef"})["results"] == []
+    assert len(m.get_all(filters={"user_id": "bob"})["results"]) == 1
+
+
+def test_search_with_a_narrow_filter_looks_past_the_first_candidates():
+    m = Memory(HASH)
+    for i in range(120):
+        m.add(f"note {i} about tea and chess", user_id="u", metadata={"i": i}, infer=False)
+    got = m.search("tea chess", filters={"user_id": "u", "i": {"gte": 118}}, threshold=0.0,
+                   top_k=5)["results"]
+    assert sorted(x["metadata"]["i"] for x in got) == [118, 119]
+    every = m.search("tea chess", filters={"user_id": "u"}, threshold=0.0, top_k=200)["results"]
+    assert len(every) == 120
+
+
+def test_async_memory_gives_the_same_results():
+    import asyncio
+
+    from maclaw_fast.compat.mem0 import AsyncMemory
+
+    async def script():
+        m = AsyncMemory(HASH)
+        added = await asyncio.gather(*(m.add(f"fact {i} about tea", user_id="u", infer=False,
+                                             metadata={"i": i}) for i in range(10)))
+        mid = added[0]["results"][0]["id"]
+        await m.update(mid, metadata={"j": 1})
+        got = await m.get(mid)
+        hits = await m.search("tea", filters={"user_id": "u"}, top_k=3, threshold=0.0)
+        every = await m.get_all(filters={"user_id": "u"})
+        await m.delete(mid)
+        gone = await m.get(mid)
+        events = await m.history(mid)
+        m.close()
+        return got, hits, every, gone, events
+
+    got, hits, every, gone, events = asyncio.run(script())
+    assert got["metadata"] == {"i": 0, "j": 1} and gone is None
+    assert len(hits["results"]) == 3 and len(every["results"]) == 10
+    assert [e["event"] for e in events] == ["ADD", "UPDATE", "DELETE"]

@@ -9,6 +9,7 @@ LLM; differences from mem0 are listed in the README.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import threading
@@ -165,8 +166,8 @@ class Memory:
             rec, old = self._record(store, entry_id, memory_id)
             entry = store.update(entry_id, content=text) if text is not None else old
             rec.updated_at = _now()
-            if metadata is not None:
-                rec.metadata = metadata
+            if metadata is not None:  # mem0 merges new keys into the stored metadata
+                rec.metadata = {**rec.metadata, **metadata}
             store.set_meta(_META + entry_id, msgspec.json.encode(rec).decode())
             self._log(store, memory_id, old.content, entry.content, "UPDATE", rec)
         return {"message": "Memory updated successfully!"}
@@ -182,10 +183,11 @@ class Memory:
         """Forget every memory of these ids."""
         ids = _entity_ids(user_id=user_id, agent_id=agent_id, run_id=run_id,
                           hint=" (reset() deletes everything)")
-        name = _store_name(ids)
-        with self._lock, self._stores.store(name) as store:
-            for entry_id, _ in self._matching(store, ids):
-                self._delete(store, entry_id, f"{name}/{entry_id}")
+        with self._lock:
+            for name in self._scope_stores(ids):
+                with self._stores.store(name) as store:
+                    for entry_id, _ in list(self._matching(store, ids)):
+                        self._delete(store, entry_id, f"{name}/{entry_id}")
         return {"message": "Memories deleted successfully!"}
 
     def reset(self) -> None:
@@ -201,25 +203,29 @@ class Memory:
 
     # ------------------------------------------------------------------ reading
     def get(self, memory_id) -> dict | None:
-        """One memory as mem0 shapes it, or None."""
-        name, entry_id = _split_id(memory_id)
+        """One memory as mem0 shapes it, or None (an unknown id, as mem0)."""
+        try:
+            name, entry_id = _split_id(memory_id)
+        except ValidationError:
+            return None
         with self._stores.store(name) as store:
             if entry_id not in store or not store.meta.get(_META + entry_id):
                 return None
-            return _shape(name, store.get(entry_id), self._record(store, entry_id, memory_id)[0])
+            got = _shape(name, store.get(entry_id), self._record(store, entry_id, memory_id)[0])
+            return {**got, "score": None}  # mem0's get carries a score key set to None
 
     def get_all(self, *, filters=None, top_k: int = 20, show_expired: bool = False,
                 **kwargs) -> dict:
         """``{"results": [...]}``: the memories passing ``filters`` (which name an id)."""
         ids, rest = self._scope("get_all", filters, kwargs)
         top_k = _top_k(top_k)
-        name = _store_name(ids)
         out = []
-        with self._stores.store(name) as store:
-            for entry_id, rec in self._matching(store, ids, rest):
-                if len(out) == top_k:
-                    break
-                out.append(_shape(name, store.get(entry_id), rec))
+        for name in self._scope_stores(ids):
+            with self._stores.store(name) as store:
+                for entry_id, rec in self._matching(store, ids, rest):
+                    if len(out) == top_k:
+                        return {"results": out}
+                    out.append(_shape(name, store.get(entry_id), rec))
         return {"results": out}
 
     def search(self, query: str, *, top_k: int = 20, filters=None, threshold: float = 0.1,
@@ -233,21 +239,21 @@ class Memory:
             raise ValidationError("query must be a non-empty string")
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
             raise ValidationError("threshold must be a number")
+        if not 0.0 <= threshold <= 1.0:
+            raise ValidationError(f"threshold must be between 0 and 1, got {threshold}")
         ids, rest = self._scope("search", filters, kwargs)
         top_k = _top_k(top_k)
-        name = _store_name(ids)
         out = []
-        with self._stores.store(name) as store:
-            if not len(store):
-                return {"results": []}
-            qvec = embed_checked(store.embedder, [query.strip()])[0]
-            for entry, score in store.similar(qvec):
-                if score < threshold or len(out) == top_k:
-                    break
-                rec = self._record_or_none(store, entry.id)
-                if rec is not None and _passes(rec, ids, rest):
-                    out.append({**_shape(name, entry, rec), "score": score})
-        return {"results": out}
+        qvec = None
+        for name in self._scope_stores(ids):
+            with self._stores.store(name) as store:
+                if not len(store) or top_k == 0:
+                    continue
+                if qvec is None:
+                    qvec = embed_checked(store.embedder, [query.strip()])[0]
+                out += self._ranked(store, name, qvec, top_k, threshold, ids, rest)
+        out.sort(key=lambda x: -x["score"])
+        return {"results": out[:top_k]}
 
     def history(self, memory_id) -> list[dict]:
         """Every ADD / UPDATE / DELETE of a memory, oldest first."""
@@ -270,6 +276,32 @@ class Memory:
         rest = mem0_filters.check(filters)
         ids = _entity_ids(**{k: rest.pop(k) for k in _KINDS if k in rest})
         return ids, rest
+
+    def _ranked(self, store, name, qvec, top_k, threshold, ids, rest) -> list[dict]:
+        """The store's best ``top_k`` passing memories: the engine ranks only as many as needed
+        (doubling while filters reject candidates) rather than the whole store."""
+        want, total = max(2 * top_k, 32), len(store)
+        while True:
+            found, ranked = [], store.similar(qvec, k=min(want, total))
+            for entry, score in ranked:
+                if score < threshold or len(found) == top_k:
+                    return found
+                rec = self._record_or_none(store, entry.id)
+                if rec is not None and _passes(rec, ids, rest):
+                    found.append({**_shape(name, entry, rec), "score": score})
+            if want >= total:
+                return found
+            want *= 2
+
+    def _scope_stores(self, ids: dict) -> list[str]:
+        """The stores that can hold memories of ``ids``: a memory lives in the store of its
+        primary id (user, else agent, else run), so a filter without ``user_id`` also looks in
+        the stores of the ids ranked above its own (mem0 finds those memories too)."""
+        primary = _store_name(ids)
+        kind = primary.partition("-")[0]
+        above = {"user": (), "agent": ("user-",), "run": ("user-", "agent-")}[kind]
+        others = [n for n in self._stores.names() if n.startswith(above)] if above else []
+        return [primary, *sorted(n for n in others if n != primary)]
 
     def _record_or_none(self, store, entry_id: str) -> _Record | None:
         raw = store.meta.get(_META + entry_id)
@@ -314,13 +346,13 @@ def _passes(rec: _Record, ids: dict, rest: dict) -> bool:
 
 
 def _shape(name: str, entry, rec: _Record) -> dict:
+    # mem0's keys: metadata is None when there is none; ids, actor and role only when set
     out = {"id": f"{name}/{entry.id}", "memory": entry.content, "hash": _hash(entry.content),
+           "metadata": dict(rec.metadata) if rec.metadata else None,
            "created_at": rec.created_at, "updated_at": rec.updated_at}
     for key in ("user_id", "agent_id", "run_id", "actor_id", "role"):
         if getattr(rec, key) is not None:
             out[key] = getattr(rec, key)
-    if rec.metadata:
-        out["metadata"] = dict(rec.metadata)
     return out
 
 
@@ -358,9 +390,9 @@ def _split_id(memory_id) -> tuple[str, str]:
 
 
 def _top_k(value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValidationError("top_k must be a positive integer")
-    return value
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValidationError("top_k must be a non-negative integer")
+    return value  # 0 gives an empty result, as mem0
 
 
 def _metadata(metadata) -> dict:
@@ -432,3 +464,51 @@ def _llm_config(section) -> LLMConfig | None:
     return LLMConfig(protocol=protocol, base_url=base,
                      model=conf.get("model", _MEM0_DEFAULT_MODEL),
                      api_key=conf.get("api_key") or os.environ.get(env_key, ""), **kwargs)
+
+
+class AsyncMemory:
+    """mem0's ``AsyncMemory``: the same calls as :class:`Memory`, awaited; each runs in a worker
+    thread (``asyncio.to_thread``) so the event loop is not blocked by disk or embedding work;
+    calls run one at a time (reads and writes of a store never interleave)."""
+
+    def __init__(self, config: dict | None = None) -> None:
+        self._memory = Memory(config)
+        self._one = threading.Lock()
+
+    def _run(self, fn, *args, **kwargs):
+        with self._one:
+            return fn(*args, **kwargs)
+
+    @classmethod
+    async def from_config(cls, config_dict: dict) -> AsyncMemory:
+        return cls(config_dict)
+
+    async def add(self, messages, **kwargs) -> dict:
+        return await asyncio.to_thread(self._run, self._memory.add, messages, **kwargs)
+
+    async def search(self, query: str, **kwargs) -> dict:
+        return await asyncio.to_thread(self._run, self._memory.search, query, **kwargs)
+
+    async def get(self, memory_id) -> dict | None:
+        return await asyncio.to_thread(self._run, self._memory.get, memory_id)
+
+    async def get_all(self, **kwargs) -> dict:
+        return await asyncio.to_thread(self._run, self._memory.get_all, **kwargs)
+
+    async def update(self, memory_id, *args, **kwargs) -> dict:
+        return await asyncio.to_thread(self._run, self._memory.update, memory_id, *args, **kwargs)
+
+    async def delete(self, memory_id) -> dict:
+        return await asyncio.to_thread(self._run, self._memory.delete, memory_id)
+
+    async def delete_all(self, **kwargs) -> dict:
+        return await asyncio.to_thread(self._run, self._memory.delete_all, **kwargs)
+
+    async def history(self, memory_id) -> list[dict]:
+        return await asyncio.to_thread(self._run, self._memory.history, memory_id)
+
+    async def reset(self) -> None:
+        await asyncio.to_thread(self._run, self._memory.reset)
+
+    def close(self) -> None:
+        self._memory.close()

@@ -41,7 +41,7 @@ def matches(fields: Mapping, filters: Mapping) -> bool:
         elif key == "NOT":
             ok = not any(matches(fields, f) for f in want)
         elif want == "*":
-            ok = key in fields
+            ok = key in fields  # the key is there, with any value
         elif isinstance(want, Mapping):
             ok = key in fields and all(_apply(fields[key], op, arg) for op, arg in want.items())
         else:

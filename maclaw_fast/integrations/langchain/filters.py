@@ -66,8 +66,10 @@ _MISSING = object()
 
 
 def _field_test(field: str, condition) -> Callable[[dict], bool]:
-    if not isinstance(condition, dict) or not condition:
+    if not isinstance(condition, dict):
         return lambda meta: meta.get(field, _MISSING) == condition
+    if not condition:
+        raise ValidationError(f"filter {field!r}: an empty condition (give a value or operators)")
     tests = []
     for op, arg in condition.items():
         if op == "$eq":

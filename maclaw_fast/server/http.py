@@ -44,7 +44,7 @@ def check_token(token: str | None) -> None:
     """A bearer token: at least 8 visible characters, no whitespace or control characters."""
     if token is None:
         return
-    if token == "":
+    if isinstance(token, str) and not token.strip():
         raise ValidationError("the bearer token is empty: leave out --token (and "
                               "MACLAW_MCP_TOKEN) to serve loopback clients without one")
     if not isinstance(token, str) or len(token) < 8:

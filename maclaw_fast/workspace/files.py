@@ -25,6 +25,24 @@ MEMORY_DIR = "memory"
 _DATED = re.compile(r"^memory/(\d{4})-(\d{2})-(\d{2})\.md$")
 _EPOCH = _dt.date(1970, 1, 1)
 _NS_PER_DAY = 86_400 * 10**9
+# files larger than this are skipped with a warning (one 40 MB file took minutes and 1 GB);
+# MACLAW_WORKSPACE_MAX_FILE_BYTES or discover(max_bytes=...) changes it
+MAX_FILE_BYTES = 8 * 1024 * 1024
+
+
+def max_file_bytes() -> int:
+    """The size bound in force: ``MACLAW_WORKSPACE_MAX_FILE_BYTES`` when set, else the default."""
+    raw = os.environ.get("MACLAW_WORKSPACE_MAX_FILE_BYTES", "").strip()
+    if not raw:
+        return MAX_FILE_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError("MACLAW_WORKSPACE_MAX_FILE_BYTES must be a whole number of "
+                              f"bytes, got {raw!r}") from None
+    if value < 1:
+        raise ValidationError(f"MACLAW_WORKSPACE_MAX_FILE_BYTES must be >= 1, got {value}")
+    return value
 
 
 class FileInfo(msgspec.Struct, frozen=True):
@@ -53,13 +71,13 @@ def _utf8(name: str) -> bool:
 _WARNED: set[str] = set()
 
 
-def _skip_unnamed(rel: str) -> None:
-    """Warn once per process about a memory file skipped for its name."""
+def _skip_unnamed(rel: str, path: str) -> None:
+    """Warn once per process and file about a memory file skipped for its name."""
     shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    if shown not in _WARNED:
-        _WARNED.add(shown)
-        warnings.warn(f"workspace file {shown} skipped: its name is not UTF-8 (rename it to "
-                      f"index it)", RuntimeWarning, stacklevel=4)
+    if path not in _WARNED:
+        _WARNED.add(path)
+        warnings.warn(f"workspace file {shown} skipped: its name is not valid UTF-8 (rename it "
+                      f"to index it)", RuntimeWarning, stacklevel=4)
 
 
 def _inside(root: str, real: str) -> bool:
@@ -87,7 +105,8 @@ def check_extra_paths(root: Path, extra_paths) -> tuple[str, ...]:
     return tuple(out)
 
 
-def discover(root: str | os.PathLike, extra_paths=(), *, exclude=()) -> list[FileInfo]:
+def discover(root: str | os.PathLike, extra_paths=(), *, exclude=(),
+             max_bytes: int | None = None) -> list[FileInfo]:
     """List the workspace's memory files, sorted by relative path.
 
     Parameters
@@ -95,6 +114,8 @@ def discover(root: str | os.PathLike, extra_paths=(), *, exclude=()) -> list[Fil
     root : the workspace folder (resolved to its real path).
     extra_paths : workspace-relative files or folders to index as well.
     exclude : folders never walked (the index folder).
+    max_bytes : larger files are skipped with a warning (default :func:`max_file_bytes`); so is
+        a file whose name is not valid UTF-8.
 
     Examples
     --------
@@ -104,6 +125,7 @@ def discover(root: str | os.PathLike, extra_paths=(), *, exclude=()) -> list[Fil
     >>> [f.rel for f in discover(d)]
     ['MEMORY.md', 'memory/x.md']
     """
+    limit = max_file_bytes() if max_bytes is None else max_bytes
     root_s = os.path.realpath(root)
     prefix = root_s.rstrip(os.sep) + os.sep
     excluded = {os.path.realpath(e) for e in exclude}
@@ -124,7 +146,12 @@ def discover(root: str | os.PathLike, extra_paths=(), *, exclude=()) -> list[Fil
         # every path here is root_s + os.sep + rel (joined below, never normalised away)
         rel = path[len(prefix):].replace(os.sep, "/")
         if not _utf8(rel):
-            _skip_unnamed(rel)
+            _skip_unnamed(rel, path)
+            return
+        if st.st_size > limit:
+            warnings.warn(f"workspace file {rel!r} skipped: {st.st_size} bytes is over the "
+                          f"{limit}-byte bound (MACLAW_WORKSPACE_MAX_FILE_BYTES)",
+                          RuntimeWarning, stacklevel=2)
             return
         found.setdefault(rel, FileInfo(rel, path, int(st.st_size), int(st.st_mtime_ns)))
 

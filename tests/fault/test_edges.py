@@ -28,7 +28,7 @@ def latin1_workspace(tmp_path):
 def test_a_non_utf8_file_name_is_skipped_with_a_warning(latin1_workspace, tmp_path):
     from maclaw_fast.workspace import WorkspaceIndex
 
-    with pytest.warns(RuntimeWarning, match=r"caf\\xe9.md skipped: its name is not UTF-8"):
+    with pytest.warns(RuntimeWarning, match=r"caf\\xe9.md skipped: its name is not valid UTF-8"):
         ix = WorkspaceIndex.open(latin1_workspace, embedder=None, index_dir=tmp_path / "ix")
     try:
         hits = ix.search("peanuts").results
@@ -46,7 +46,7 @@ def test_the_command_line_works_beside_a_non_utf8_file_name(latin1_workspace, tm
                            str(latin1_workspace), "--embedder", "none"], capture_output=True,
                           text=True, env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "not UTF-8" in proc.stderr and "Traceback" not in proc.stderr
+    assert "not valid UTF-8" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_export_and_import_paths_are_checked_before_anything_is_written(tmp_path):

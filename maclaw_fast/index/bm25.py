@@ -33,7 +33,7 @@ from maclaw_fast.index.arrays import grow
 from maclaw_fast.index.bm25_persist import Bm25Persist
 from maclaw_fast.index.bm25_query import Bm25Queries
 from maclaw_fast.index.fieldnorm import FIELDNORM_TABLE, FIELDNORMS, encode_length
-from maclaw_fast.text.tokenizer import Vocabulary
+from maclaw_fast.text.vocabulary import Vocabulary
 
 if TYPE_CHECKING:  # tantivy is imported where a mirror is first made
     from maclaw_fast.index.tantivy_mirror import TantivyMirror

@@ -188,9 +188,5 @@ def analysed_text(content: str, tags: list[str] | tuple[str, ...]) -> str:
     """The text an entry is indexed under: ``content + " " + " ".join(tags)`` (design §2)."""
     return content + " " + " ".join(tags)
 
-
-# the vocabulary lives in its own module; imported here too, where callers have always found it
-from maclaw_fast.text.vocabulary import Vocabulary  # noqa: E402
-
-__all__ = ["DEFAULT_ANALYZER", "TOKENIZER_VERSION", "Analyzer", "Vocabulary", "analysed_text",
-           "cjk_ratio", "tokenize"]
+__all__ = ["DEFAULT_ANALYZER", "TOKENIZER_VERSION", "Analyzer", "analysed_text", "cjk_ratio",
+           "tokenize"]

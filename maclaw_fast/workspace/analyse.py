@@ -18,7 +18,8 @@ import msgspec
 import numpy as np
 
 from maclaw_fast.text.bulk import forked_parts
-from maclaw_fast.text.tokenizer import Vocabulary, tokenize
+from maclaw_fast.text.tokenizer import tokenize
+from maclaw_fast.text.vocabulary import Vocabulary
 from maclaw_fast.workspace.chunking import chunk_id, chunk_markdown
 
 TOKEN_SEP = "\n"  # the tokenizer strips whitespace, so no token holds a newline

@@ -34,7 +34,7 @@ from maclaw_fast.errors import EmbeddingError, ValidationError
 from maclaw_fast.index import Bm25Index, VectorColumn
 from maclaw_fast.index.arrays import grow
 from maclaw_fast.text.bulk import FORK_MIN_CHARS, paused_gc
-from maclaw_fast.text.tokenizer import Vocabulary
+from maclaw_fast.text.vocabulary import Vocabulary
 from maclaw_fast.workspace.analyse import analyse_files, global_ids
 from maclaw_fast.workspace.chunking import chunk_id
 from maclaw_fast.workspace.files import check_extra_paths, discover, file_timestamp_days

@@ -22,6 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ab_recall import export  # noqa: E402  (a git revision as files to import)
+
 WARMUP = r"""
 import json, resource, time
 def cpu():
@@ -61,15 +64,6 @@ else:
     r.route("read a file then search the web")
 print(json.dumps({f"first_{what}_cpu_s": cpu() - t0}))
 """
-
-
-def export(rev: str, repo: Path, into: Path) -> Path:
-    into.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(repo), "archive", rev], check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    (into / "maclaw_kernels").symlink_to(into / "kernels")
-    return into
 
 
 def measure(root: Path) -> dict:

@@ -233,6 +233,35 @@ def cmd_warmup(args) -> int:
     return 0
 
 
+def query_text(text: str) -> str:
+    """A query or message argument: some text besides white space."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def unit_float(text: str) -> float:
+    """A score bound in 0..1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
+    return value
+
+
+def port_number(text: str) -> int:
+    """A TCP port, 1..65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 65535, got {value}")
+    return value
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -336,7 +365,7 @@ def register(sub) -> None:
                     "facts lead, then every other memory by relevance, recency and importance.",
         epilog=RECALL_EXAMPLES)
     store_arg(p)
-    p.add_argument("query", help="what to recall memories for")
+    p.add_argument("query", type=query_text, help="what to recall memories for")
     p.add_argument("--project", metavar="NAME",
                    help="only this project's project memories (global ones always count)")
     p.add_argument("--category", choices=_category_choices(), metavar="CATEGORY",

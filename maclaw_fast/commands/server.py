@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 
+from maclaw_fast.commands.memory import port_number
 
 SERVE_EXAMPLES = """\
 examples:
@@ -47,7 +48,7 @@ def register(subparsers) -> None:
                    help="default project of memory_recall's scope filter")
     p.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
                    help="HTTP bind address (default 127.0.0.1; others need a token)")
-    p.add_argument("--port", type=int, default=8765, metavar="PORT",
+    p.add_argument("--port", type=port_number, default=8765, metavar="PORT",
                    help="HTTP port (default 8765)")
     p.add_argument("--token", default=None, metavar="TOKEN",
                    help="bearer token HTTP clients must send (or set MACLAW_MCP_TOKEN)")

@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+from maclaw_fast.commands.memory import query_text
+
 DEFAULT_CATALOG = Path(__file__).resolve().parents[2] / "data" / "tools.json"
 
 
@@ -45,7 +47,7 @@ def register(subparsers) -> None:
         "route", help="pick the tools for a message",
         description="Route one message over a tool catalog: the core tools plus the best "
                     "matches by BM25, embeddings, usage and priority.", epilog=ROUTE_EXAMPLES)
-    p.add_argument("message", help="the user message to pick tools for")
+    p.add_argument("message", type=query_text, help="the user message to pick tools for")
     _catalog_arg(p)
     p.add_argument("--json", action="store_true", help="print the RouteResult as JSON")
     add_progress_args(p)
@@ -81,7 +83,7 @@ def register(subparsers) -> None:
                        description="The discover_tool search: tools outside the core set "
                                    "whose name, description or tags match the query.",
                        epilog="examples:\n  maclaw-fast tools discover \"send an email\"\n")
-    p.add_argument("query", help="words describing the tool you need")
+    p.add_argument("query", type=query_text, help="words describing the tool you need")
     _catalog_arg(p)
     p.add_argument("--json", action="store_true", help="print the tool names as a JSON list")
     add_progress_args(p)

@@ -11,6 +11,8 @@ import json
 import sys
 import time
 
+from maclaw_fast.commands.memory import query_text, unit_float
+
 
 def _common(p: argparse.ArgumentParser) -> None:
     from maclaw_fast.embedding.options import add_embedder_args
@@ -185,13 +187,13 @@ def register(sub) -> None:
     p = sub.add_parser("search", help="search a workspace's Markdown memory files",
                        description="Hybrid (BM25 + vector) search over the workspace's chunks; "
                                    "the index is synced first.", epilog=SEARCH_EXAMPLES)
-    p.add_argument("query", help="what to search for")
+    p.add_argument("query", type=query_text, help="what to search for")
     _common(p)
     p.add_argument("--json", action="store_true",
                    help="print the response and the index status as JSON")
     p.add_argument("--max-results", type=int, default=None, metavar="N",
                    help="results to return (default: the search configuration's)")
-    p.add_argument("--min-score", type=float, default=None, metavar="SCORE",
+    p.add_argument("--min-score", type=unit_float, default=None, metavar="SCORE",
                    help="drop results scoring below this, 0..1 (default: the search "
                         "configuration's)")
     add_progress_args(p)

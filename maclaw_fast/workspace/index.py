@@ -75,7 +75,7 @@ class WorkspaceIndex(IndexPersistence):
         self.model = embedder.fingerprint if embedder is not None else None
         self.last_error = embedder_error
         self.last_sync: float | None = None
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()
         self._dirty = False  # set by the watcher; without one, is_dirty() compares stat data
         self._watcher = None
         self.bm25 = (Bm25Index(Bm25Config(k1=config.bm25_k1, b=config.bm25_b),
@@ -104,7 +104,7 @@ class WorkspaceIndex(IndexPersistence):
         self.ids: list[str | None] = []
         self.token_ids: list[np.ndarray | None] = []  # int32 ids into self.vocab, per row
         self.state = IndexState(index_dir, self._chunking())
-        self._mmr_tokens: dict[str, np.ndarray] = {}
+        self.mmr_tokens: dict[str, np.ndarray] = {}
         self.vec_out = np.empty(0, np.float32)  # search's score buffer (searches hold the lock)
 
     # ------------------------------------------------------------------ lifecycle
@@ -157,7 +157,7 @@ class WorkspaceIndex(IndexPersistence):
         if emb is None and not config.text_search:
             raise ValidationError("text_search=False needs an embedder (vector-only mode)")
         ix = cls(root, idx_dir, emb, config, clock, error)
-        ix._load()
+        ix.load_state()
         if sync:
             ix.sync()
         return ix
@@ -165,7 +165,7 @@ class WorkspaceIndex(IndexPersistence):
     def close(self) -> None:
         """Stop the watcher and save the embedding cache."""
         self.unwatch()
-        with self._lock:
+        with self.lock:
             if self.cache is not None and self.cache.dirty:
                 self.cache.save()
 
@@ -285,7 +285,7 @@ class WorkspaceIndex(IndexPersistence):
 
     def is_dirty(self) -> bool:
         """Whether the files changed since the last sync (watcher flag, else a stat scan)."""
-        with self._lock:
+        with self.lock:
             if self._dirty or self.last_sync is None:
                 return True
             return False if self.watching else self._stat_changed()
@@ -311,7 +311,7 @@ class WorkspaceIndex(IndexPersistence):
         """
         t0 = time.perf_counter()
         rep = SyncReport()
-        with self._lock:
+        with self.lock:
             self._dirty = False
             found = self._scan()
             rep.files = len(found)
@@ -410,7 +410,7 @@ class WorkspaceIndex(IndexPersistence):
 
     def status(self) -> WorkspaceStatus:
         """Mode, model, files, chunks, dirty flag, last sync and the last embedder problem."""
-        with self._lock:
+        with self.lock:
             missing = 0
             if self.vectors is not None:
                 n = self.n_rows
@@ -438,7 +438,7 @@ class WorkspaceIndex(IndexPersistence):
         """Start syncing in the background: on file changes (debounced) and/or on an interval."""
         from maclaw_fast.workspace.watch import WorkspaceWatcher
 
-        with self._lock:
+        with self.lock:
             if self._watcher is None:
                 self._dirty = True  # edits made before the watch began are seen by no event
                 self._watcher = WorkspaceWatcher(self, files=files, interval_s=interval_s)

@@ -47,7 +47,7 @@ class IndexPersistence:
 
     def save(self) -> None:
         """Write a snapshot of the chunk table, empty the journal and save the embedding cache."""
-        with self._lock:
+        with self.lock:
             n = self.n_rows
             rows = np.flatnonzero(self.live[:n])
             if rows.shape[0] == n:  # no free rows: the columns as they are
@@ -69,7 +69,7 @@ class IndexPersistence:
             if self.cache is not None and self.cache.dirty:
                 self.cache.save()
 
-    def _load(self) -> None:
+    def load_state(self) -> None:
         loaded = self.state.load()
         if loaded is None:
             return  # no or unreadable state: the first sync rebuilds it

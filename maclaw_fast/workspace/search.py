@@ -143,13 +143,13 @@ def _mmr(ix, rows: np.ndarray, scores: np.ndarray, lam: float) -> np.ndarray:
     parts = []
     for r in rows:
         h = ix.hashes[r]
-        ids = ix._mmr_tokens.get(h)
+        ids = ix.mmr_tokens.get(h)
         if ids is None:
             # token → int by Python's hash: equal within the process, which is all a cache needs
             ids = np.unique(np.array([hash(t) for t in mmr_tokens(ix.texts[r])], np.int64))
-            if len(ix._mmr_tokens) > 50_000:
-                ix._mmr_tokens.clear()
-            ix._mmr_tokens[h] = ids
+            if len(ix.mmr_tokens) > 50_000:
+                ix.mmr_tokens.clear()
+            ix.mmr_tokens[h] = ids
         parts.append(ids)
     indptr = np.zeros(len(parts) + 1, np.int64)
     indptr[1:] = np.cumsum([p.size for p in parts])
@@ -231,7 +231,7 @@ def search(ix, query, *, max_results: int | None = None,
             synced = True
         except OSError as exc:  # e.g. the index folder became read-only: answer from what we have
             ix.last_error = f"sync before search failed: {exc}"
-    with ix._lock:
+    with ix.lock:
         resp = _search_locked(ix, query, n_max, floor)
     resp.synced = synced
     return resp

@@ -240,36 +240,32 @@ def query_text(text: str) -> str:
     return text
 
 
+def _bounded(text: str, cast, lo, hi, what: str):
+    """``text`` as ``cast`` within ``lo..hi`` (``hi`` None: no upper bound), else an argparse
+    error that says why."""
+    try:
+        value = cast(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+    if value < lo or (hi is not None and value > hi):
+        bound = f"at least {lo}" if hi is None else f"between {lo} and {hi}"
+        raise argparse.ArgumentTypeError(f"must be {bound}, got {value}")
+    return value
+
+
 def unit_float(text: str) -> float:
     """A score bound in 0..1."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
-    return value
+    return _bounded(text, float, 0, 1, "a number")
 
 
 def port_number(text: str) -> int:
     """A TCP port, 1..65535."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be between 1 and 65535, got {value}")
-    return value
+    return _bounded(text, int, 1, 65535, "a port number")
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    """An integer of at least 1."""
+    return _bounded(text, int, 1, None, "an integer")
 
 
 def _categories_help() -> str:

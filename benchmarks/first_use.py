@@ -97,7 +97,7 @@ def main(argv=None) -> int:
     labels = ("warmup, empty numba cache", "first recall, 500 entries, new process",
               "first route, 1,000 tools, new process")
     head = "| figure (CPU s) | " + " | ".join(rows) + " |"
-    lines = [f"# First use: compile and first calls", "",
+    lines = ["# First use: compile and first calls", "",
              f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, load "
              f"{os.getloadavg()[0]:.1f}; base = {args.base or '—'}, cand = "
              f"{args.cand or 'this checkout'}. CPU time of each child process.", "",

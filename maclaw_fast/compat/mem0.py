@@ -23,7 +23,7 @@ from maclaw_fast.compat import mem0_filters
 from maclaw_fast.compat.stores import LocalStores
 from maclaw_fast.config import MaintenanceConfig
 from maclaw_fast.embedding import embed_checked
-from maclaw_fast.errors import LLMError, NotFoundError, ValidationError
+from maclaw_fast.errors import LLMError, ValidationError
 from maclaw_fast.llm import LLMClient, LLMConfig
 
 _KINDS = {"user_id": "user", "agent_id": "agent", "run_id": "run"}

@@ -233,10 +233,9 @@ def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, 
     n = bm25.shape[0]
     bm25n, rel, score, graph, base_q = work[0, :n], work[1, :n], work[2, :n], work[3, :n], \
         work[4, :n]
-    base_q[:] = base[2]
-    if prior.shape[0] > 0:  # the thread prior orders conversations, after the walk
-        for i in range(n):
-            base_q[i] += knobs.w_rel * prior[i]
+    with_prior = prior.shape[0] > 0  # the thread prior orders conversations, after the walk
+    for i in range(n):  # loops, not slice copies: those compile a shape-error formatter
+        base_q[i] = base[2, i] + (knobs.w_rel * prior[i] if with_prior else 0.0)
     eligible, scored = scope.eligible, scope.scored
     revived = False
     cue = (idf_total, knobs.bm25_w, knobs.cos_w, has_vector, knobs.revive_needs_term != 0.0,
@@ -323,14 +322,16 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
     for q in range(scope_of.shape[0]):
         term_ids = block.term_ids[block.term_indptr[q]:block.term_indptr[q + 1]]
         if block.bm25.shape[0] > 0:
-            bm25[:] = block.bm25[q]
+            for i in range(n):
+                bm25[i] = block.bm25[q, i]
         else:
             bm25[:] = 0.0
             bm25_query(term_ids, p, bm25)
         if not block.has_vector:
             cos[:] = 0.0
         elif block.cos.shape[0] > 0:
-            cos[:] = block.cos[q]
+            for i in range(n):
+                cos[i] = block.cos[q, i]
         else:
             dot_scores(corpus.matrix, n, corpus.has_vec, block.vectors[q], cos)
         this_prior = no_prior

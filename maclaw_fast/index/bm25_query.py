@@ -3,17 +3,19 @@ for one query or a batch, and tantivy's own scores for the parity checks."""
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from maclaw_kernels.bm25 import (
     Postings,
     bm25_query,
-    bm25_query_parallel,
+    bm25_range,
     bm25_scores_batch,
     build_csr,
+    query_idf,
     query_terms_batch,
 )
 from maclaw_kernels.revival import idf_totals_batch, terms_idf_total
+
+from maclaw_fast.threads import in_ranges
 
 
 class Bm25Queries:
@@ -54,8 +56,14 @@ class Bm25Queries:
             out = np.zeros(n_keys, dtype=np.float64)
         with self._lock:
             term_ids, postings = self.term_ids(tokens), self.query_postings()
-            if self.is_large:
-                bm25_query_parallel(term_ids, postings, out, numba.get_num_threads())
+            if self.is_large:  # many postings: document ranges on every core
+                uniq, idf = query_idf(term_ids, postings.df, postings.n_live,
+                                      postings.term_weight)
+                try:
+                    in_ranges(postings.n_docs, lambda lo, hi: bm25_range(uniq, idf, postings,
+                                                                         out, lo, hi))
+                finally:
+                    postings.term_weight[uniq] = 0.0
             else:
                 bm25_query(term_ids, postings, out)
         return out

@@ -18,6 +18,20 @@ def dot_scores(matrix, n_rows, has_vec, query, out):
 
 
 @njit(cache=True, fastmath=True)
+def dot_tile(matrix, n_rows, has_vec, queries, q0, q1, out):
+    """``out[q − q0, i] = matrix[i] · queries[q]`` for the queries ``q0..q1`` (0 for rows
+    without a vector): each row is read once for the whole tile, not once per query, and every
+    value has the bits of :func:`dot_scores` (the same :func:`row_dot`)."""
+    for i in range(n_rows):
+        if has_vec[i]:
+            for q in range(q0, q1):
+                out[q - q0, i] = row_dot(matrix, i, queries[q])
+        else:
+            for q in range(q0, q1):
+                out[q - q0, i] = 0.0
+
+
+@njit(cache=True, fastmath=True)
 def row_dot(matrix, i, query):
     """``matrix[i] · query`` in float32: the loop of :func:`dot_scores`, shared with
     the exact rescoring of ``quantized.py`` so both give the same bits. Not inlined at numba's

@@ -211,7 +211,7 @@ def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
     access desc, seq asc)."""
     lo = np.inf
     hi = -np.inf
-    count = 0
+    count = np.int64(0)  # not the literal 0: a callee would compile once more for it
     for i in range(base.shape[0]):
         graph[i] = 0.0
         score[i] = -np.inf

@@ -28,7 +28,7 @@ def score_range(score, mask):
     """(lowest, highest, count) of the ``mask`` rows' scores."""
     lo = np.inf
     hi = -np.inf
-    count = 0
+    count = np.int64(0)  # not the literal 0: a callee would compile once more for it
     for i in range(score.shape[0]):
         if mask[i]:
             lo = min(lo, score[i])

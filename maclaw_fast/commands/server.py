@@ -110,6 +110,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     cfg = ServerConfig(store=args.store, workspace=args.workspace, catalog=args.catalog,
                        embedder=embedder_from_args(args) or "none", project=args.project,
                        stores=args.stores, pool_size=args.pool_size)
+    from maclaw_fast.warmup import warm_in_background
+
+    warm_in_background()  # an MCP client's first call waits only for what is left to compile
     with contextlib.ExitStack() as stack:
         if llm is not None:
             stack.callback(llm.close)

@@ -104,7 +104,7 @@ def main() -> None:
             (f"service, single recalls (one actor call each; {args.singles:,})", single_rate),
             (f"service, recall_many ({args.queries:,} in calls of <= 512 per shard)", many_rate),
             (f"service, arecall ({args.queries:,} coroutines gathered)", async_rate)]
-    lines = [f"# Sharded Ray service (`python benchmarks/bench_ray_service.py`)", "",
+    lines = ["# Sharded Ray service (`python benchmarks/bench_ray_service.py`)", "",
              f"{args.stores} stores x {args.entries} entries (hash embedder), {args.queries:,} "
              f"recalls (random store, 2-word query, project), reinforce=False; 2 shards on a "
              f"local Ray (num_cpus=2); 2-core machine shared with other jobs (load "

@@ -5,14 +5,14 @@ Stores live under one ``root`` every node sees. A store belongs to shard ``crc32
 its actor opens it on first use and keeps it open (at most 1,000 per actor: the least recently
 used idle one is closed and reopened when asked for). When an actor dies, the client starts a new
 one for that shard, which reopens the shard's stores from their snapshots and journals (the
-dead process's locks went with it), and retries the call once.
-
-Recalls go many to an actor call: :meth:`ShardedMemory.recall_many` sends each shard its part of
-a list in one call (the actor recalls each store's queries as one batch), and
-:meth:`ShardedMemory.arecall` gathers the recalls that coroutines start together into such calls. A ``save`` returns only after its
+dead process's locks went with it), and retries the call once. A ``save`` returns only after its
 journal record is written, so every acknowledged save survives the actor; a save cut off
 mid-call is retried, and saving the same content again is harmless (identical content refreshes
 the existing entry).
+
+Recalls go many to an actor call: :meth:`ShardedMemory.recall_many` sends each shard its part of
+a list in one call (the actor recalls each store's queries as one batch), and
+:meth:`ShardedMemory.arecall` gathers the recalls that coroutines start together into such calls.
 """
 
 from __future__ import annotations

@@ -353,6 +353,11 @@ def test_dotted_filters_and_sql_index_settings():
     s = MaclawLangGraphStore(index={"dims": EMB.dims, "embed": EMB, "fields": ["text"],
                                     "distance_type": "cosine",
                                     "ann_index_config": {"kind": "hnsw", "m": 16}})
+    sql = MaclawLangGraphStore(index={"dims": EMB.dims, "embed": EMB, "text_fields": "title"})
+    assert sql.fields == ["title"]  # SqliteStore's name for fields, a string or a list
+    with pytest.raises(ValidationError, match="text_fields"):
+        MaclawLangGraphStore(index={"dims": EMB.dims, "embed": EMB, "fields": ["a"],
+                                    "text_fields": ["b"]})
     s.put(("f",), "a", {"text": "one", "meta": {"owner": "lin", "n": 3}})
     s.put(("f",), "b", {"text": "two", "meta": {"owner": "ana", "n": 5}})
     s.put(("f",), "c", {"text": "three", "meta.owner": "lin"})  # a literal dotted key wins

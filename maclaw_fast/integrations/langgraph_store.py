@@ -60,7 +60,8 @@ class MaclawLangGraphStore(BaseStore):
     """LangGraph ``BaseStore`` (get/put/search/delete/list_namespaces, TTL) on a MemoryStore.
 
     ``index`` is LangGraph's ``{"dims", "embed", "fields"}`` (with the SQL stores'
-    ``distance_type="cosine"`` and ``ann_index_config``, which changes nothing: search is exact);
+    ``text_fields``, ``distance_type="cosine"`` and ``ann_index_config``, which changes nothing:
+    search is exact);
     without it a given ``store``'s own embedder indexes whole values (``fields=["$"]``), and a
     store made here has no vectors (``search(query=...)`` then lists in order, as LangGraph's
     stores do without an index). ``ranking`` is ``"hybrid"`` (the engine's recall: an item's
@@ -339,8 +340,8 @@ def _index(index, store) -> tuple[Embeddings | None, list[str], int | None]:
         return None, [], None
     if not isinstance(index, Mapping):
         raise ValidationError("index must be a dict with dims, embed and optional fields")
-    unknown = set(index) - {"dims", "embed", "fields", "distance_type", "ann_index_config",
-                            "__tokenized_fields"}
+    unknown = set(index) - {"dims", "embed", "fields", "text_fields", "distance_type",
+                            "ann_index_config", "__tokenized_fields", "__estimated_num_vectors"}
     if unknown:
         raise ValidationError(f"index does not support {sorted(unknown)}")
     distance = index.get("distance_type", "cosine")
@@ -352,7 +353,11 @@ def _index(index, store) -> tuple[Embeddings | None, list[str], int | None]:
         raise ValidationError("ann_index_config must be a dict")
     dims = count(index.get("dims"), "index['dims']")
     embeddings = ensure_embeddings(index.get("embed"))
-    fields = list(index.get("fields") or ["$"])
+    fields = index.get("fields") or index.get("text_fields") or ["$"]  # SqliteStore's name
+    if index.get("fields") and index.get("text_fields") and \
+            index["fields"] != index["text_fields"]:
+        raise ValidationError("give fields or text_fields (SqliteStore's name), not both")
+    fields = [fields] if isinstance(fields, str) else list(fields)
     if not all(isinstance(f, str) and f for f in fields):
         raise ValidationError("index['fields'] must be non-empty strings")
     return embeddings, fields, dims

@@ -1,5 +1,6 @@
 """Memory of MaclawLangGraphStore per 100,000 items: the Python heap an open store holds for its
-items (tracemalloc), after writing them and after reopening the directory, and the time of both.
+items (tracemalloc), after writing them and after reopening the directory, and the time of both
+(under tracemalloc, which slows allocation several-fold).
 
     python benchmarks/bench_langgraph_memory.py [--items 100000]
 

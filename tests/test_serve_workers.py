@@ -2,7 +2,8 @@
 owned by one worker. Concurrent clients save and recall through MCP sessions over many users;
 afterwards every acknowledged save is in its user's store and no request failed: 4 workers, 8
 clients x 60 s over 100 users, with ``--soak`` (``pytest tests/test_serve_workers.py --soak``);
-the default run checks the pieces and the refusal."""
+the default run checks the router against two stand-in workers, the workers' arguments and the
+refusal."""
 
 from __future__ import annotations
 
@@ -30,6 +31,73 @@ def test_worker_argv_drops_what_the_router_sets():
                                        "u.json", "--pool-size", "3", "--host", "127.0.0.1",
                                        "--port", "5555"]
     assert {worker_of(f"user{i}", 4) for i in range(40)} == {0, 1, 2, 3}
+
+
+def _fake_worker(index: int):
+    """A uvicorn server on a free port answering what it received, as worker ``index``."""
+    import threading
+
+    import uvicorn
+
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        body = (await receive()).get("body", b"")
+        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+        out = json.dumps({"worker": index, "path": scope["path"], "body": body.decode(),
+                          "query": scope["query_string"].decode(), "headers": headers}).encode()
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json"), (b"x-worker", b"yes")]})
+        await send({"type": "http.response.body", "body": out})
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=_free_port(),
+                                           log_level="error", lifespan="off"))
+    threading.Thread(target=server.run, daemon=True).start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return server
+
+
+def test_router_sends_each_user_to_the_worker_of_their_store():
+    import httpx
+
+    from maclaw_fast.server.workers import Router
+
+    tokens = {_token(i): f"user{i}" for i in range(8)}
+    workers = [_fake_worker(0), _fake_worker(1)]
+    router = Router(tokens, [w.config.port for w in workers])
+
+    async def main():
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=router),
+                                     base_url="http://router.example") as client:
+            seen = {}
+            for token, store in tokens.items():
+                r = await client.post("/mcp?x=1", content=b'{"jsonrpc": "2.0"}', headers={
+                    "Authorization": f"Bearer {token}", "Mcp-Session-Id": "s1"})
+                got = r.json()
+                assert r.status_code == 200 and r.headers["x-worker"] == "yes"
+                assert got["path"] == "/mcp" and got["query"] == "x=1"
+                assert got["body"] == '{"jsonrpc": "2.0"}'
+                assert got["headers"]["mcp-session-id"] == "s1"
+                assert got["headers"]["host"].startswith("127.0.0.1:")  # the worker's own name
+                seen[store] = got["worker"]
+            assert seen == {s: worker_of(s, 2) for s in tokens.values()}
+            assert set(seen.values()) == {0, 1}
+            for headers in ({}, {"Authorization": "Bearer unknown-token-0123456789"}):
+                assert (await client.post("/mcp", headers=headers)).status_code == 401
+            workers[1].should_exit = True  # a worker that is down: 503, retry later
+            time.sleep(0.5)
+            down = next(t for t, s in tokens.items() if worker_of(s, 2) == 1)
+            r = await client.post("/mcp", headers={"Authorization": f"Bearer {down}"})
+            assert r.status_code == 503 and r.headers["retry-after"] == "1"
+        await router.aclose()
+
+    try:
+        asyncio.run(main())
+    finally:
+        for w in workers:
+            w.should_exit = True
 
 
 def test_workers_need_per_user_stores(tmp_path):

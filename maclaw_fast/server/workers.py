@@ -188,14 +188,19 @@ class Router:
         finally:
             await resp.aclose()
 
+    async def aclose(self) -> None:
+        """Close the connections to the workers (the server's shutdown does it)."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
     async def _lifespan(self, receive, send) -> None:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                if self._client is not None:
-                    await self._client.aclose()
+                await self.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

@@ -121,7 +121,8 @@ class ShardedMemory:
         self._actor_cls = ray.remote(MemoryShard)
         self.actors = [self._spawn() for _ in range(shards)]
         self.restarts = 0
-        self._pending: list[tuple[_Request, asyncio.Future]] = []  # arecall's next calls
+        # arecall's requests not yet sent, per event loop (a loop flushes only its own)
+        self._pending: dict[asyncio.AbstractEventLoop, list] = {}
 
     def _spawn(self):
         return self._actor_cls.options(**self._options).remote(self.root, self.embedder,
@@ -194,14 +195,16 @@ class ShardedMemory:
         loop next runs go to the actors together, as :meth:`recall_many` sends them."""
         req = _request((name, query, project), reinforce)
         self.shard_of(name)  # a bad name fails here, not in the batch
-        fut = asyncio.get_running_loop().create_future()
-        self._pending.append((req, fut))
-        if len(self._pending) == 1:
-            asyncio.get_running_loop().call_soon(self._flush)
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        pending = self._pending.setdefault(loop, [])
+        pending.append((req, fut))
+        if len(pending) == 1:
+            loop.call_soon(self._flush, loop)
         return await fut
 
-    def _flush(self) -> None:
-        pending, self._pending = self._pending, []
+    def _flush(self, loop) -> None:
+        pending = self._pending.pop(loop, [])
         by_shard: dict[int, list[tuple[_Request, asyncio.Future]]] = defaultdict(list)
         for req, fut in pending:
             by_shard[self.shard_of(req.name)].append((req, fut))

@@ -145,6 +145,18 @@ def test_batched_and_async_recalls_equal_single_ones(local_ray, tmp_path):
         mem.recall_many([("u1", "tea"), ("u2", "tea", 5)])
     with pytest.raises(ValidationError):
         mem.recall_many([("../x", "tea")])
+    saved = mem.save_many([("u1", "u1 plays chess", "preference"),
+                           ("u4", {"content": "u4 sails", "category": "preference",
+                                   "tags": ["atlas"]}),
+                           ("u1", "u1 plays go", "preference")])
+    assert [e["content"] for e in saved] == ["u1 plays chess", "u4 sails", "u1 plays go"]
+    assert {"u1 plays chess", "u1 plays go"} <= set(mem.contents("u1"))
+    assert list(saved[1]["tags"]) == ["atlas"] and "u4 sails" in mem.contents("u4")
+    with pytest.raises(ValidationError):  # refused before anything is sent
+        mem.save_many([("u2", "fine", "preference"), ("u2", {"content": "x", "vector": [0]})])
+    with pytest.raises(ValidationError):  # the store refuses the category: its items only
+        mem.save_many([("u3", "u3 kept", "preference"), ("u2", "bad", "no-such-category")])
+    assert "u3 kept" in mem.contents("u3") and "fine" not in mem.contents("u2")
     mem.close()
 
 

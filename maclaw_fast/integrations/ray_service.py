@@ -70,6 +70,25 @@ class MemoryShard:
         with self._stores.store(name) as store:
             return msgspec.to_builtins(store.save(content, **kwargs))
 
+    def save_many(self, items: list[tuple[str, dict]]) -> list:
+        """``(store, item)`` pairs saved as each store's one ``save_many`` (texts embedded in one
+        call per store); returns, in order, each saved entry as a dict or a ``_Failed`` (a store
+        that fails fails only its own items)."""
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i, (name, _) in enumerate(items):
+            groups[name].append(i)
+        out: list = [None] * len(items)
+        for name, rows in groups.items():
+            try:
+                with self._stores.store(name) as store:
+                    saved = [msgspec.to_builtins(e)
+                             for e in store.save_many([items[i][1] for i in rows])]
+            except Exception as exc:
+                saved = [_Failed(type(exc).__name__, str(exc))] * len(rows)
+            for i, entry in zip(rows, saved):
+                out[i] = entry
+        return out
+
     def recall_many(self, payload: bytes) -> bytes:
         """Recalls of a msgpack list of ``_Request``: each store's queries with one reinforce
         setting run as one ``recall_batch``. Returns, in order, each request's hits or a
@@ -164,6 +183,29 @@ class ShardedMemory:
                                   reinforce=kwargs.get("reinforce", True))
         return hits
 
+    def save_many(self, items) -> list[dict]:
+        """Many saves in one actor call per shard: ``items`` are ``(store, content, category)``
+        or ``(store, {"content", "category", "tags", "pinned"})``; each store's items are saved
+        together (new texts embedded in one call). Returns the saved entries in order; a store
+        that fails raises its error after the others are saved. An actor that dies mid-call is
+        replaced and the call retried (saving the same content again is harmless)."""
+        pairs = [_save_item(it) for it in items]
+        by_shard: dict[int, list[int]] = defaultdict(list)
+        for i, (name, _) in enumerate(pairs):
+            by_shard[self.shard_of(name)].append(i)
+        refs = {shard: self.actors[shard].save_many.remote([pairs[i] for i in rows])
+                for shard, rows in by_shard.items()}
+        out: list = [None] * len(pairs)
+        for shard, rows in by_shard.items():
+            try:
+                saved = ray.get(refs[shard])
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorDiedError):
+                self._replace(shard, self.actors[shard])
+                saved = self._on_shard(shard, "save_many", [pairs[i] for i in rows])
+            for i, entry in zip(rows, saved):
+                out[i] = entry
+        return [_raise_failed(e) for e in out]
+
     def recall_many(self, requests, *, reinforce: bool = True) -> list[list[dict]]:
         """Many recalls in few actor calls: ``requests`` are ``(store, query)`` or ``(store,
         query, project)``; each shard gets its part in calls of at most :data:`MAX_BATCH`, all in
@@ -250,6 +292,20 @@ class ShardedMemory:
             except ray.exceptions.RayActorError:
                 pass
             ray.kill(actor)
+
+
+def _save_item(item) -> tuple[str, dict]:
+    if isinstance(item, (tuple, list)) and len(item) == 3:
+        name, content, category = item
+        fields = {"content": content, "category": category}
+    elif isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[1], dict):
+        name, fields = item[0], dict(item[1])
+        reject_unknown("ShardedMemory.save_many", {k: v for k, v in fields.items()
+                                                   if k not in _SAVE_ARGS | {"content"}})
+    else:
+        raise ValidationError("an item is (store, content, category) or (store, {content, "
+                              "category, tags, pinned})")
+    return check_name(name), fields
 
 
 def _request(r, reinforce) -> _Request:

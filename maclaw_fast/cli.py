@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser(argv[0] if argv else None).parse_args(argv)
     finally:
         starting.stop()
+    args.argv = argv  # as given: serve --workers starts its workers with the same options
     from maclaw_fast.progress import ENV, apply_flags
 
     before = os.environ.get(ENV)

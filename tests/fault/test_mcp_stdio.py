@@ -62,7 +62,8 @@ def client(tmp_path_factory):
     proc = subprocess.Popen(
         [sys.executable, "-m", "maclaw_fast.cli", "serve", "--store", str(store),
          "--embedder", "none"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+            p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)))
     c = Client(proc)
     c.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},

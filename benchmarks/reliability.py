@@ -59,7 +59,7 @@ def table(data: dict, soak: bool, rc: int, elapsed: float) -> str:
         kinds = c.get("kinds", {})
         whole = sum(kinds.get(k, 0) for k in ("delete", "empty", "garbage"))
         what = (f"single-bit flips and truncations of the {c['files']} persisted files"
-                + (f"; {whole} files deleted, emptied or overwritten with random bytes"
+                + (f", and each deleted, emptied or overwritten with random bytes ({whole})"
                    if whole else ""))
         rows.append(f"| {what} | {c['tried']} tried | {c['recovered']} recovered, "
                     f"{c['reported']} reported (file moved or copied aside, store opens), "
@@ -67,14 +67,14 @@ def table(data: dict, soak: bool, rc: int, elapsed: float) -> str:
                     f"{c.get('silent_rollbacks', 0)} silent rollbacks, "
                     f"{c.get('dropped_without_copy', 0)} drops without a copy, "
                     f"{c['failed']} failed |")
-    for key, what in (("fuzz_api", "MemoryStore API (export/import paths included)"),
-                      ("fuzz_pool", "StorePool store names"), ("fuzz_cli", "CLI"),
-                      ("fuzz_mcp", "MCP tools")):
+    for key, what in (("fuzz_api", "MemoryStore API, export/import paths included,"),
+                      ("fuzz_pool", "StorePool store names,"), ("fuzz_cli", "CLI,"),
+                      ("fuzz_mcp", "MCP tools,")):
         f = data.get(key)
         if f:
             raw = f.get("raw_exceptions", 0)
-            rows.append(f"| hypothesis fuzz, {what} (all of Unicode, lone surrogates, every "
-                        f"type) | {f['inputs']:,} inputs | 0 crashes or hangs, {raw} raw "
+            rows.append(f"| hypothesis fuzz, {what} all of Unicode, lone surrogates, every "
+                        f"type | {f['inputs']:,} inputs | 0 crashes or hangs, {raw} raw "
                         f"exceptions |")
     m = data.get("mcp_malformed")
     if m:

@@ -68,8 +68,8 @@ def register(subparsers) -> None:
                         "claude_desktop_config.json, .cursor/mcp.json or .mcp.json): their "
                         "tools join route_tools, and the call_tool and mcp_servers tools "
                         "reach them")
-    from maclaw_fast.config import FeaturesConfig
     from maclaw_fast.commands.maintenance import add_llm_args
+    from maclaw_fast.config import FeaturesConfig
 
     add_llm_args(p)
     p.add_argument("--off", action="append", default=None, metavar="FEATURE",
@@ -82,8 +82,8 @@ def register(subparsers) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from maclaw_fast.server.http import TOKEN_ENV, check_bind
     from maclaw_fast.embedding.options import embedder_from_args
+    from maclaw_fast.server.http import TOKEN_ENV, check_bind
     from maclaw_fast.server.mcp_server import Backend, ServerConfig, build_server
 
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
@@ -118,8 +118,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from maclaw_fast.tools.mcp_config import load_mcp_config
 
         mcp_servers = load_mcp_config(args.mcp_config)
-    from maclaw_fast.config import FeaturesConfig
     from maclaw_fast.commands.maintenance import llm_from_args
+    from maclaw_fast.config import FeaturesConfig
 
     features_cfg = FeaturesConfig().without(args.off or ())
     llm = llm_from_args(args)
@@ -169,7 +169,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 os._exit(0)
 
             signal.signal(signal.SIGTERM, stop)
-            mcp.run("stdio")
+            from maclaw_fast.server.stdio import serve_stdio
+
+            serve_stdio(mcp)  # every unreadable line gets a JSON-RPC error reply
         else:
             from maclaw_fast.server.http import serve_http
 

@@ -68,7 +68,9 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     cos_weight: float = 0.6
     project_affinity: float = 3.0
     bm25_norm: Literal["raw", "max", "minmax"] = "max"  # max: by the query's best score
-    cos_norm: Literal["raw", "minmax"] = "minmax"  # raw: max(cos, 0); minmax: over the candidates
+    # floor: (cos − the model's cosine floor)/(1 − floor), ≥ 0 (one scale for every query: a
+    # small cosine gap stays small); raw: max(cos, 0); minmax: over the query's candidates
+    cos_norm: Literal["raw", "minmax", "floor"] = "floor"
     graph_seeds: int = 5
     graph_hops: int = 1
     graph_hop_factor: float = 0.5

@@ -16,7 +16,7 @@ from maclaw_fast.memory.thread_prior import ThreadPlan
 from maclaw_kernels.recall import N_PARTS, Base, Knobs, Out, Rows, Scope, Threads, Work
 
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
-COS_MODES = {"raw": 0, "minmax": 1}
+COS_MODES = {"raw": 0, "minmax": 1, "floor": 2}
 # ln(1 + a) for the small access counts, read by the kernels instead of a log per row
 LOG_ACCESS = np.log1p(np.arange(64, dtype=np.float64))
 _NO_ROWS, _NO_MASK, _NO_FLOATS = np.zeros(0, np.int64), np.zeros(0, np.bool_), np.zeros(0)

@@ -12,11 +12,15 @@ technique re-scores that ranking:
   turns (multi-hop answers sit beside each other);
 * **names and quoted phrases** — a turn gains ``w ×`` the share of the question's names (capitalised
   words not opening the question, not question words) and quoted phrases it holds;
+* **names in the BM25 query** — the question's names and quoted phrases appended once or twice to
+  the text the store tokenizes (the query vector unchanged): the form a recall could take with no
+  new kernel input;
 * **temporal resolver** — relative dates of the question (``N days/weeks/months/years ago``,
   ``yesterday``, ``last week/weekend/month/year``, ``last <weekday>``) and explicit ones
   (``10 April 2023``, ``April 10, 2023``, ``May 2023``) resolved against the question's clock
-  (the recall time: the last session's date under clock (b)); a turn saved within ``σ`` days
-  of the date gains ``w × exp(−|Δdays|/σ)``. Under clock (a) every turn has one date: no change.
+  (the recall time: the last session's date under clock (b)); a turn gains
+  ``w × exp(−|Δdays|/σ)`` by its save date. Under clock (a) every turn has one save date: no
+  change.
 
 Weights are on the score's scale (``10 ×`` relevance is one unit of relevance). The best setting
 of each technique is chosen on the tuning half (conversations 0–4, mean turn R@10 of both
@@ -43,6 +47,7 @@ from locomo_eval import (CLOCKS, HELD_OUT, NOW_A, TUNING, _build, load_locomo,  
 from quality_memory import embed_cached  # noqa: E402
 
 SECTION = "## Query-side boosts"
+REPEATS = (1, 2)
 DAY = 86400.0
 QUESTION_WORDS = {"what", "when", "where", "who", "whom", "whose", "which", "why", "how", "did",
                   "does", "do", "is", "was", "were", "are", "has", "have", "had", "would",
@@ -154,13 +159,14 @@ def techniques() -> dict[str, list[tuple[str, callable]]]:
             for mode in ("max", "top2") for w in (0.05, 0.1, 0.2, 0.3)]
     names = [(f"names and quoted phrases, w {w}",
               lambda s, c, w=w: names_boost(s, c["lower"], c["names"], w))
-             for w in (0.5, 1.0, 2.0, 4.0)]
+             for w in (0.5, 1.0, 2.0, 4.0, 8.0)]
     temporal = [(f"temporal resolver, w {w}, σ {sigma} days",
                  lambda s, c, w=w, sigma=sigma: temporal_boost(s, c["saved_at"], c["dates"], w,
                                                                sigma))
-                for w in (0.5, 1.0, 2.0, 4.0) for sigma in (3.0, 10.0)]
+                for w in (1.0, 2.0, 4.0, 8.0) for sigma in (3.0, 10.0, 30.0)]
+    repeated = [(f"names repeated {r}× in the BM25 query", r) for r in REPEATS]
     return {"session best": sess, "names and quoted phrases": names,
-            "temporal resolver": temporal}
+            "names in the BM25 query": repeated, "temporal resolver": temporal}
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -171,28 +177,33 @@ def scored_rankings(conv, vecs, qvecs, embedder, clock):
     now = NOW_A if clock == "now" else max(t[3] for t in conv["turns"])
     qs = [q for q in conv["questions"] if q["category"] in (1, 2, 3, 4)]
     q_idx = [i for i, q in enumerate(conv["questions"]) if q["category"] in (1, 2, 3, 4)]
-    table = store.recall_batch_arrow([q["question"] for q in qs], reinforce=False,
-                                     query_vectors=qvecs[q_idx])
-    ids = table.column("id").to_pylist()
-    qi = table.column("query_index").to_numpy()
-    score = table.column("score").to_numpy()
     entries = list(id_turns)
-    row_of = {e: i for i, e in enumerate(entries)}
+    texts = {0: [q["question"] for q in qs]}
+    for r in REPEATS:  # the names appended r times to the query's text (BM25 side only)
+        texts[r] = [" ".join([q["question"]] + question_names(q["question"]) * r) for q in qs]
+    scores = {r: _scores(store, t, qvecs[q_idx], entries) for r, t in texts.items()}
     by_dia = {t[0]: t for t in conv["turns"]}
     first = [by_dia[id_turns[e][0]] for e in entries]
     ctx = {"session": np.array([t[1] for t in first]),
-           "saved_at": np.array([t[3] for t in first]),
+           # what the store knows of a turn's date: its save time (one instant under clock (a))
+           "saved_at": np.array([t[3] if clock == "dated" else NOW_A for t in first]),
            "lower": [t[2].lower() for t in first],
            "turns": [id_turns[e] for e in entries]}
-    out = []
-    for j, q in enumerate(qs):
-        s = np.full(len(entries), -np.inf)
-        sel = qi == j
-        for e, v in zip([ids[k] for k in np.flatnonzero(sel)], score[sel]):
-            s[row_of[e]] = v
-        out.append((q, s))
     store.close()
-    return ctx, now, out
+    return ctx, now, [(q, {r: scores[r][j] for r in scores}) for j, q in enumerate(qs)]
+
+
+def _scores(store, texts, qvecs, entries):
+    """Each query's score of every entry (−inf for one not returned)."""
+    table = store.recall_batch_arrow(texts, reinforce=False, query_vectors=qvecs)
+    ids = table.column("id").to_pylist()
+    qi = table.column("query_index").to_numpy()
+    score = table.column("score").to_numpy()
+    row_of = {e: i for i, e in enumerate(entries)}
+    out = np.full((len(texts), len(entries)), -np.inf)
+    for k in range(len(ids)):
+        out[qi[k], row_of[ids[k]]] = score[k]
+    return out
 
 
 def metrics_of(ctx, q, scores):
@@ -211,7 +222,12 @@ def evaluate(convs, tv, qv, embedder, log=print):
             ctx, now, rows = scored_rankings(conv, tv[ci], qv[ci], embedder, clock)
             for label, fn in settings:
                 got = []
-                for q, s in rows:
+                for q, by_repeat in rows:
+                    if isinstance(fn, int):  # a re-ranked query, not a re-scoring
+                        got.append(dict(metrics_of(ctx, q, by_repeat[fn]),
+                                        category=q["category"]))
+                        continue
+                    s = by_repeat[0]
                     c = dict(ctx, names=question_names(q["question"]),
                              dates=question_dates(q["question"], now))
                     m = metrics_of(ctx, q, s if fn is None else fn(s, c))

@@ -299,8 +299,8 @@ def sweep_variants() -> dict[str, list[Variant]]:
     mix = [variant(f"bm25_weight {bw:g} / cos_weight {1 - bw:g}", bm25_weight=bw,
                    cos_weight=round(1 - bw, 2)) for bw in (0.2, 0.3, 0.4, 0.5, 0.6)]
     norms = [variant(f"bm25_norm {b}, cos_norm {c}", bm25_norm=b, cos_norm=c)
-             for b, c in (("max", "minmax"), ("minmax", "minmax"), ("max", "raw"),
-                          ("raw", "minmax"))]
+             for b, c in (("max", "floor"), ("max", "minmax"), ("minmax", "minmax"),
+                          ("max", "raw"), ("raw", "minmax"))]
     adj = [variant(f"adjacency factor {f:g}, hops {h}", adjacency_factor=f, adjacency_hops=h)
            for f in (0.5, 0.7, 0.8, 0.9) for h in (1, 2, 3)]
     adj.append(variant("adjacency off", adjacency_hops=0))
@@ -337,6 +337,8 @@ def ablation_variants() -> list[Variant]:
     """The default configuration and each change off."""
     out = [variant("default"),
            variant("fusion off (raw BM25 + raw cosine)", bm25_norm="raw", cos_norm="raw"),
+           variant("cosine min-max over the candidates (not on the model's scale)",
+                   cos_norm="minmax"),
            variant("weights off (the weights 1/1/1)", weight_relevance=1.0),
            variant("adjacency off", adjacency_hops=0, graph={"adjacency": False}),
            variant("adjacency mix off (a linked turn takes the larger value)",

@@ -11,7 +11,9 @@ saved in order, two clocks: (a) all saved now, (b) saved at the session dates an
 the last one; categories 1–4; turn R@5/R@10, session R@10). The default configuration and each
 change off (ablations) are reported on the tuning half (conversations 0–4), the held-out half
 (5–9) and all 10; the sweep the defaults were chosen from runs on the tuning half only.
-Embeddings are cached on disk (``--cache``), MiniLM by default; ``reinforce`` is off.
+Embeddings are cached on disk (``--cache``), MiniLM by default; ``reinforce`` is off. The
+query-side boosts (a section of the same results file) come from ``benchmarks/locomo_boosts.py``,
+run after this script.
 
 **SciFact** — ``Bm25Index`` alone over ``title + " " + " ".join(abstract)`` tokenised with
 ``maclaw_fast.text.tokenize``; nDCG@10 (binary gain) and Recall@100 over the 300 test claims; plus

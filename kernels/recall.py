@@ -137,7 +137,8 @@ def base_scores(rows, knobs, now, out):
 def fuse(bm25, cos, affinity, eligible, knobs, bm25_out, rel_out):
     """``rel = bm25_w·norm(bm25) + cos_w·norm(cos) + affinity`` of the ``eligible`` rows (0
     elsewhere). BM25 by ``bm25_norm``: 0 raw, 1 over the best hit, 2 min-max over the hits (a
-    lone or all-equal hit maps to 1); the cosine by ``cos_norm`` (:func:`norm_cos`)."""
+    lone or all-equal hit maps to 1); the cosine by ``cos_norm`` (:func:`norm_cos`; 2: from
+    the model's ``cos_floor`` to 1, the same scale for every query)."""
     mode = int(knobs.bm25_norm)
     cos_mode = int(knobs.cos_norm)
     lo = np.inf
@@ -146,7 +147,7 @@ def fuse(bm25, cos, affinity, eligible, knobs, bm25_out, rel_out):
         if eligible[i] and bm25[i] > 0.0:
             lo = min(lo, bm25[i])
             hi = max(hi, bm25[i])
-    c_lo, c_hi = cos_range(cos, eligible) if cos_mode != 0 else (np.inf, -np.inf)
+    c_lo, c_hi = cos_range(cos, eligible) if cos_mode == 1 else (knobs.cos_floor, 1.0)
     for i in range(bm25.shape[0]):
         x = 0.0
         r = 0.0

@@ -131,12 +131,15 @@ def cos_range(cos, eligible):
 
 @njit(cache=True, inline="always")
 def norm_cos(c, cos_mode, c_lo, c_hi):
-    """A row's cosine as fused: ``max(c, 0)`` (``cos_mode`` 0, raw) or min-max over the
+    """A row's cosine as fused: ``max(c, 0)`` (``cos_mode`` 0, raw); min-max over the
     candidates (1): ``(c − lo)/(hi − lo)``, and when all candidates are equal 1 for a positive
-    cosine, 0 otherwise."""
+    cosine, 0 otherwise; on the model's absolute scale (2): ``max((c − lo)/(hi − lo), 0)`` with
+    ``lo`` the model's cosine floor and ``hi`` 1, so a small cosine gap stays small."""
     c = np.float64(c)
     if cos_mode == 0:
         return max(c, 0.0)
+    if cos_mode == 2:
+        return max((c - c_lo) / (c_hi - c_lo), 0.0) if c_hi > c_lo else 0.0
     if c_hi > c_lo:
         return (c - c_lo) / (c_hi - c_lo)
     return 1.0 if c > 0.0 else 0.0

@@ -6,6 +6,10 @@ from numba import njit
 from maclaw_kernels.bm25 import bm25_query
 from maclaw_kernels.vectors import dot_scores
 
+# the least BM25 that counts as holding a query term for ``needs_term``: about the idf of a term
+# nine in ten memories hold (ln 1.11), so a word every memory holds cues none of them
+TERM_BM25 = 0.1
+
 
 @njit(cache=True, inline="always")
 def cue_strength(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, cos_floor):
@@ -17,9 +21,10 @@ def cue_strength(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, co
     are mixed by the recall weights, ``max((cos - cos_floor) / (1 - cos_floor), 0)`` as the
     other part (``cos_floor``: the model's :attr:`cosine_floor`, which puts its cosines on the
     scale the bars were tuned on; 0 for that model); without one the lexical part alone. With
-    ``needs_term`` a memory holding no term of the query (BM25 0) has no cue at all, however
-    close its vector."""
-    if needs_term and not bm25 > 0.0:
+    ``needs_term`` a memory holding no term of the query that sets it apart (BM25 below
+    :data:`TERM_BM25`: none, or only words (nearly) every memory holds) has no cue at all,
+    however close its vector."""
+    if needs_term and not bm25 >= TERM_BM25:
         return 0.0
     lex = 0.0
     if idf_total > 0.0 and bm25 > 0.0:

@@ -68,7 +68,9 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     cos_weight: float = 0.6
     project_affinity: float = 3.0
     bm25_norm: Literal["raw", "max", "minmax"] = "max"  # max: by the query's best score
-    cos_norm: Literal["raw", "minmax"] = "minmax"  # raw: max(cos, 0); minmax: over the candidates
+    # floor: (cos − the model's cosine floor)/(1 − floor), ≥ 0 (one scale for every query: a
+    # small cosine gap stays small); raw: max(cos, 0); minmax: over the query's candidates
+    cos_norm: Literal["raw", "minmax", "floor"] = "floor"
     graph_seeds: int = 5
     graph_hops: int = 1
     graph_hop_factor: float = 0.5
@@ -121,13 +123,15 @@ class ForgettingConfig(Config, frozen=True, kw_only=True):
     keeps a decaying strength ``S(t)`` but stays active. A dormant entry is still indexed and
     scored by recall; it is returned (``reason="revived"``) when it ranks among the results and
     its cue strength reaches ``revive_min_cue`` (``revive_needs_term``: and it holds a query
-    term). Archived entries are searched when the store's
-    best hit has a cue strength below ``archive_below``, and returned when theirs reaches
-    ``archive_min_cue`` (at most ``archive_max_hits``), with the archived entries within
-    ``RecallConfig.adjacency_hops`` conversation links of them when ``archive_links``.
+    term that sets it apart, BM25 ≥ 0.1, not only words nearly every memory holds). Archived
+    entries are searched when the store's best hit has a cue strength below ``archive_below``,
+    and returned when theirs reaches ``archive_min_cue`` (at most ``archive_max_hits``), with
+    the archived entries within ``RecallConfig.adjacency_hops`` conversation links of them when
+    ``archive_links``.
 
     Cue strength (absolute, in [0, 1]): ``bm25_weight · min(1, bm25 / Σ idf(query terms)) +
-    cos_weight · max(cos, 0)`` with the recall weights, whatever else the store holds.
+    cos_weight · max((cos − floor)/(1 − floor), 0)`` with the recall weights and the model's
+    cosine floor, whatever else the store holds.
 
     Examples
     --------

@@ -122,11 +122,14 @@ def test_archived_links_survive_reopening_and_an_old_archive_opens(tmp_path):
     e.close()
 
 
-def test_archived_hits_are_normalised_over_the_store_candidates():
-    """An archived entry matched by its vector alone: its cosine is min-max normalised over the
-    store's candidates (capped at 1) as the kernel normalises a row, not taken raw."""
+@pytest.mark.parametrize("mode", ["minmax", "floor"])
+def test_archived_hits_are_normalised_over_the_store_candidates(mode):
+    """An archived entry matched by its vector alone: its cosine is normalised as the kernel
+    normalises a row: min-max over the store's candidates (capped at 1), or from the model's
+    cosine floor (the hashing embedder's is 0)."""
     clock = Clock()
-    with MemoryStore.in_memory(embedder="hash", clock=clock) as s:
+    cfg = MemoryConfig(recall=RecallConfig(cos_norm=mode))
+    with MemoryStore.in_memory(embedder="hash", clock=clock, config=cfg) as s:
         ids = [s.save(f"note {i} on topic t{i} with detail d{i}", category="project_knowledge").id
                for i in range(10)]
         gone = ids[3]
@@ -140,6 +143,8 @@ def test_archived_hits_are_normalised_over_the_store_candidates():
         store_cos = np.array([float(s.vector(i) @ qv) for i in ids if i != gone])
         lo, hi = store_cos.min(), store_cos.max()
         norm = min(1.0, max(0.0, (float(va @ qv) - lo) / (hi - lo)))
+        if mode == "floor":
+            norm = max(float(va @ qv), 0.0)
         rc = s.config.recall
         entry = s.archive.get(gone)
         recency = math.exp(-rc.recency_decay_per_hour * (clock.t - entry.updated_at) / 3600)

@@ -19,7 +19,7 @@ from maclaw_fast.memory import MemoryStore
 from maclaw_fast.memory.archive import ArchiveColumns
 from maclaw_fast.memory.lifecycle import decay
 from maclaw_fast.text.tokenizer import analysed_text, tokenize
-from maclaw_kernels.revival import cue_strengths
+from maclaw_kernels.revival import TERM_BM25, cue_strengths
 from tests.maint_helpers import H, Clock
 
 DAY = 24 * H
@@ -90,7 +90,7 @@ def test_dormant_categories_are_configurable():
 # --- kernels against plain references ---------------------------------------------------------
 
 def ref_cue(bm25, cos, idf_total, bw, cw, has_vector, needs_term=False, floor=0.0):
-    if needs_term and not bm25 > 0:
+    if needs_term and not bm25 >= TERM_BM25:
         return 0.0
     lex = min(1.0, bm25 / idf_total) if idf_total > 0 and bm25 > 0 else 0.0
     if not has_vector:

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from maclaw_fast.index.bm25 import Bm25Index
-from maclaw_kernels.revival import archive_cues, count_cued, revived_masks
+from maclaw_kernels.revival import TERM_BM25, archive_cues, count_cued, revived_masks
 from maclaw_kernels.vectors import dot_scores
 from tests.test_memory_kernels import WORDS, zipf_doc
 
 
 def ref_cue(bm25, cos, idf_total, bw, cw, has_vector, needs_term=False, floor=0.0):
-    if needs_term and bm25 <= 0:  # no term of the query: no cue, whatever the vector
+    if needs_term and not bm25 >= TERM_BM25:  # no telling query term: no cue, whatever the vector
         return 0.0
     lex = min(1.0, bm25 / idf_total) if idf_total > 0 and bm25 > 0 else 0.0
     if not has_vector:

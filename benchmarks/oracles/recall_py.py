@@ -31,8 +31,9 @@ Decisions where the design leaves room (the engine is expected to agree):
   a lone or all-equal hit set is 1.
 * Cosine normalisation ``minmax`` (design R3) is over every candidate's cosine (0 for an entry
   without a vector or a query without one): ``(c − lo)/(hi − lo)``; when all are equal, 1 for a
-  positive cosine, 0 otherwise. ``raw`` is ``max(c, 0)``. The breakdown's ``cos`` is
-  ``max(c, 0)`` either way.
+  positive cosine, 0 otherwise. ``raw`` is ``max(c, 0)``; ``floor`` is ``max((c − f)/(1 − f), 0)``
+  with the model's cosine floor ``f`` (``cos_floor``). The breakdown's ``cos`` is ``max(c, 0)``
+  in every mode.
 * Every candidate is ranked on its score (design R4). The graph walk (design §4 expansion along the
   similarity edges, and R5: along the conversation links, ``adjacency_factor`` per step, for up
   to ``adjacency_hops`` steps each way, stopping at a seed or a non-candidate) starts from the
@@ -105,9 +106,10 @@ class PyRecall:
     """The per-entry loop over dicts. Build once per store state; recall many times."""
 
     def __init__(self, entries: list[dict], config, tokenize=None, *,
-                 bm25_only: bool = False) -> None:
+                 bm25_only: bool = False, cos_floor: float = 0.0) -> None:
         # a store without an embedder fuses BM25 alone, with both weights (RecallConfig)
         self.bm25_only = bm25_only
+        self.cos_floor = cos_floor  # the model's cosine floor (cos_norm "floor")
         self.entries = sorted(entries, key=lambda e: e["seq"])
         self.config = config
         self.k1 = config.bm25.k1
@@ -342,12 +344,14 @@ class PyRecall:
             raw_cos[e["id"]] = sum(a * b for a, b in zip(q_vec, vec)) if vec is not None else 0.0
         c_lo = min(raw_cos.values()) if raw_cos else 0.0
         c_hi = max(raw_cos.values()) if raw_cos else 0.0
-        if rc.cos_norm not in ("raw", "minmax"):
+        if rc.cos_norm not in ("raw", "minmax", "floor"):
             raise ValueError(f"unknown cos_norm {rc.cos_norm!r}")
 
         def norm_cos(c: float) -> float:
             if rc.cos_norm == "raw":
                 return max(c, 0.0)
+            if rc.cos_norm == "floor":
+                return max((c - self.cos_floor) / (1.0 - self.cos_floor), 0.0)
             if c_hi > c_lo:
                 return (c - c_lo) / (c_hi - c_lo)
             return 1.0 if c > 0.0 else 0.0

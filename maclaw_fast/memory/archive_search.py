@@ -143,6 +143,9 @@ def _normalised(store, bm25: float, cos: float, ranges) -> tuple[float, float]:
     if rc.cos_norm == "minmax":
         c = (min(1.0, max(0.0, (cos - c_lo) / (c_hi - c_lo))) if c_hi > c_lo
              else float(cos > 0.0))
+    elif rc.cos_norm == "floor":
+        floor = cosine_floor(store.embedder)
+        c = max((cos - floor) / (1.0 - floor), 0.0)
     else:
         c = max(cos, 0.0)
     return x, c

@@ -16,7 +16,7 @@ from maclaw_fast.memory.thread_prior import ThreadPlan
 from maclaw_kernels.recall import N_PARTS, Base, Knobs, Out, Rows, Scope, Threads, Work
 
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
-COS_MODES = {"raw": 0, "minmax": 1}
+COS_MODES = {"raw": 0, "minmax": 1, "floor": 2}
 # ln(1 + a) for the small access counts, read by the kernels instead of a log per row
 # queries whose cosines are computed together: each vector row read once per tile, not per query
 COS_TILE = 16

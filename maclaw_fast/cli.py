@@ -125,27 +125,31 @@ def main(argv: list[str] | None = None) -> int:
     # a warning (e.g. a model package missing, and the fallback taken) reads as one line
     warnings.formatwarning = lambda message, category, *a, **k: f"warning: {message}\n"
     argv = sys.argv[1:] if argv is None else list(argv)
-    from maclaw_fast import progress
+    from maclaw_fast import interrupt, progress
 
-    # building the parser imports the packages of every command (seconds on a busy machine)
-    flags = argparse.Namespace(progress=True if "--progress" in argv else None,
-                               quiet="--quiet" in argv)
-    starting = progress.Activity(flags, "starting maclaw-fast", transient=True).start()
+    before = os.environ.get(progress.ENV)
     try:
-        args = build_parser(argv[0] if argv else None).parse_args(argv)
-    finally:
-        starting.stop()
-    from maclaw_fast.progress import ENV, apply_flags
-
-    before = os.environ.get(ENV)
-    apply_flags(args)  # so the library's own bars (re-embedding) follow --progress/--quiet
-    try:
-        return int(args.func(args) or 0)
+        with interrupt.guard():
+            # building the parser imports the packages of every command (seconds when busy)
+            flags = argparse.Namespace(progress=True if "--progress" in argv else None,
+                                       quiet="--quiet" in argv)
+            starting = progress.Activity(flags, "starting maclaw-fast", transient=True).start()
+            try:
+                args = build_parser(argv[0] if argv else None).parse_args(argv)
+            finally:
+                starting.stop()
+        progress.apply_flags(args)  # so the library's own bars follow --progress/--quiet
+        # chat and serve end on Ctrl-C their own way (the chat's last extraction, a server's
+        # shutdown): they get the message, not the forced exit
+        with interrupt.guard(force=not getattr(args, "own_interrupt", False)):
+            return int(args.func(args) or 0)
     except MaclawError as exc:
         _fail(exc)
         return 2
     except KeyboardInterrupt:
-        return 130
+        if not interrupt.fired():  # Ctrl-C before the guard (while Python imported the CLI)
+            print(f"\n{interrupt.MESSAGE}", file=sys.stderr)
+        return interrupt.EXIT_CODE
     except BrokenPipeError:  # the reader left (| head): nothing more to say, no traceback
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -161,9 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:  # main() called in-process leaves the environment as it found it
         if before is None:
-            os.environ.pop(ENV, None)
+            os.environ.pop(progress.ENV, None)
         else:
-            os.environ[ENV] = before
+            os.environ[progress.ENV] = before
 
 
 def run() -> None:
@@ -177,16 +181,20 @@ def run() -> None:
     import os
     import threading
 
-    code = main()
-    me = threading.current_thread()
-    if any(t is not me and not t.daemon and t.is_alive() for t in threading.enumerate()):
-        sys.exit(code)
-    atexit._run_exitfuncs()  # what a normal exit runs first; teardown is all that is skipped
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing left to say
-            pass
+    from maclaw_fast import interrupt
+
+    # the exit handlers too: after Ctrl-C they get what is left of the grace period
+    with interrupt.guard():
+        code = main()
+        me = threading.current_thread()
+        if any(t is not me and not t.daemon and t.is_alive() for t in threading.enumerate()):
+            sys.exit(code)
+        atexit._run_exitfuncs()  # what a normal exit runs first; teardown is all that is skipped
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe: nothing left to say
+                pass
     os._exit(code)
 
 

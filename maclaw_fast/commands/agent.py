@@ -72,7 +72,7 @@ def register(subparsers) -> None:
                    choices=[n.replace("_", "-") for n in FeaturesConfig.names()],
                    help="turn a feature off (repeat for several): %(choices)s. Each line "
                         "after a turn says which of them ran")
-    p.set_defaults(func=cmd_chat)
+    p.set_defaults(func=cmd_chat, own_interrupt=True)
 
 
 def _llm_config(args):

@@ -74,7 +74,7 @@ def register(subparsers) -> None:
                         "route_tools reranks, memory_save detects conflicts, memory_recall "
                         "filters, memory_extract extracts; select_coding_agent, the route log "
                         "and 6-hourly maintenance need none")
-    p.set_defaults(func=cmd_serve)
+    p.set_defaults(func=cmd_serve, own_interrupt=True)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -92,15 +92,17 @@ def _llm_config(args):
 
 
 def _show_context(turn, out) -> None:
+    from maclaw_fast.commands.display import one_line
+
     scored = [h.entry for h in turn.recalled]
     if scored:
         out(f"  recalled {len(scored)} memor{'y' if len(scored) == 1 else 'ies'}:")
         for e in scored[:8]:
-            out(f"    - [{e.category}] {' '.join(e.content.split())[:90]}")
+            out(f"    - [{e.category}] {one_line(e.content, 90)}")
     else:
         out("  recalled no memories")
     for w in turn.workspace_hits[:3]:
-        out(f"    - {w.get('citation')}: {' '.join(str(w.get('snippet', '')).split())[:80]}")
+        out(f"    - {one_line(str(w.get('citation')))}: {one_line(str(w.get('snippet', '')), 80)}")
     out(f"  routed {len(turn.routed)} tools: {', '.join(turn.routed)}")
 
 
@@ -117,6 +119,8 @@ def show_extraction(result, store, out) -> None:
     if error:
         out(f"  knowledge extraction failed: {error}")
         return
+    from maclaw_fast.commands.display import one_line
+
     ids = list(getattr(result, "saved_ids", ()) or ())
     if not hasattr(result, "saved"):
         out(f"  knowledge extraction: {result}")
@@ -132,7 +136,7 @@ def show_extraction(result, store, out) -> None:
         except Exception:  # noqa: BLE001 - merged or archived since: say which id
             out(f"    + {entry_id}")
             continue
-        out(f"    + [{e.category}] {' '.join(e.content.split())[:90]}")
+        out(f"    + [{e.category}] {one_line(e.content, 90)}")
 
 
 def _end_conversation(agent, args):

@@ -49,14 +49,38 @@ def _open_as_stored(args):
     return open_store(args, embedder=store_embedder(args.store) or "none", read_only=True)
 
 
-def _print_hits(hits, out=print) -> None:
-    for i, h in enumerate(hits, 1):
+LEADING = ("self_identity", "user_fact")  # recall's always-on block, ahead of the ranking
+
+
+def split_hits(hits, limit: int | None = None):
+    """``(leading, ranked)``: the always-on block (self-identity, user facts) recall puts
+    first whatever their scores, and the ranked hits, at most ``limit`` of them."""
+    n = 0
+    while n < len(hits) and hits[n].reason in LEADING:
+        n += 1
+    ranked = hits[n:]
+    return hits[:n], ranked if limit is None else ranked[:limit]
+
+
+def _print_hits(hits, out=print, limit: int | None = None) -> None:
+    from maclaw_fast.commands.display import one_line
+
+    leading, ranked = split_hits(hits, limit)
+    if leading:
+        out("  always recalled (self-identity and user facts, not ranked):")
+        for h in leading:
+            out(f"    - [{h.entry.category}] {one_line(h.entry.content, 90)}")
+    if ranked:
+        out("  ranked, best first:")
+    for i, h in enumerate(ranked, 1):
         b = h.breakdown
-        text = h.entry.content.replace("\n", " ")
-        out(f"  {i:2d}. [{h.entry.category}] {text[:90]}")
-        out(f"      score {h.score:.3f} = recency {b.recency:.3f} + importance {b.importance:.3f}"
-            f" + rel(bm25 {b.bm25:.3f}, cos {b.cos:.3f}, affinity {b.affinity:.1f},"
-            f" graph {b.graph:.3f})  [{h.reason}]")
+        why = "" if h.reason == "scored" else f"  ({h.reason})"
+        out(f"  {i:2d}. [{h.entry.category}] {one_line(h.entry.content, 90)}")
+        # the parts, not a sum: score = recency + importance + 10 x relevance, and relevance
+        # weighs bm25 and cos (docs/design.md)
+        out(f"      score {h.score:.3f} | recency {b.recency:.3f} | importance {b.importance:.3f}"
+            f" | relevance: bm25 {b.bm25:.3f}, cos {b.cos:.3f}, project {b.affinity:.1f},"
+            f" graph {b.graph:.3f}{why}")
 
 
 def cmd_demo(args) -> int:
@@ -83,11 +107,11 @@ def cmd_demo(args) -> int:
         hits = store.recall(q["query"], project=q.get("project"), reinforce=False)
         ms = (time.perf_counter() - t) * 1e3
         kinds = {r: sum(h.reason == r for h in hits) for r in ("self_identity", "user_fact")}
+        n_ranked = len(split_hits(hits)[1])
         print(f"\nrecall {q['query']!r} (project={q.get('project')}): {len(hits)} hits in"
               f" {ms:.2f} ms ({kinds['self_identity']} self-identity, {kinds['user_fact']} user"
-              f" facts leading, {len(hits) - sum(kinds.values())} ranked); first"
-              f" {min(args.top, len(hits))}:")
-        _print_hits(hits[: args.top])
+              f" facts leading, {n_ranked} ranked; the first {min(args.top, n_ranked)} shown):")
+        _print_hits(hits, limit=args.top)
     for module, func in (("maclaw_fast.commands.tools", "demo_route"),
                          ("maclaw_fast.commands.workspace", "demo_search")):
         try:
@@ -126,14 +150,13 @@ def cmd_recall(args) -> int:
         else:
             hits = store.recall(args.query, project=args.project,
                                 reinforce=not args.no_reinforce)
-    if args.max is not None:
-        hits = hits[: args.max]
+    leading, ranked = split_hits(hits, args.max)
     if args.json:
-        print(msgspec.json.encode(hits).decode())
+        print(msgspec.json.encode([*leading, *ranked]).decode())
     elif not hits:
         print("no memories matched", file=sys.stderr)
     else:
-        _print_hits(hits)
+        _print_hits(hits, limit=args.max)
     return 0
 
 
@@ -332,7 +355,7 @@ def register(sub) -> None:
     p.add_argument("--queries", type=positive_int, default=6, metavar="N",
                    help="how many sample queries to recall")
     p.add_argument("--top", type=positive_int, default=8, metavar="N",
-                   help="hits shown per query")
+                   help="ranked hits shown per query (after the always-recalled block)")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser(
@@ -371,7 +394,9 @@ def register(sub) -> None:
                    help="the agent tool's recall: up to 15 memories / 1500 tokens, user facts "
                         "ranked like any other memory (default: up to 20 / 2000 tokens, with "
                         "self-identity and user facts first)")
-    p.add_argument("--max", type=positive_int, metavar="N", help="show at most N memories")
+    p.add_argument("--max", type=positive_int, metavar="N",
+                   help="show at most N ranked memories (the always-recalled self-identity and "
+                        "user facts come on top)")
     p.add_argument("--read-only", action="store_true",
                    help="read the store as it is (works while a server holds it; no reinforcement)")
     p.add_argument("--no-reinforce", action="store_true",

@@ -111,10 +111,12 @@ def _route(args) -> int:
         print(msgspec.json.encode(res).decode())
         return 0
     print(f"{len(res.tools)} of {res.total} tools; groups: {', '.join(res.groups) or '-'}")
+    from maclaw_fast.commands.display import one_line
+
     for t in res.tools:
         extra = (f"  score {t.score:.3f} (retrieval {t.retrieval:.3f}, experience "
                  f"{t.experience:.3f}, priority {t.priority:.2f})" if t.reason != "core" else "")
-        print(f"  {t.name:<28} {t.reason:<7}{extra}")
+        print(f"  {one_line(t.name):<28} {t.reason:<7}{extra}")
     return 0
 
 
@@ -127,8 +129,10 @@ def _list(args) -> int:
                            "priority": t.priority, "description": t.description}
                           for t in tools], ensure_ascii=False))
         return 0
+    from maclaw_fast.commands.display import one_line
+
     for t in tools:
-        print(f"{t.name:<28} {t.category:<8} {t.description[:70]}")
+        print(f"{one_line(t.name):<28} {one_line(t.category):<8} {one_line(t.description, 70)}")
     print(f"{len(tools)} tools; embedder {_model_line(args.embedder, tools)}", file=sys.stderr)
     return 0
 

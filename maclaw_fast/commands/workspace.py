@@ -83,9 +83,11 @@ def format_hits(resp, out=print) -> None:
     out(f"{len(resp.results)} result(s) for {resp.query!r} ({'; '.join(notes)})")
     if not resp.results and resp.reason:
         out(f"  {resp.reason}")
+    from maclaw_fast.commands.display import one_line
+
     for i, h in enumerate(resp.results, 1):
-        first = " ".join(h.snippet.split())[:110]
-        out(f"  {i}. {h.citation}  score {h.score:.3f} (vector {h.vector_score:.3f}, "
+        first = one_line(h.snippet, 110)
+        out(f"  {i}. {one_line(h.citation)}  score {h.score:.3f} (vector {h.vector_score:.3f}, "
             f"text {h.text_score:.3f})")
         out(f"     {first}")
 

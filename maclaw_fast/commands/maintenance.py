@@ -6,20 +6,7 @@ import argparse
 import json
 
 from maclaw_fast.commands.memory import open_store, positive_int, store_arg
-
-
-def add_llm_args(p: argparse.ArgumentParser) -> None:
-    """The LLM options shared by maintain, extract and serve."""
-    p.add_argument("--llm-url", metavar="URL",
-                   help="LLM base URL, e.g. http://127.0.0.1:8080/v1 (default: "
-                        "$MACLAW_LLM_BASE_URL; without one the LLM steps are skipped)")
-    p.add_argument("--model", metavar="NAME", help="LLM model (default: $MACLAW_LLM_MODEL)")
-    p.add_argument("--protocol", choices=["openai", "anthropic"],
-                   help="wire protocol (default: $MACLAW_LLM_PROTOCOL or openai)")
-    p.add_argument("--api-key", metavar="KEY",
-                   help="API key (better: $MACLAW_LLM_API_KEY, not visible in ps)")
-    p.add_argument("--llm-timeout", type=float, metavar="SECONDS",
-                   help="seconds per LLM request (default: the client's)")
+from maclaw_fast.commands.options import add_llm_args
 
 
 def llm_from_args(args):

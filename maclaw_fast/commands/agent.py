@@ -170,7 +170,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
         if args.workspace:
             from maclaw_fast.workspace import WorkspaceIndex
 
-            workspace = WorkspaceIndex.open(args.workspace, embedder=emb, sync=False)
+            from maclaw_fast.workspace.location import default_index_dir
+
+            workspace = WorkspaceIndex.open(args.workspace, embedder=emb, sync=False,
+                                            index_dir=default_index_dir(args.workspace))
             report, close = progress.counter(args, "workspace")
             try:
                 workspace.sync(progress=report)

@@ -11,7 +11,7 @@ import json
 import sys
 import time
 
-from maclaw_fast.commands.memory import query_text, unit_float
+from maclaw_fast.commands.memory import positive_int, query_text, unit_float
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -21,15 +21,20 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="workspace folder (MEMORY.md, memory/)")
     add_embedder_args(p)
     p.add_argument("--index-dir", default=None, metavar="DIR",
-                   help="index state folder (default: WORKSPACE/.maclaw)")
+                   help="index state folder (default: a folder of the workspace's own under "
+                        "$MACLAW_HOME/workspaces, nothing written into the workspace; "
+                        "WORKSPACE/.maclaw where an index was made there before)")
 
 
 def _open(args, *, sync: bool = True):
     from maclaw_fast.embedding.options import embedder_from_args
     from maclaw_fast.workspace.index import WorkspaceIndex
 
+    from maclaw_fast.workspace.location import default_index_dir
+
     emb = embedder_from_args(args)
-    return WorkspaceIndex.open(args.workspace, embedder=emb, index_dir=args.index_dir, sync=sync)
+    index_dir = args.index_dir or default_index_dir(args.workspace)
+    return WorkspaceIndex.open(args.workspace, embedder=emb, index_dir=index_dir, sync=sync)
 
 
 def _print_status(st, out=print) -> None:
@@ -162,7 +167,8 @@ examples:
   maclaw-fast index --workspace ~/agent --watch          keep the index in step with edits
   maclaw-fast index --workspace ~/agent --force --progress
 
-The index lives in WORKSPACE/.maclaw (or --index-dir); unchanged files are skipped.
+The index lives under $MACLAW_HOME/workspaces (default ~/.maclaw_fast/workspaces), not in the
+workspace, or in --index-dir; unchanged files are skipped.
 """
 
 SEARCH_EXAMPLES = """\
@@ -193,7 +199,7 @@ def register(sub) -> None:
     _common(p)
     p.add_argument("--json", action="store_true",
                    help="print the response and the index status as JSON")
-    p.add_argument("--max-results", type=int, default=None, metavar="N",
+    p.add_argument("--max-results", type=positive_int, default=None, metavar="N",
                    help="results to return (default: the search configuration's)")
     p.add_argument("--min-score", type=unit_float, default=None, metavar="SCORE",
                    help="drop results scoring below this, 0..1 (default: the search "

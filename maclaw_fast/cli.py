@@ -21,6 +21,16 @@ COMMAND_MODULES = (
 )
 
 
+# What an exit status means, for every command (docs/interfaces.md lists the same)
+EXIT_CODES = {
+    0: "done",
+    1: "a system error (permissions, the disk, a failing library) or an unexpected one",
+    2: "bad input (arguments, a path that is not there, a file that does not parse) or a "
+       "store that cannot be used (locked by another process, damaged)",
+    130: "stopped by Ctrl-C (within 2 s; every acknowledged write kept)",
+}
+
+
 # The per-call commands: their module alone builds the parser, so a run loads only what it uses
 # (importing every command module pulls the store, maintenance and LLM client: ~0.5 s).
 HOT_COMMANDS = {"route": "maclaw_fast.commands.tools", "recall": "maclaw_fast.commands.memory",
@@ -39,6 +49,9 @@ examples:
 environment: MACLAW_HOME (where stores live, default ~/.maclaw_fast), MACLAW_LLM_BASE_URL,
 MACLAW_LLM_MODEL, MACLAW_LLM_API_KEY, MACLAW_PROGRESS (1: always show progress, 0: never),
 MACLAW_DEBUG=1 (show the traceback of an unexpected error).
+
+exit status: 0 done, 2 bad input or an unusable store, 1 a system or unexpected error,
+130 Ctrl-C.
 """
 
 
@@ -113,9 +126,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``maclaw-fast`` console script.
 
-    Every failure ends as one line on stderr and a non-zero exit: 2 for bad input or a store
-    that cannot be used (project errors), 1 for a system error (a file, the disk) or anything
-    unexpected; ``MACLAW_DEBUG=1`` shows the traceback of the last kind.
+    Every failure ends as one line on stderr and a non-zero exit (:data:`EXIT_CODES`): 2 for
+    bad input (arguments, a path that is not there, a file that does not parse) or a store
+    that cannot be used, 1 for a system error (permissions, the disk) or anything unexpected
+    (``MACLAW_DEBUG=1`` shows its traceback), 130 for Ctrl-C.
     """
     import os
     import warnings
@@ -154,9 +168,11 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+        _fail(_os_message(exc))  # a path given that is not there (or not a file): bad input
+        return 2
     except OSError as exc:
-        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-        _fail(f"{exc.strerror or exc}{where}")
+        _fail(_os_message(exc))
         return 1
     except Exception as exc:  # noqa: BLE001 - the CLI's promise: a message, not a traceback
         if os.environ.get("MACLAW_DEBUG"):
@@ -196,6 +212,11 @@ def run() -> None:
             except (OSError, ValueError):  # a closed pipe: nothing left to say
                 pass
     os._exit(code)
+
+
+def _os_message(exc: OSError) -> str:
+    where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+    return f"{exc.strerror or exc}{where}"
 
 
 def _fail(message) -> None:

@@ -14,7 +14,7 @@ def _cli(*args, home):
     env = dict(os.environ, MACLAW_HOME=str(home), MACLAW_QUIET_COMPILE="1",
                PYTHONWARNINGS="ignore")
     return subprocess.run([sys.executable, "-m", "maclaw_fast", *args], capture_output=True,
-                          text=True, env=env, timeout=300)
+                          check=False, text=True, env=env, timeout=300)
 
 
 def test_index_and_search_write_nothing_into_the_workspace(tmp_path):

@@ -83,20 +83,48 @@ def _print_hits(hits, out=print, limit: int | None = None) -> None:
             f" graph {b.graph:.3f}{why}")
 
 
-def cmd_demo(args) -> int:
-    from maclaw_fast import MemoryStore
-    from maclaw_fast.datafiles import load_json, sample_records
+def compile_kernels(args, parts) -> None:
+    """Compile (or load from the disk cache) the kernels of ``parts``, each part a timed
+    status line while progress shows (the per-kernel notices then stay quiet: the line says
+    it), else the warmup's own lines."""
+    from maclaw_fast import progress
     from maclaw_fast.warmup import warmup
 
+    if not progress.enabled(args):
+        warmup(parts)
+        return
+    quiet = os.environ.get("MACLAW_QUIET_COMPILE")
+    os.environ["MACLAW_QUIET_COMPILE"] = "1"
+    try:
+        for part in parts:
+            with progress.activity(args, f"compiling the {part} kernels (first run only: "
+                                         "cached on disk)", delay=0):
+                warmup((part,), out=None)
+    finally:
+        if quiet is None:
+            os.environ.pop("MACLAW_QUIET_COMPILE", None)
+        else:
+            os.environ["MACLAW_QUIET_COMPILE"] = quiet
+
+
+def cmd_demo(args) -> int:
+    from maclaw_fast import MemoryStore, progress
+    from maclaw_fast.datafiles import load_json, sample_records
+
     t0 = time.perf_counter()
-    warmup(("memory",))  # so the times below are the engine's, not numba compiling
-    print(f"numba kernels ready in {time.perf_counter() - t0:.1f} s (compiled once, then cached)")
+    compile_kernels(args, ("memory",))  # so the times below are the engine's, not numba's
+    print(f"numba kernels ready in {time.perf_counter() - t0:.1f} s (compiled once, then cached)",
+          flush=True)
     t0 = time.perf_counter()
     from maclaw_fast.embedding.options import embedder_from_args
 
     emb = embedder_from_args(args)
     store = MemoryStore.in_memory(embedder=emb)
-    store.import_records(sample_records(time.time()))
+    report, close = progress.counter(args, "demo store", unit="memories")
+    try:
+        store.import_records(sample_records(time.time()), progress=report)
+    finally:
+        close()
     print(f"demo store: {len(store)} memories from data/memories.json "
           f"(embedder {store.embedder.fingerprint if store.embedder else 'none'}), "
           f"built in {time.perf_counter() - t0:.2f} s")
@@ -247,11 +275,11 @@ def cmd_stats(args) -> int:
 
 
 def cmd_warmup(args) -> int:
-    from maclaw_fast.warmup import warmup
+    from maclaw_fast.warmup import PARTS
 
     t = time.perf_counter()
-    took = warmup()
-    print(f"compiled the {', '.join(took)} kernels in {time.perf_counter() - t:.1f} s "
+    compile_kernels(args, PARTS)
+    print(f"compiled the {', '.join(PARTS)} kernels in {time.perf_counter() - t:.1f} s "
           "(cached on disk: later processes load them)")
     return 0
 
@@ -356,6 +384,7 @@ def register(sub) -> None:
                    help="how many sample queries to recall")
     p.add_argument("--top", type=positive_int, default=8, metavar="N",
                    help="ranked hits shown per query (after the always-recalled block)")
+    add_progress_args(p)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser(
@@ -456,4 +485,5 @@ def register(sub) -> None:
                        description="Compile every numba kernel into the on-disk cache, so the "
                                    "first real call does not pay for it.",
                        epilog="examples:\n  maclaw-fast warmup\n")
+    add_progress_args(p)
     p.set_defaults(func=cmd_warmup)

@@ -206,11 +206,14 @@ def demo_route(out=print, *, embedder="auto", top: int = 5) -> None:
 
     from maclaw_fast.embedding.auto import catalog_embedder
 
+    from maclaw_fast import progress
+
     t0 = time.perf_counter()
     tools = load_catalog(DEFAULT_CATALOG)
-    router = ToolRouter(ToolRegistry(tools), embedder=catalog_embedder(embedder, tools),
-                        enrichment=EnrichmentStore())
-    router.route("warm up")  # embeds the catalog once
+    with progress.activity(None, f"building the tool catalog: embedding {len(tools)} tools"):
+        router = ToolRouter(ToolRegistry(tools), embedder=catalog_embedder(embedder, tools),
+                            enrichment=EnrichmentStore())
+        router.route("warm up")  # embeds the catalog once
     out(f"tool routing over data/tools.json: {len(router.registry.list())} tools, "
         f"ready in {time.perf_counter() - t0:.2f} s")
     for message in DEMO_MESSAGES:

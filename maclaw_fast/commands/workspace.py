@@ -146,8 +146,16 @@ def demo_search(out=print, *, embedder="auto", queries=DEMO_QUERIES) -> None:
         out(f"workspace search: no sample workspace at {ws}")
         return
     with tempfile.TemporaryDirectory() as tmp:
+        from maclaw_fast import progress
+
         t0 = time.perf_counter()
-        ix = WorkspaceIndex.open(ws, embedder=embedder, index_dir=tmp)
+        ix = WorkspaceIndex.open(ws, embedder=embedder, index_dir=tmp, sync=False)
+        report, close = progress.counter(None, "indexing the sample workspace",
+                                         units=SYNC_UNITS)
+        try:
+            ix.sync(progress=report)
+        finally:
+            close()
         st = ix.status()
         out(f"\nworkspace search over {ws.name}/: {st.files} Markdown files → {st.chunks} chunks "
             f"(mode {st.mode}, model {st.model or 'none'}), indexed in "

@@ -166,6 +166,21 @@ def query_terms_batch(flat_ids, offsets, df, n_live, term_weight, q_indptr_out, 
     return m
 
 
+@njit(cache=True, nogil=True)
+def bm25_range(uniq, idf, p, out, d_lo, d_hi):
+    """The documents ``d_lo..d_hi`` of :func:`bm25_query` for its terms ``uniq`` and ``idf``
+    (:func:`query_idf`'s): CSR postings below ``main_upto``, forward lists above. Releases the
+    GIL: a large index scores document ranges on several threads, each document summed in the
+    same order as in one pass, so the result is identical."""
+    _accumulate(uniq, idf, p.indptr, p.post_docs, p.post_tfs, p.doc_norm, p.doc_live,
+                p.doc_key, p.k1, p.b, p.avgdl, out, d_lo, d_hi)
+    lo_tail = max(p.main_upto, d_lo)
+    if lo_tail < d_hi:
+        bm25_scores_forward(uniq, idf, lo_tail, d_hi, p.doc_start, p.doc_nterms, p.fwd_terms,
+                            p.fwd_tfs, p.doc_norm, p.doc_live, p.doc_key, p.k1, p.b, p.avgdl,
+                            out)
+
+
 @njit(cache=True)
 def bm25_query(term_ids, p, out):
     """One query's BM25 added into ``out[doc_key]`` over the :data:`Postings` ``p``: the terms
@@ -174,32 +189,7 @@ def bm25_query(term_ids, p, out):
     uniq, idf = query_idf(term_ids, p.df, p.n_live, p.term_weight)
     if uniq.shape[0] == 0:
         return 0
-    _accumulate(uniq, idf, p.indptr, p.post_docs, p.post_tfs, p.doc_norm, p.doc_live,
-                p.doc_key, p.k1, p.b, p.avgdl, out, 0, p.doc_live.shape[0])
-    if p.main_upto < p.n_docs:
-        bm25_scores_forward(uniq, idf, p.main_upto, p.n_docs, p.doc_start, p.doc_nterms,
-                            p.fwd_terms, p.fwd_tfs, p.doc_norm, p.doc_live, p.doc_key, p.k1,
-                            p.b, p.avgdl, out)
-    p.term_weight[uniq] = 0.0
-    return uniq.shape[0]
-
-
-@njit(cache=True, parallel=True)
-def bm25_query_parallel(term_ids, p, out, n_parts):
-    """:func:`bm25_query` with the documents split into ``n_parts`` ranges across numba's
-    threads (each term's postings are sorted by document, so a range is two binary searches).
-    Each document is summed in the same order as serially: the result is identical."""
-    uniq, idf = query_idf(term_ids, p.df, p.n_live, p.term_weight)
-    for part in prange(n_parts):
-        d_lo = part * p.n_docs // n_parts
-        d_hi = (part + 1) * p.n_docs // n_parts
-        _accumulate(uniq, idf, p.indptr, p.post_docs, p.post_tfs, p.doc_norm, p.doc_live,
-                    p.doc_key, p.k1, p.b, p.avgdl, out, d_lo, d_hi)
-        lo_tail = max(p.main_upto, d_lo)
-        if lo_tail < d_hi:
-            bm25_scores_forward(uniq, idf, lo_tail, d_hi, p.doc_start, p.doc_nterms,
-                                p.fwd_terms, p.fwd_tfs, p.doc_norm, p.doc_live, p.doc_key,
-                                p.k1, p.b, p.avgdl, out)
+    bm25_range(uniq, idf, p, out, 0, p.n_docs)
     p.term_weight[uniq] = 0.0
     return uniq.shape[0]
 

@@ -109,7 +109,8 @@ def propagate_linked(seeds, seed_values, nbr, edge_w, hops, hop_factor, prev, nx
     for s in seeds:
         is_seed[s] = True
     more = np.empty(reached.shape[0] + 2 * seeds.shape[0] * adj_hops, np.int64)
-    more[:reached.shape[0]] = reached
+    for m in range(reached.shape[0]):  # a loop, not a slice copy (no shape-error formatter)
+        more[m] = reached[m]
     m = reached.shape[0]
     for j in range(seeds.shape[0]):
         for direction in range(2):

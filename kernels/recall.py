@@ -24,7 +24,7 @@ from maclaw_kernels.recall_assemble import (KIND_RANKED, cos_range, norm_cos, pi
 from maclaw_kernels.revival import count_cued, cue_strength, revived_masks, terms_idf_total
 from maclaw_kernels.thread_prior import thread_bm25, thread_prior
 from maclaw_kernels.topk import top_k_desc, top_k_known
-from maclaw_kernels.vectors import dot_scores
+from maclaw_kernels.vectors import dot_tile
 
 # Per-row columns of a store (views of its table and graph) and the recency memo:
 # ``updated_at`` f8, ``weight`` f8 (category importance), ``access`` i8, ``seq`` i8 (store
@@ -65,8 +65,10 @@ Threads = namedtuple("Threads", ["thread_of", "member", "vnorm", "n_threads", "k
 # across threads), or with no rows: computed here.
 Block = namedtuple("Block", ["term_ids", "term_indptr", "vectors", "has_vector", "bm25", "cos"])
 
-# One thread's scratch: ``bm25`` f8[n] and ``cos`` f4[n] (every row's, for the last query of
-# the block), ``mat`` f8[6, n], ``term_weight`` f8 zeroed over the vocabulary.
+# One thread's scratch: ``bm25`` f8[n] (every row's, for the last query of the block), ``cos``
+# f4[tile, n] (the cosines of up to ``tile`` queries, computed together: each vector row is
+# read once per tile; row 0 holds a single query's), ``mat`` f8[6, n], ``term_weight`` f8
+# zeroed over the vocabulary.
 Work = namedtuple("Work", ["bm25", "cos", "mat", "term_weight"])
 
 # Every row's memory-stream score at time ``at[0]``: ``values`` f8[3, n] (recency, importance,
@@ -233,10 +235,9 @@ def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, 
     n = bm25.shape[0]
     bm25n, rel, score, graph, base_q = work[0, :n], work[1, :n], work[2, :n], work[3, :n], \
         work[4, :n]
-    base_q[:] = base[2]
-    if prior.shape[0] > 0:  # the thread prior orders conversations, after the walk
-        for i in range(n):
-            base_q[i] += knobs.w_rel * prior[i]
+    with_prior = prior.shape[0] > 0  # the thread prior orders conversations, after the walk
+    for i in range(n):  # loops, not slice copies: those compile a shape-error formatter
+        base_q[i] = base[2, i] + (knobs.w_rel * prior[i] if with_prior else 0.0)
     eligible, scored = scope.eligible, scope.scored
     revived = False
     cue = (idf_total, knobs.bm25_w, knobs.cos_w, has_vector, knobs.revive_needs_term != 0.0,
@@ -317,37 +318,49 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
         base.at[0] = now
     n = base.values.shape[1]
     p = Postings(*corpus.postings[:17], work.term_weight)
-    bm25, cos = work.bm25[:n], work.cos[:n]
+    bm25 = work.bm25[:n]
     prior = work.mat[5, :n]
     no_prior = prior[:0]
-    for q in range(scope_of.shape[0]):
-        term_ids = block.term_ids[block.term_indptr[q]:block.term_indptr[q + 1]]
-        if block.bm25.shape[0] > 0:
-            bm25[:] = block.bm25[q]
-        else:
-            bm25[:] = 0.0
-            bm25_query(term_ids, p, bm25)
-        if not block.has_vector:
-            cos[:] = 0.0
-        elif block.cos.shape[0] > 0:
-            cos[:] = block.cos[q]
-        else:
-            dot_scores(corpus.matrix, n, corpus.has_vec, block.vectors[q], cos)
-        this_prior = no_prior
-        if threads.n_threads > 0:
-            query_prior(term_ids, p, cos, corpus.has_vec, block.has_vector, threads, prior)
-            this_prior = prior
-        idf_total = terms_idf_total(term_ids, p.df, p.n_live)
-        s = scope_of[q]
-        scope = Scope(scopes.eligible[s], scopes.scored[s], scopes.affinity[s],
-                      scopes.dormant[s], scopes.fixed, scopes.user_fact)
-        m = rank_one(rows, scope, knobs, bm25, cos, this_prior, idf_total, block.has_vector,
-                     base.values, work.mat, out.rows[q], out.parts[q])
-        out.count[q] = m
-        best = 0.0
-        for j in range(m):
-            r = out.rows[q, j]
-            best = max(best, cue_strength(bm25[r], cos[r], idf_total, knobs.bm25_w,
-                                          knobs.cos_w, block.has_vector, False,
-                                          knobs.cos_floor))
-        out.best_cue[q] = best
+    nq, tile = scope_of.shape[0], work.cos.shape[0]
+    for t0 in range(0, nq, tile):
+        t1 = min(nq, t0 + tile)
+        if block.has_vector and block.cos.shape[0] == 0:
+            dot_tile(corpus.matrix, n, corpus.has_vec, block.vectors, t0, t1, work.cos)
+        for q in range(t0, t1):
+            cos = work.cos[q - t0, :n]
+            if not block.has_vector:
+                cos[:] = 0.0
+            elif block.cos.shape[0] > 0:
+                for i in range(n):
+                    cos[i] = block.cos[q, i]
+            _one_query(corpus, threads, rows, scopes, scope_of[q], knobs, block, q, base, work,
+                       out, p, bm25, cos, prior if threads.n_threads > 0 else no_prior)
+
+
+@njit(cache=True)
+def _one_query(corpus, threads, rows, scopes, s, knobs, block, q, base, work, out, p, bm25, cos,
+               prior):
+    """Query ``q`` of :func:`recall_block` from its cosines on: BM25, thread prior, ranking, the
+    strongest cue among its selected rows."""
+    n = bm25.shape[0]
+    term_ids = block.term_ids[block.term_indptr[q]:block.term_indptr[q + 1]]
+    if block.bm25.shape[0] > 0:
+        for i in range(n):
+            bm25[i] = block.bm25[q, i]
+    else:
+        bm25[:] = 0.0
+        bm25_query(term_ids, p, bm25)
+    if prior.shape[0] > 0:
+        query_prior(term_ids, p, cos, corpus.has_vec, block.has_vector, threads, prior)
+    idf_total = terms_idf_total(term_ids, p.df, p.n_live)
+    scope = Scope(scopes.eligible[s], scopes.scored[s], scopes.affinity[s], scopes.dormant[s],
+                  scopes.fixed, scopes.user_fact)
+    m = rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, block.has_vector,
+                 base.values, work.mat, out.rows[q], out.parts[q])
+    out.count[q] = m
+    best = 0.0
+    for j in range(m):
+        r = out.rows[q, j]
+        best = max(best, cue_strength(bm25[r], cos[r], idf_total, knobs.bm25_w, knobs.cos_w,
+                                      block.has_vector, False, knobs.cos_floor))
+    out.best_cue[q] = best

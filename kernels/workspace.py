@@ -73,8 +73,8 @@ def merge_hybrid(vec_idx, vec_score, txt_idx, txt_score, wv, wt):
     nv = vec_idx.shape[0]
     n = nv + txt_idx.shape[0]
     rows = np.empty(n, np.int64)
-    rows[:nv] = vec_idx
-    rows[nv:] = txt_idx
+    for i in range(n):  # a loop, not slice copies (those compile a shape-error formatter)
+        rows[i] = vec_idx[i] if i < nv else txt_idx[i - nv]
     order = np.argsort(rows, kind="mergesort")
     out_r = np.empty(n, np.int64)
     out_v = np.zeros(n, np.float64)

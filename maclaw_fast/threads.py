@@ -18,6 +18,38 @@ import time
 from maclaw_fast.errors import ValidationError
 
 _SPARE = {"at": -1.0, "spare": False}
+_POOL: list = []
+
+
+def pool():
+    """The process's one thread pool for kernels that release the GIL (a batch's blocks, a
+    large store's row ranges), one worker per core, started on first use."""
+    if not _POOL:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL.append(ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
+                                        thread_name_prefix="maclaw"))
+    return _POOL[0]
+
+
+def in_ranges(n: int, run) -> None:
+    """``run(lo, hi)`` over ``0..n`` cut into one contiguous range per core, on :func:`pool`
+    (one range: on the caller's thread). ``run`` must release the GIL to gain anything.
+
+    Examples
+    --------
+    >>> seen = []
+    >>> in_ranges(10, lambda lo, hi: seen.append((lo, hi)))
+    >>> sorted(seen)[0][0], sorted(seen)[-1][1], sum(hi - lo for lo, hi in seen)
+    (0, 10, 10)
+    """
+    parts = max(1, min(os.cpu_count() or 1, n))
+    cuts = [n * i // parts for i in range(parts + 1)]
+    if parts == 1:
+        run(0, n)
+        return
+    for f in [pool().submit(run, cuts[i], cuts[i + 1]) for i in range(parts)]:
+        f.result()
 
 
 def spare_core() -> bool:

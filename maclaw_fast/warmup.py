@@ -43,6 +43,7 @@ def _memory() -> None:
         store.decay()
         store.gc()
         store.recall("something unrelated", reinforce=True)  # the archive search
+        store.bm25.scores(["ferry"], len(store), in_ranges=True)  # a large store's BM25
         store.close()
         MemoryStore.open(Path(tmp) / "s", embedder="hash").close()  # reopen: the loaders
 

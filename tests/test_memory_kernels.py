@@ -25,13 +25,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from maclaw_kernels.bm25 import (Postings, bm25_query, bm25_query_parallel, bm25_scores, bm25_scores_batch, bm25_scores_forward, query_terms_batch,
+from maclaw_kernels.bm25 import (Postings, bm25_query, bm25_range, bm25_scores, query_idf, bm25_scores_batch, bm25_scores_forward, query_terms_batch,
                                  build_csr)
 from maclaw_kernels.decay import decay_pass, decay_pass_batch, touch_rows
 from maclaw_kernels.graph import propagate_reached, propagate_relevance
 from maclaw_kernels.topk import top_k_desc
-from maclaw_kernels.vectors import (dot_scores, dot_scores_batch, dot_scores_parallel,
-                                    is_unit_vector)
+from maclaw_kernels.vectors import dot_scores, is_unit_vector
 
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.vectors import VectorColumn
@@ -286,9 +285,9 @@ def test_query_terms_batch_matches_reference(seed):
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_bm25_query_parallel_equals_serial(seed):
+def test_bm25_ranges_equal_one_pass(seed):
     """Split into document ranges (postings sorted by doc, as the index builds them), the scores
-    are bit-identical to the serial kernel's, tail included."""
+    are bit-identical to one pass's, tail included."""
     rng, n_terms, terms, docs, tfs, doc_norm, doc_live, doc_key, n_keys, avgdl = bm25_case(seed)
     n_docs = doc_norm.size
     order = np.lexsort((terms, docs))  # by doc, so each term's postings come out doc-sorted
@@ -307,8 +306,31 @@ def test_bm25_query_parallel_equals_serial(seed):
     for parts in (1, 2, 3, 7):
         out = np.zeros(n_keys)
         scratch = np.zeros(n_terms + 2)
-        assert bm25_query_parallel(raw, Postings(*args, scratch), out, parts) == got_serial
-        assert out.tolist() == want.tolist() and not scratch.any()
+        p = Postings(*args, scratch)
+        uniq, idf = query_idf(raw, df, n_docs, scratch)
+        assert uniq.shape[0] == got_serial
+        for i in range(parts):
+            bm25_range(uniq, idf, p, out, i * n_docs // parts, (i + 1) * n_docs // parts)
+        assert out.tolist() == want.tolist()
+
+
+def test_large_index_scores_in_ranges_as_one_pass(monkeypatch):
+    """An index over the parallel threshold scores document ranges on the thread pool: the
+    same bits as one pass, and the term scratch is left zeroed."""
+    import maclaw_fast.index.bm25 as bm25_module
+
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(40)]
+    idx = Bm25Index()
+    for k in range(300):
+        idx.add(k, list(rng.choice(words, int(rng.integers(1, 12)))))
+    query = ["w1", "w7", "w7", "nope", "w33"]
+    serial = idx.scores(query, 300)
+    assert not idx.is_large
+    monkeypatch.setattr(bm25_module, "PARALLEL_POSTINGS", 1)
+    assert idx.is_large
+    assert idx.scores(query, 300).tolist() == serial.tolist()
+    assert not idx.query_postings().term_weight.any()
 
 
 def test_bm25_kernel_is_float64():
@@ -546,17 +568,19 @@ def test_dot_scores_match_faiss_and_numpy(seed):
         out = np.full(n_rows, np.nan, np.float32)
         dot_scores(m_in, n_rows, h_in, ro(queries[q]) if seed % 4 == 0 else queries[q], out)
         np.testing.assert_allclose(out, fa[q], atol=2e-6)
-        out = np.full(n_rows, np.nan, np.float32)
-        dot_scores_parallel(m_in, n_rows, h_in, queries[q], out)
-        np.testing.assert_allclose(out, fa[q], atol=2e-6)
-    out = np.full((queries.shape[0], n_rows), np.nan, np.float32)
-    dot_scores_batch(m_in, n_rows, h_in, ro(queries) if seed % 4 == 0 else queries, out)
-    np.testing.assert_allclose(out, fa, atol=2e-6)
     col = VectorColumn(d)  # the engine's vector column (rows arrive normalised), both paths
     for r in range(cap):
         col.set(r, matrix[r] if has_vec[r] else None)
-    np.testing.assert_allclose(col.scores_batch(queries, n_rows), fa, atol=2e-6)
-    np.testing.assert_allclose(col.scores(queries[0], n_rows), fa[0], atol=2e-6)
+    one = col.scores(queries[0], n_rows)
+    np.testing.assert_allclose(one, fa[0], atol=2e-6)
+    import maclaw_fast.index.vectors as vectors_module
+
+    saved = vectors_module.PARALLEL_ELEMENTS
+    vectors_module.PARALLEL_ELEMENTS = 1  # row ranges on the thread pool: the same bits
+    try:
+        assert col.scores(queries[0], n_rows).tolist() == one.tolist()
+    finally:
+        vectors_module.PARALLEL_ELEMENTS = saved
 
 
 # ================================================================== kernels/topk.py

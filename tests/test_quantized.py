@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from maclaw_kernels.quantized import bound_scores, kth_largest, quantize_rows, rescore_candidates
-from maclaw_kernels.vectors import dot_scores_parallel
+from maclaw_kernels.vectors import dot_scores
 from maclaw_kernels.workspace import top_k
 
 from maclaw_fast.index.vectors import BOUND_SLACK, VectorColumn
@@ -43,7 +43,7 @@ def test_bounds_hold_and_the_top_k_is_the_full_scans(seed):
     lo, hi = np.empty(n), np.empty(n)
     bound_scores(codes, scale, err, n, has, q, BOUND_SLACK, lo, hi)
     dense = np.empty(n, np.float32)
-    dot_scores_parallel(m, n, has, q, dense)
+    dot_scores(m, n, has, q, dense)
     exact = (m.astype(np.float64) @ q.astype(np.float64)) * has
     assert (lo <= exact).all() and (exact <= hi).all()
     assert (lo <= dense).all() and (dense <= hi).all()

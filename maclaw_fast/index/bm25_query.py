@@ -3,17 +3,19 @@ for one query or a batch, and tantivy's own scores for the parity checks."""
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from maclaw_kernels.bm25 import (
     Postings,
     bm25_query,
-    bm25_query_parallel,
+    bm25_range,
     bm25_scores_batch,
     build_csr,
+    query_idf,
     query_terms_batch,
 )
 from maclaw_kernels.revival import idf_totals_batch, terms_idf_total
+
+from maclaw_fast.threads import in_ranges as split_ranges
 
 
 class Bm25Queries:
@@ -47,15 +49,23 @@ class Bm25Queries:
         n = len(self._key_doc)
         return self._total_len / n if n else 1.0
 
-    def scores(self, tokens: list[str], n_keys: int, out: np.ndarray | None = None) -> np.ndarray:
+    def scores(self, tokens: list[str], n_keys: int, out: np.ndarray | None = None,
+               *, in_ranges: bool | None = None) -> np.ndarray:
         """BM25 of every key for one query, as a dense float64 array of ``n_keys`` (0 = no hit;
-        added into ``out`` when given)."""
+        added into ``out`` when given). ``in_ranges`` (default: :attr:`is_large`) scores
+        document ranges on every core; the result is the same."""
         if out is None:
             out = np.zeros(n_keys, dtype=np.float64)
         with self._lock:
             term_ids, postings = self.term_ids(tokens), self.query_postings()
-            if self.is_large:
-                bm25_query_parallel(term_ids, postings, out, numba.get_num_threads())
+            if self.is_large if in_ranges is None else in_ranges:
+                uniq, idf = query_idf(term_ids, postings.df, postings.n_live,
+                                      postings.term_weight)
+                try:
+                    split_ranges(postings.n_docs,
+                                 lambda lo, hi: bm25_range(uniq, idf, postings, out, lo, hi))
+                finally:
+                    postings.term_weight[uniq] = 0.0
             else:
                 bm25_query(term_ids, postings, out)
         return out

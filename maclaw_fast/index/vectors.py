@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 from maclaw_kernels.quantized import bound_scores, quantize_rows, rescore_candidates
-from maclaw_kernels.vectors import dot_scores, dot_scores_batch, dot_scores_parallel
+from maclaw_kernels.vectors import dot_scores
 
 from maclaw_fast.index.arrays import aligned_zeros
+from maclaw_fast.threads import in_ranges
 
 # above this many matrix elements one query streams the matrix from both cores: at 100k × 384
 # a serial pass is bound by one core's bandwidth (~2× the two-core floor)
@@ -146,7 +147,9 @@ class VectorColumn:
         if out is None:
             out = np.empty(n_rows, dtype=np.float32)
         if n_rows * self.dim >= PARALLEL_ELEMENTS:
-            dot_scores_parallel(self.matrix, n_rows, self.has_vec, query, out)
+            m, has = self.matrix, self.has_vec
+            in_ranges(n_rows, lambda lo, hi: dot_scores(m[lo:hi], hi - lo, has[lo:hi], query,
+                                                        out[lo:hi]))
         else:
             dot_scores(self.matrix, n_rows, self.has_vec, query, out)
         return out
@@ -174,15 +177,3 @@ class VectorColumn:
         bound_scores(self.codes, self.scale, self.err, n_rows, self.has_vec, query, BOUND_SLACK,
                      lo, hi)
         return rescore_candidates(lo, hi, n_rows, k, self.matrix, self.has_vec, query, out)
-
-    def scores_batch(self, queries: np.ndarray, n_rows: int,
-                     out: np.ndarray | None = None) -> np.ndarray:
-        """``(n_queries, n_rows)`` float32 inner products (into ``out``, a C-contiguous float32
-        array of that shape, when given), each bit for bit what :meth:`scores` gives: a BLAS
-        product rounds differently with the number of queries, so a query's hits changed with
-        the batch it was chunked into."""
-        if out is None:
-            out = np.empty((queries.shape[0], n_rows), np.float32)
-        dot_scores_batch(self.matrix, n_rows, self.has_vec,
-                         np.ascontiguousarray(queries, np.float32), out)
-        return out

@@ -51,7 +51,7 @@ def with_archive(store, plan, work, tokens: list[str], qvec, hits: list[RecallHi
     if not found:
         return hits
     eligible = plan.scope(store, project)[0].eligible[0]
-    ranges = _ranges(store, work.bm25[:n][eligible], work.cos[:n][eligible])
+    ranges = _ranges(store, work.bm25[:n][eligible], work.cos[0, :n][eligible])
     seeds = [_archive_hit(store, entry, bm25, cos, ranges, now)
              for entry, _, bm25, cos in found]
     extra = [h for h, _ in seeds]

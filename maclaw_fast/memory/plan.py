@@ -18,6 +18,8 @@ from maclaw_kernels.recall import N_PARTS, Base, Knobs, Out, Rows, Scope, Thread
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
 COS_MODES = {"raw": 0, "minmax": 1}
 # ln(1 + a) for the small access counts, read by the kernels instead of a log per row
+# queries whose cosines are computed together: each vector row read once per tile, not per query
+COS_TILE = 16
 LOG_ACCESS = np.log1p(np.arange(64, dtype=np.float64))
 _NO_ROWS, _NO_MASK, _NO_FLOATS = np.zeros(0, np.int64), np.zeros(0, np.bool_), np.zeros(0)
 
@@ -163,7 +165,8 @@ class RecallPlan:
         threads; otherwise the plan's own, used under the store lock)."""
         if self._work is None or fresh:
             n = self.n
-            work = Work(np.zeros(n), np.zeros(n, np.float32), np.empty((6, n)),
+            tile = max(1, min(COS_TILE, (1 << 22) // max(n, 1)))  # at most 16 MiB of cosines
+            work = Work(np.zeros(n), np.zeros((tile, n), np.float32), np.empty((6, n)),
                         np.zeros(max(len(store.bm25.vocab), 1)))
             if fresh:
                 return work

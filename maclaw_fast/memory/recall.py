@@ -28,7 +28,7 @@ from maclaw_fast.memory.plan import RecallPlan, new_out, recall_plan
 from maclaw_fast.persist.journal import PutOp, TouchOp
 from maclaw_fast.records import RecallHit
 from maclaw_fast.text.tokenizer import tokenize
-from maclaw_fast.threads import batch_threads
+from maclaw_fast.threads import batch_threads, pool
 from maclaw_kernels.recall import Block, Out, base_scores, recall_block
 DORMANT = 2  # the status code of dormant entries (columns.STATUS)
 
@@ -142,18 +142,6 @@ _NO_BM25, _NO_COS = np.zeros((0, 0)), np.zeros((0, 0), np.float32)
 
 
 # ---------------------------------------------------------------------- many queries
-_POOL: list = []
-
-
-def _pool():
-    if not _POOL:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _POOL.append(ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
-                                        thread_name_prefix="maclaw-recall"))
-    return _POOL[0]
-
-
 def _run_blocks(store, plan, scopes, scope_of, block: Block, out: Out, threads: int,
                 now: float) -> None:
     """:func:`recall_block` over the queries in ``threads`` contiguous shares at once (the
@@ -176,7 +164,7 @@ def _run_blocks(store, plan, scopes, scope_of, block: Block, out: Out, threads: 
     if shares == 1:
         share(0)
     else:
-        list(_pool().map(share, range(shares)))
+        list(pool().map(share, range(shares)))
 
 
 def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors=None,

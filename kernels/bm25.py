@@ -189,7 +189,7 @@ def bm25_query(term_ids, p, out):
     uniq, idf = query_idf(term_ids, p.df, p.n_live, p.term_weight)
     if uniq.shape[0] == 0:
         return 0
-    bm25_range(uniq, idf, p, out, 0, p.n_docs)
+    bm25_range(uniq, idf, p, out, np.int64(0), p.n_docs)  # not a literal: one compile
     p.term_weight[uniq] = 0.0
     return uniq.shape[0]
 

@@ -211,7 +211,7 @@ def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
     access desc, seq asc)."""
     lo = np.inf
     hi = -np.inf
-    count = 0
+    count = np.int64(0)  # not the literal 0: a callee would compile once more for it
     for i in range(base.shape[0]):
         graph[i] = 0.0
         score[i] = -np.inf
@@ -333,34 +333,28 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
             elif block.cos.shape[0] > 0:
                 for i in range(n):
                     cos[i] = block.cos[q, i]
-            _one_query(corpus, threads, rows, scopes, scope_of[q], knobs, block, q, base, work,
-                       out, p, bm25, cos, prior if threads.n_threads > 0 else no_prior)
-
-
-@njit(cache=True)
-def _one_query(corpus, threads, rows, scopes, s, knobs, block, q, base, work, out, p, bm25, cos,
-               prior):
-    """Query ``q`` of :func:`recall_block` from its cosines on: BM25, thread prior, ranking, the
-    strongest cue among its selected rows."""
-    n = bm25.shape[0]
-    term_ids = block.term_ids[block.term_indptr[q]:block.term_indptr[q + 1]]
-    if block.bm25.shape[0] > 0:
-        for i in range(n):
-            bm25[i] = block.bm25[q, i]
-    else:
-        bm25[:] = 0.0
-        bm25_query(term_ids, p, bm25)
-    if prior.shape[0] > 0:
-        query_prior(term_ids, p, cos, corpus.has_vec, block.has_vector, threads, prior)
-    idf_total = terms_idf_total(term_ids, p.df, p.n_live)
-    scope = Scope(scopes.eligible[s], scopes.scored[s], scopes.affinity[s], scopes.dormant[s],
-                  scopes.fixed, scopes.user_fact)
-    m = rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, block.has_vector,
-                 base.values, work.mat, out.rows[q], out.parts[q])
-    out.count[q] = m
-    best = 0.0
-    for j in range(m):
-        r = out.rows[q, j]
-        best = max(best, cue_strength(bm25[r], cos[r], idf_total, knobs.bm25_w, knobs.cos_w,
-                                      block.has_vector, False, knobs.cos_floor))
-    out.best_cue[q] = best
+            term_ids = block.term_ids[block.term_indptr[q]:block.term_indptr[q + 1]]
+            if block.bm25.shape[0] > 0:
+                for i in range(n):
+                    bm25[i] = block.bm25[q, i]
+            else:
+                bm25[:] = 0.0
+                bm25_query(term_ids, p, bm25)
+            this_prior = no_prior
+            if threads.n_threads > 0:
+                query_prior(term_ids, p, cos, corpus.has_vec, block.has_vector, threads, prior)
+                this_prior = prior
+            idf_total = terms_idf_total(term_ids, p.df, p.n_live)
+            s = scope_of[q]
+            scope = Scope(scopes.eligible[s], scopes.scored[s], scopes.affinity[s],
+                          scopes.dormant[s], scopes.fixed, scopes.user_fact)
+            m = rank_one(rows, scope, knobs, bm25, cos, this_prior, idf_total, block.has_vector,
+                         base.values, work.mat, out.rows[q], out.parts[q])
+            out.count[q] = m
+            best = 0.0
+            for j in range(m):
+                r = out.rows[q, j]
+                best = max(best, cue_strength(bm25[r], cos[r], idf_total, knobs.bm25_w,
+                                              knobs.cos_w, block.has_vector, False,
+                                              knobs.cos_floor))
+            out.best_cue[q] = best

@@ -49,7 +49,7 @@ def topk_masked(x, mask, tie, k, out_idx):
     """Write the rows of the ``k`` largest ``x`` among ``mask`` into ``out_idx`` (descending, ties
     by smaller ``tie``) and return how many were written. Insertion into a sorted buffer: O(n)
     when most rows fall below the current k-th value, which is the common case."""
-    return topk_where(x, mask, mask, True, tie, k, out_idx)
+    return topk_where(x, mask, mask, np.bool_(True), tie, k, out_idx)  # a literal: 1 more compile
 
 
 @njit(cache=True)
@@ -211,8 +211,8 @@ def fill_select(key, tie, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf
     smaller ``tie``), taking builtin rows freely and at most ``nb_slots`` non-builtin ones, until
     ``slots`` are taken. Equals the merge of the top builtin and the top non-builtin rows
     (:func:`topk_where` of each), which needs no full sort."""
-    nb = topk_where(key, cand, nonbuiltin, False, tie, slots, buf_b)
-    nn = topk_where(key, cand, nonbuiltin, True, tie, min(nb_slots, slots), buf_n)
+    nb = topk_where(key, cand, nonbuiltin, np.bool_(False), tie, slots, buf_b)  # not literals
+    nn = topk_where(key, cand, nonbuiltin, np.bool_(True), tie, min(nb_slots, slots), buf_n)
     a = 0
     c = 0
     t = 0

@@ -35,7 +35,7 @@ def top_k(scores, k, floor):
     first, ties by lower index. A size-``k`` heap whose root is the worst kept item."""
     heap_s = np.empty(max(k, 1), np.float64)
     heap_i = np.empty(max(k, 1), np.int64)
-    size = 0
+    size = np.int64(0)  # not the literal 0: _sift_down would compile once more for it
     for i in range(scores.shape[0]):
         s = np.float64(scores[i])
         if not s > floor or k <= 0:
@@ -55,13 +55,13 @@ def top_k(scores, k, floor):
         elif _worse(heap_s[0], heap_i[0], s, i):
             heap_s[0] = s
             heap_i[0] = i
-            _sift_down(heap_s, heap_i, size, 0)
+            _sift_down(heap_s, heap_i, size, np.int64(0))
     out = np.empty(size, np.int64)
     for pos in range(size - 1, -1, -1):  # popping the worst fills the output from the back
         out[pos] = heap_i[0]
         heap_s[0] = heap_s[pos]
         heap_i[0] = heap_i[pos]
-        _sift_down(heap_s, heap_i, pos, 0)
+        _sift_down(heap_s, heap_i, pos, np.int64(0))
     return out
 
 

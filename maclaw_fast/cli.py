@@ -152,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                 args = build_parser(argv[0] if argv else None).parse_args(argv)
             finally:
                 starting.stop()
+        args.argv = argv  # as given: serve --workers starts its workers with the same options
         progress.apply_flags(args)  # so the library's own bars follow --progress/--quiet
         # chat and serve end on Ctrl-C their own way (the chat's last extraction, a server's
         # shutdown): they get the message, not the forced exit

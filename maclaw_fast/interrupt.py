@@ -23,6 +23,8 @@ import threading
 EXIT_CODE = 130  # 128 + SIGINT, what shells report for a command Ctrl-C stopped
 GRACE_S = 1.5  # the main thread's time to unwind before the process ends regardless
 MESSAGE = "interrupted (Ctrl-C): stopped"
+# a command that ends its own way (chat, serve) may still take a moment (a last LLM call)
+MESSAGE_OWN = "interrupted (Ctrl-C): finishing up"
 
 _state = {"depth": 0, "fired": False, "force": True}
 _lock = threading.Lock()
@@ -44,7 +46,7 @@ def _announce() -> None:
         silence()  # no bar drawn over or after the message
     # os.write, not sys.stderr: the main thread may hold the stream's lock mid-write
     with contextlib.suppress(OSError):
-        os.write(2, f"\n{MESSAGE}\n".encode())
+        os.write(2, f"\n{MESSAGE if _state['force'] else MESSAGE_OWN}\n".encode())
 
 
 def _watch(read_fd: int, done: threading.Event) -> None:

@@ -85,3 +85,20 @@ def warmup(parts=PARTS, *, out=sys.stderr) -> dict[str, float]:
         took[name] = time.perf_counter() - t0
     np.seterr(all="warn")
     return took
+
+
+def warm_in_background(parts=PARTS):
+    """Run :func:`warmup` silently on a daemon thread and return the thread: a server answers
+    at once and its first call waits only for what is left to compile (nothing once cached,
+    where this costs about a second of loading)."""
+    import threading
+
+    def run() -> None:
+        try:
+            warmup(parts, out=None)
+        except Exception as exc:  # noqa: BLE001 - a failed warmup only means a later compile
+            print(f"maclaw_fast: background warmup failed: {exc}", file=sys.stderr, flush=True)
+
+    thread = threading.Thread(target=run, name="maclaw-warmup", daemon=True)
+    thread.start()
+    return thread

@@ -36,3 +36,25 @@ def test_other_functions_and_quiet_mode_print_nothing(capsys, monkeypatch):
     monkeypatch.setenv("MACLAW_QUIET_COMPILE", "1")
     _kernel_named("quiet_kernel", "maclaw_kernels.fake")(np.ones(2))
     assert "maclaw_fast: compiled" not in capsys.readouterr().err
+
+
+def test_background_warmup_runs_the_parts_on_a_daemon_thread(monkeypatch):
+    from maclaw_fast import warmup as warm
+
+    ran = []
+    monkeypatch.setattr(warm, "warmup", lambda parts, out: ran.append((tuple(parts), out)))
+    thread = warm.warm_in_background(("router",))
+    thread.join(timeout=30)
+    assert thread.daemon and not thread.is_alive()
+    assert ran == [(("router",), None)]
+
+
+def test_a_failed_background_warmup_is_reported_not_raised(monkeypatch, capsys):
+    from maclaw_fast import warmup as warm
+
+    def boom(parts, out):
+        raise RuntimeError("no disk")
+
+    monkeypatch.setattr(warm, "warmup", boom)
+    warm.warm_in_background(("memory",)).join(timeout=30)
+    assert "background warmup failed: no disk" in capsys.readouterr().err

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import msgspec
 import pytest
 from langgraph.store.base import (GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition,
                                   PutOp, SearchOp)
@@ -22,6 +23,7 @@ def _make(kind, tmp_path, index=True, **kw):
     idx = {"dims": EMB.dims, "embed": EMB, "fields": ["text"]} if index else None
     if kind == "langgraph":
         return InMemoryStore(index=idx)
+    kw.setdefault("ranking", "cosine")  # InMemoryStore's ranking, compared score for score
     if kind == "maclaw":
         return MaclawLangGraphStore(index=idx, **kw)
     return MaclawLangGraphStore(index=idx, path=tmp_path / "lg", **kw)
@@ -286,8 +288,10 @@ def test_refusals_leave_the_store_unchanged(tmp_path):
     for cfg in ({"dims": 8, "embed": EMB, "distance": "l2"}, {"dims": -1, "embed": EMB}):
         with pytest.raises(ValidationError):
             MaclawLangGraphStore(index=cfg)
-    with pytest.raises(ValidationError):
-        MaclawLangGraphStore(ttl={"omit_expired": False})
+    with pytest.raises(ValidationError, match="cosine"):
+        MaclawLangGraphStore(index={"dims": EMB.dims, "embed": EMB, "distance_type": "l2"})
+    with pytest.raises(ValidationError, match="ranking"):
+        MaclawLangGraphStore(ranking="bm25")
 
 
 def test_a_store_with_its_own_embedder_indexes_whole_values():
@@ -295,10 +299,97 @@ def test_a_store_with_its_own_embedder_indexes_whole_values():
     from maclaw_fast.integrations.langchain import MaclawEmbeddings
 
     mem = MemoryStore.in_memory(embedder="hash")
-    ours = MaclawLangGraphStore(store=mem)
+    ours = MaclawLangGraphStore(store=mem, ranking="cosine")
     ref = InMemoryStore(index={"dims": mem.dim, "embed": MaclawEmbeddings(mem.embedder)})
     for s in (ours, ref):
         s.put(("m",), "1", {"content": "Lin prefers green tea"})
         s.put(("m",), "2", {"content": "deploy.sh fails without AWS_REGION"})
     assert _view([ours.search(("m",), query="green tea")]) == \
         _view([ref.search(("m",), query="green tea")])
+
+
+def test_hybrid_search_puts_a_keyword_match_first(tmp_path):
+    """The default ranking is the engine's recall: an item that holds the query's rare word comes
+    first although its text's cosine ranks it low; ``ranking="cosine"`` ranks as InMemoryStore."""
+    docs = {"kw": {"text": "notes on zebrafish tanks"}, "near1": {"text": "zebra fish"},
+            "near2": {"text": "zebra-fish"}, "near3": {"text": "zebra fishes"},
+            "other": {"text": "quarterly budget review"}}
+    query = "zebrafish"
+    got = {}
+    for ranking in ("hybrid", "cosine"):
+        s = MaclawLangGraphStore(index={"dims": EMB.dims, "embed": EMB, "fields": ["text"]},
+                                 ranking=ranking)
+        for key, value in docs.items():
+            s.put(("d",), key, value)
+        got[ranking] = [i.key for i in s.search(("d",), query=query)]
+    ref = InMemoryStore(index={"dims": EMB.dims, "embed": EMB, "fields": ["text"]})
+    for key, value in docs.items():
+        ref.put(("d",), key, value)
+    assert got["cosine"] == [i.key for i in ref.search(("d",), query=query)]
+    assert got["cosine"].index("kw") == 3  # cosine ranks the only keyword match fourth
+    assert got["hybrid"][0] == "kw" and sorted(got["hybrid"]) == sorted(docs)
+
+
+def test_hybrid_search_pages_past_the_recalled_entries(monkeypatch):
+    """Items beyond the recall's candidates follow by cosine, then items without a vector; pages
+    neither repeat nor skip an item."""
+    s = MaclawLangGraphStore(index={"dims": EMB.dims, "embed": EMB, "fields": ["text"]})
+    for i in range(12):
+        s.put(("p",), f"k{i:02d}", {"text": f"note {i} about item {i * 7}"})
+    s.put(("p",), "plain", {"text": "not indexed"}, index=False)
+    full = [i.key for i in s.search(("p",), query="note about item 21", limit=20)]
+    cfg = s.store.config  # recall ranks only 5 entries: the other 7 come by cosine
+    monkeypatch.setattr(s.store, "config", msgspec.structs.replace(
+        cfg, recall=msgspec.structs.replace(cfg.recall, max_entries=5)))
+    paged = [i.key for off in range(0, 13, 4)
+             for i in s.search(("p",), query="note about item 21", limit=4, offset=off)]
+    assert sorted(paged) == sorted(full) and len(paged) == 13 and paged[-1] == "plain"
+    assert paged[:5] == full[:5]
+
+
+def test_dotted_filters_and_sql_index_settings():
+    """Filter keys as the SQL stores read them (a dotted path into nested values; InMemoryStore
+    reads them literally), and their index settings that mean something here."""
+    s = MaclawLangGraphStore(index={"dims": EMB.dims, "embed": EMB, "fields": ["text"],
+                                    "distance_type": "cosine",
+                                    "ann_index_config": {"kind": "hnsw", "m": 16}})
+    sql = MaclawLangGraphStore(index={"dims": EMB.dims, "embed": EMB, "text_fields": "title"})
+    assert sql.fields == ["title"]  # SqliteStore's name for fields, a string or a list
+    with pytest.raises(ValidationError, match="text_fields"):
+        MaclawLangGraphStore(index={"dims": EMB.dims, "embed": EMB, "fields": ["a"],
+                                    "text_fields": ["b"]})
+    s.put(("f",), "a", {"text": "one", "meta": {"owner": "lin", "n": 3}})
+    s.put(("f",), "b", {"text": "two", "meta": {"owner": "ana", "n": 5}})
+    s.put(("f",), "c", {"text": "three", "meta.owner": "lin"})  # a literal dotted key wins
+    found = {k: [i.key for i in s.search(("f",), filter=f)]
+             for k, f in {"eq": {"meta.owner": "lin"}, "gt": {"meta.n": {"$gt": 4}},
+                          "none": {"meta.owner.x": "lin"}}.items()}
+    assert found == {"eq": ["a", "c"], "gt": ["b"], "none": []}
+
+
+def test_omit_expired_false_returns_expired_items_until_the_sweep():
+    now = [0.0]
+    s = MaclawLangGraphStore(ttl={"omit_expired": False, "sweep_interval_minutes": 60},
+                             clock=lambda: now[0])
+    s.put(("t",), "k", {"v": 1}, ttl=1.0)
+    now[0] = 120.0
+    assert s.get(("t",), "k", refresh_ttl=False).value == {"v": 1}
+    assert len(s.search(("t",), refresh_ttl=False)) == 1
+    assert s.sweep_ttl() == 1 and s.get(("t",), "k") is None
+    with pytest.raises(ValidationError):
+        MaclawLangGraphStore(ttl={"omit_expired": "no"})
+
+
+def test_deletes_leave_no_meta_behind(tmp_path):
+    s = _make("maclaw_disk", tmp_path)
+    for i in range(20):
+        s.put(("u",), f"k{i}", {"text": f"item {i}"})
+    for i in range(20):
+        s.delete(("u",), f"k{i}")
+    assert not any(k.startswith("langgraph/") for k in s.store.meta)
+    s.put(("u",), "kept", {"text": "kept"})
+    s.close()
+    s = _make("maclaw_disk", tmp_path)  # replayed from the journal
+    assert [k for k in s.store.meta if k.startswith("langgraph/")] == ['langgraph/[["u"],"kept"]']
+    assert [i.key for i in s.search(("u",))] == ["kept"] and len(s.store) == 1
+    s.close()

@@ -5,6 +5,7 @@ user/agent/run id, search against a plain cosine reference, history, persistence
 from __future__ import annotations
 
 import json
+import uuid
 
 import numpy as np
 import pytest
@@ -167,7 +168,8 @@ def test_memories_survive_reopen(tmp_path):
                 infer=False)["results"][0]["id"]
     m.update(mid, text="I live in Porto")
     m.close()
-    assert [p.name for p in tmp_path.iterdir()] == ["user-a%2Fb%2E%2Ec"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".mem0-ids", "user-a%2Fb%2E%2Ec"]
+    assert str(uuid.UUID(mid)) == mid  # ids are UUIDs, as mem0's
     m = Memory.from_config(cfg)
     assert m.get(mid)["memory"] == "I live in Porto" and m.get(mid)["metadata"] == {"k": [1, 2]}
     assert [e["event"] for e in m.history(mid)] == ["ADD", "UPDATE"]
@@ -296,3 +298,28 @@ def test_async_memory_gives_the_same_results():
     assert got["metadata"] == {"i": 0, "j": 1} and gone is None
     assert len(hits["results"]) == 3 and len(every["results"]) == 10
     assert [e["event"] for e in events] == ["ADD", "UPDATE", "DELETE"]
+
+
+def test_langchain_embedder_config_and_uuid_ids():
+    """mem0's ``embedder: {provider: langchain, config: {model: <Embeddings>}}`` works as in mem0,
+    and every id is a UUID that get/update/history/delete take."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    m = Memory({"embedder": {"provider": "langchain",
+                             "config": {"model": DeterministicFakeEmbedding(size=32)}}})
+    ids = [m.add(t, user_id="u", agent_id="a", infer=False)["results"][0]["id"]
+           for t in ("green tea at four", "deploy on fridays")]
+    assert all(str(uuid.UUID(i)) == i for i in ids) and len(set(ids)) == 2
+    hits = m.search("green tea", filters={"agent_id": "a"}, threshold=0.0)["results"]
+    assert {h["id"] for h in hits} <= set(ids) and all(-1 <= h["score"] <= 1 for h in hits)
+    m.update(ids[1], text="deploy on mondays")
+    assert m.get(ids[1])["memory"] == "deploy on mondays"
+    m.delete(ids[1])
+    assert m.get(ids[1]) is None and [e["event"] for e in m.history(ids[1])] == [
+        "ADD", "UPDATE", "DELETE"]
+    assert {e["memory_id"] for e in m.history(ids[1])} == {ids[1]}
+    assert m.get(str(uuid.uuid4())) is None
+    for bad in ({"provider": "langchain", "config": {"model": "text-embedding-3-small"}},
+                {"provider": "openai", "config": {"model": "text-embedding-3-small"}}):
+        with pytest.raises(ValidationError, match="langchain"):
+            Memory({"embedder": bad})

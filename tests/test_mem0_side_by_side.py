@@ -1,9 +1,13 @@
 """The same script against real mem0ai 2.2.1 (faiss store, a LangChain embedder, no network) and
 the facade: every call's result (ids, times and scores set aside) or error class is the same.
-Search ranking is not compared (the facade takes only its own embedders, so cosines differ);
-its edge values (top_k=0, thresholds) are."""
+Both take the same LangChain embedder through mem0's ``langchain`` provider; ids are UUIDs on
+both sides. Search ranking is not compared (the facade embeds the text it indexes, content and
+tags, so the hash-seeded fake embedding gives other vectors); its edge values (top_k=0,
+thresholds) are."""
 
 from __future__ import annotations
+
+import uuid
 
 import pytest
 
@@ -38,6 +42,7 @@ def _script(m) -> list:
     r = m.add("I like green tea", user_id="lin", agent_id="chef", metadata={"k": 1, "z": None},
               infer=False)
     mid = r["results"][0]["id"]
+    out.append(("uuid", str(uuid.UUID(mid)) == mid))
     out.append(("ok", _clean(r)))
     m.add("plain note", user_id="lin", infer=False)
     m.add("agent only", agent_id="chef", infer=False)
@@ -75,7 +80,8 @@ def test_same_script_same_results(tmp_path, monkeypatch):
         "embedder": {"provider": "langchain",
                      "config": {"model": DeterministicFakeEmbedding(size=64)}},
         "history_db_path": str(tmp_path / "history.db")})
-    ours = Memory({"embedder": {"provider": "maclaw", "config": {"model": "hash"}}})
+    ours = Memory({"embedder": {"provider": "langchain",
+                                "config": {"model": DeterministicFakeEmbedding(size=64)}}})
     want, got = _script(ref), _script(ours)
     diffs = [(i, w, g) for i, (w, g) in enumerate(zip(want, got)) if w != g]
     assert len(want) == len(got) and not diffs, diffs

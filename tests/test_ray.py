@@ -115,6 +115,51 @@ def test_sharded_service_routes_by_store_name(local_ray, tmp_path):
         assert [e.content for e in st.entries()] == ["user5 prefers tea number 5"]
 
 
+def test_batched_and_async_recalls_equal_single_ones(local_ray, tmp_path):
+    """recall_many and arecall give each request the hits recall gives it, in order, with
+    several stores per shard in one call; one bad store fails only its own requests."""
+    import asyncio
+
+    mem = ShardedMemory(tmp_path / "svc", shards=2, embedder="hash")
+    for i in range(6):
+        for j in range(4):
+            mem.save(f"u{i}", f"u{i} likes {WORDS[(i + j) % 16]} and {WORDS[j]}",
+                     category="preference", tags=["atlas"] if j % 2 else [])
+    reqs = [(f"u{i % 6}", f"{WORDS[i % 16]} {WORDS[i % 5]}", ["atlas", None][i % 2])
+            for i in range(60)]
+
+    def ids(results):
+        return [[(h["entry"]["id"], h["reason"], round(h["breakdown"]["bm25"], 9))
+                 for h in hits] for hits in results]
+
+    single = [mem.recall(n, q, project=p, reinforce=False) for n, q, p in reqs]
+    many = mem.recall_many(reqs, reinforce=False)
+
+    async def gathered():
+        return await asyncio.gather(*[mem.arecall(n, q, project=p, reinforce=False)
+                                      for n, q, p in reqs])
+
+    assert ids(many) == ids(single) == ids(asyncio.run(gathered()))
+    assert any(len(h) > 1 for h in single) and single[0][0]["entry"]["content"].startswith("u0")
+    with pytest.raises(ValidationError):
+        mem.recall_many([("u1", "tea"), ("u2", "tea", 5)])
+    with pytest.raises(ValidationError):
+        mem.recall_many([("../x", "tea")])
+    saved = mem.save_many([("u1", "u1 plays chess", "preference"),
+                           ("u4", {"content": "u4 sails", "category": "preference",
+                                   "tags": ["atlas"]}),
+                           ("u1", "u1 plays go", "preference")])
+    assert [e["content"] for e in saved] == ["u1 plays chess", "u4 sails", "u1 plays go"]
+    assert {"u1 plays chess", "u1 plays go"} <= set(mem.contents("u1"))
+    assert list(saved[1]["tags"]) == ["atlas"] and "u4 sails" in mem.contents("u4")
+    with pytest.raises(ValidationError):  # refused before anything is sent
+        mem.save_many([("u2", "fine", "preference"), ("u2", {"content": "x", "vector": [0]})])
+    with pytest.raises(ValidationError):  # the store refuses the category: its items only
+        mem.save_many([("u3", "u3 kept", "preference"), ("u2", "bad", "no-such-category")])
+    assert "u3 kept" in mem.contents("u3") and "fine" not in mem.contents("u2")
+    mem.close()
+
+
 def test_actor_killed_mid_write_loses_no_acknowledged_save(local_ray, tmp_path):
     mem = ShardedMemory(tmp_path / "svc", shards=2, embedder="hash")
     names = [f"tenant{i}" for i in range(6)]

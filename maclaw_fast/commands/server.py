@@ -19,6 +19,7 @@ examples:
   maclaw-fast serve --transport http --port 8765         http://127.0.0.1:8765/mcp
   MACLAW_MCP_TOKEN=secret maclaw-fast serve --transport http --host 0.0.0.0
   maclaw-fast serve --transport http --stores /srv/stores --users users.json
+  maclaw-fast serve --transport http --stores /srv/stores --users users.json --workers 4
 
 a client's MCP config (Claude Desktop, Cursor, .mcp.json):
   {"mcpServers": {"memory": {"command": "maclaw-fast", "args": ["serve"]}}}
@@ -55,7 +56,10 @@ def register(subparsers) -> None:
                    help='JSON file {"users": {"<token>": "<store name>"}}: each HTTP '
                         "request's bearer token picks its user's store under --stores")
     p.add_argument("--pool-size", type=int, default=1000, metavar="N",
-                   help="per-user stores kept open at once (default 1000)")
+                   help="per-user stores kept open at once (default 1000, per worker)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="with --stores/--users: N server processes behind this address, each "
+                        "user's store owned by one of them (default 1)")
     p.set_defaults(func=cmd_serve, own_interrupt=True)
 
 
@@ -77,6 +81,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ValidationError("--pool-size must be ≥ 1")
         users = load_users(args.users)
         token = None  # the users' tokens authenticate every request
+    if args.workers != 1:
+        from maclaw_fast.errors import ValidationError
+
+        if users is None or args.workers < 2:
+            raise ValidationError("--workers N (N >= 2) needs per-user stores: --transport "
+                                  "http, --stores DIR and --users FILE")
+        from maclaw_fast.server.workers import serve_workers
+
+        argv = list(getattr(args, "argv", None) or sys.argv[1:])
+        serve_workers(argv[argv.index("serve") + 1:] if "serve" in argv else argv,
+                      workers=args.workers, host=args.host, port=args.port, users=users)
+        return 0
     if args.transport == "http" and users is None:
         check_bind(args.host, token)  # before opening (and locking) the store
     mcp_servers = None
@@ -92,6 +108,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     cfg = ServerConfig(store=args.store, workspace=args.workspace, catalog=args.catalog,
                        embedder=embedder_from_args(args) or "none", project=args.project,
                        stores=args.stores, pool_size=args.pool_size)
+    from maclaw_fast.warmup import warm_in_background
+
+    warm_in_background()  # an MCP client's first call waits only for what is left to compile
     with contextlib.ExitStack() as stack:
         if llm is not None:
             stack.callback(llm.close)

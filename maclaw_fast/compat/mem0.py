@@ -2,7 +2,8 @@
 
 Memories of a ``user_id`` (else ``agent_id``, else ``run_id``: the primary id) live in one store
 named after it; the other ids, the metadata, the role and the history of each memory are kept in
-the store's journaled ``meta``. ``search`` ranks by cosine like mem0 (threshold 0.1 by default).
+the store's journaled ``meta``; ids are UUIDs, as mem0's (``mem0_ids`` finds their store).
+``search`` ranks by cosine like mem0 (threshold 0.1 by default).
 ``add(infer=True)`` extracts facts with the project's KnowledgeExtractor through the configured
 LLM; differences from mem0 are listed in the README.
 """
@@ -20,6 +21,7 @@ from urllib.parse import quote, unquote
 import msgspec
 
 from maclaw_fast.compat import mem0_filters
+from maclaw_fast.compat.mem0_ids import MemoryIds
 from maclaw_fast.compat.stores import LocalStores
 from maclaw_fast.config import MaintenanceConfig
 from maclaw_fast.embedding import embed_checked
@@ -34,6 +36,7 @@ _MEM0_DEFAULT_MODEL = "gpt-5-mini"
 class _Record(msgspec.Struct, omit_defaults=True):
     created_at: str
     updated_at: str
+    id: str | None = None  # the memory's UUID (stores written before UUIDs: None)
     user_id: str | None = None
     agent_id: str | None = None
     run_id: str | None = None
@@ -55,7 +58,8 @@ class Memory:
 
     ``config`` takes mem0's dict keys ``llm`` (providers openai, anthropic), ``vector_store``
     (provider ``maclaw``: ``{"path": DIR}``), ``embedder`` (provider ``maclaw``:
-    ``{"model": "default"|"hash"}``) and ``version``; any other key is refused. Without an
+    ``{"model": "default"|"hash"}``, or mem0's ``langchain``: ``{"model": <a LangChain
+    Embeddings>}``) and ``version``; any other key is refused. Without an
     ``llm`` the LLM comes from ``MACLAW_LLM_*``, else from ``OPENAI_API_KEY`` (and
     ``OPENAI_BASE_URL``) with mem0's default model, as mem0 does.
 
@@ -78,8 +82,8 @@ class Memory:
         if cfg.get("version", "v1.1") != "v1.1":
             raise ValidationError("only mem0's v1.1 API (results under 'results') is provided")
         path = _provider(cfg.get("vector_store"), "vector_store", {"path"}).get("path")
-        model = _provider(cfg.get("embedder"), "embedder", {"model"}).get("model", "default")
-        self._stores = LocalStores(path, embedder=model)
+        self._stores = LocalStores(path, embedder=_embedder(cfg.get("embedder")))
+        self._ids = MemoryIds(self._stores.path)
         llm = _llm_config(cfg.get("llm"))
         self.llm = None if llm is None else LLMClient(llm)
         self._lock = threading.RLock()
@@ -91,6 +95,7 @@ class Memory:
 
     def close(self) -> None:
         self._stores.close()
+        self._ids.close()
         if self.llm is not None:
             self.llm.close()
 
@@ -143,10 +148,12 @@ class Memory:
                 now = _now()
                 rec = _Record(created_at=now, updated_at=now, metadata=metadata,
                               role=None if msg is None else msg["role"],
-                              actor_id=None if msg is None else msg.get("name"), **ids)
+                              actor_id=None if msg is None else msg.get("name"),
+                              id=str(uuid.uuid4()), **ids)
                 store.set_meta(_META + entry.id, msgspec.json.encode(rec).decode())
-                self._log(store, f"{name}/{entry.id}", None, entry.content, "ADD", rec)
-                results.append({"id": f"{name}/{entry.id}", "memory": entry.content,
+                self._ids.add(rec.id, name, entry.id)
+                self._log(store, entry.id, None, entry.content, "ADD", rec)
+                results.append({"id": rec.id, "memory": entry.content,
                                 "event": "ADD", "actor_id": rec.actor_id, "role": rec.role})
         return {"results": results}
 
@@ -161,7 +168,7 @@ class Memory:
         if text is None and metadata is None:
             raise ValidationError("update() needs text and/or metadata")
         metadata = None if metadata is None else _metadata(metadata)
-        name, entry_id = _split_id(memory_id)
+        name, entry_id = self._locate(memory_id)
         with self._lock, self._stores.store(name) as store:
             rec, old = self._record(store, entry_id, memory_id)
             entry = store.update(entry_id, content=text) if text is not None else old
@@ -169,12 +176,12 @@ class Memory:
             if metadata is not None:  # mem0 merges new keys into the stored metadata
                 rec.metadata = {**rec.metadata, **metadata}
             store.set_meta(_META + entry_id, msgspec.json.encode(rec).decode())
-            self._log(store, memory_id, old.content, entry.content, "UPDATE", rec)
+            self._log(store, entry_id, old.content, entry.content, "UPDATE", rec)
         return {"message": "Memory updated successfully!"}
 
     def delete(self, memory_id) -> dict:
         """Forget one memory (its history stays)."""
-        name, entry_id = _split_id(memory_id)
+        name, entry_id = self._locate(memory_id)
         with self._lock, self._stores.store(name) as store:
             self._delete(store, entry_id, memory_id)
         return {"message": "Memory deleted successfully!"}
@@ -200,12 +207,13 @@ class Memory:
                     for key, value in list(store.meta.items()):
                         if key.startswith(("mem0/", "mem0h/")) and value:
                             store.set_meta(key, "")
+            self._ids.clear()
 
     # ------------------------------------------------------------------ reading
     def get(self, memory_id) -> dict | None:
         """One memory as mem0 shapes it, or None (an unknown id, as mem0)."""
         try:
-            name, entry_id = _split_id(memory_id)
+            name, entry_id = self._locate(memory_id)
         except ValidationError:
             return None
         with self._stores.store(name) as store:
@@ -257,12 +265,18 @@ class Memory:
 
     def history(self, memory_id) -> list[dict]:
         """Every ADD / UPDATE / DELETE of a memory, oldest first."""
-        name, entry_id = _split_id(memory_id)
+        name, entry_id = self._locate(memory_id)
         with self._stores.store(name) as store:
             raw = store.meta.get("mem0h/" + entry_id)
             return msgspec.json.decode(raw) if raw else []
 
     # ------------------------------------------------------------------ helpers
+    def _locate(self, memory_id) -> tuple[str, str]:
+        """The store and entry id of a memory id: a UUID this facade gave, else the
+        ``<store>/<entry id>`` of memories saved before ids were UUIDs."""
+        found = self._ids.find(memory_id) if isinstance(memory_id, str) else None
+        return found if found is not None else _split_id(memory_id)
+
     def _scope(self, where: str, filters, kwargs) -> tuple[dict, dict]:
         if kwargs:
             named = sorted(set(kwargs) & set(_KINDS))
@@ -322,11 +336,11 @@ class Memory:
     def _delete(self, store, entry_id: str, memory_id) -> None:
         rec, entry = self._record(store, entry_id, memory_id)
         store.delete(entry_id)
-        store.set_meta(_META + entry_id, "")
-        self._log(store, memory_id, entry.content, None, "DELETE", rec)
+        store.set_meta(_META + entry_id, "")  # its id stays known: history() answers for it
+        self._log(store, entry_id, entry.content, None, "DELETE", rec)
 
-    def _log(self, store, memory_id: str, old, new, event, rec: _Record) -> None:
-        entry_id = memory_id.rsplit("/", 1)[1]
+    def _log(self, store, entry_id: str, old, new, event, rec: _Record) -> None:
+        memory_id = rec.id or f"{_home(rec)}/{entry_id}"
         raw = store.meta.get("mem0h/" + entry_id)
         events = msgspec.json.decode(raw) if raw else []
         now = _now()
@@ -345,9 +359,15 @@ def _passes(rec: _Record, ids: dict, rest: dict) -> bool:
     return mem0_filters.matches(fields, rest)
 
 
+def _home(rec: _Record) -> str:
+    """The store a memory's record lives in (that of its primary id)."""
+    return _store_name({k: getattr(rec, k) for k in _KINDS if getattr(rec, k) is not None})
+
+
 def _shape(name: str, entry, rec: _Record) -> dict:
     # mem0's keys: metadata is None when there is none; ids, actor and role only when set
-    out = {"id": f"{name}/{entry.id}", "memory": entry.content, "hash": _hash(entry.content),
+    out = {"id": rec.id or f"{name}/{entry.id}", "memory": entry.content,
+           "hash": _hash(entry.content),
            "metadata": dict(rec.metadata) if rec.metadata else None,
            "created_at": rec.created_at, "updated_at": rec.updated_at}
     for key in ("user_id", "agent_id", "run_id", "actor_id", "role"):
@@ -423,12 +443,32 @@ def _messages(messages) -> list[dict]:
     return out
 
 
+def _embedder(section):
+    """The facade's embedder from mem0's ``embedder`` section: provider ``maclaw`` (a model
+    name) or ``langchain`` (a LangChain ``Embeddings`` instance under ``model``)."""
+    if isinstance(section, dict) and section.get("provider") == "langchain":
+        from langchain_core.embeddings import Embeddings
+
+        from maclaw_fast.integrations.langchain.embeddings import EmbeddingsEmbedder
+
+        conf = dict(section.get("config") or {})
+        extra = set(section) - {"provider", "config"} | set(conf) - {"model", "embedding_dims"}
+        if extra:
+            raise ValidationError(f"embedder does not support {sorted(extra)}")
+        if not isinstance(conf.get("model"), Embeddings):
+            raise ValidationError("embedder provider 'langchain' needs config {'model': <a "
+                                  "langchain_core Embeddings instance>}, as mem0's")
+        return EmbeddingsEmbedder(conf["model"], dim=conf.get("embedding_dims"))
+    return _provider(section, "embedder", {"model"}).get("model", "default")
+
+
 def _provider(section, what: str, allowed: set) -> dict:
     if section is None:
         return {}
     if not isinstance(section, dict) or section.get("provider") != "maclaw":
-        raise ValidationError(f"{what}: only provider 'maclaw' is available "
-                              f"(config keys {sorted(allowed)})")
+        also = " and 'langchain' (config {'model': <Embeddings>})" if what == "embedder" else ""
+        raise ValidationError(f"{what}: provider 'maclaw' (config keys {sorted(allowed)}){also} "
+                              "are available")
     conf = dict(section.get("config") or {})
     extra = set(section) - {"provider", "config"} | set(conf) - allowed
     if extra:

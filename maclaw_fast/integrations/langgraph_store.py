@@ -3,9 +3,11 @@
 
 Items live in the store's journaled ``meta`` (key ``langgraph/[namespace, key]``, the value as
 JSON with its times and TTL), so they survive a reopen. Each indexed text of an item is a store
-entry with the text's vector; a natural-language ``search`` ranks items by the best cosine of
-their texts, exactly as LangGraph's ``InMemoryStore`` does. Within one ``batch`` the reads see
-the store as it was before the batch and the last write to a key wins (as in ``InMemoryStore``).
+entry with the text's vector; a natural-language ``search`` ranks items by the engine's recall
+of their texts (BM25, cosine, recency, importance, graph: ``ranking="hybrid"``, the default) or
+by their best cosine exactly as LangGraph's ``InMemoryStore`` does (``ranking="cosine"``). Within
+one ``batch`` the reads see the store as it was before the batch and the last write to a key wins
+(as in ``InMemoryStore``).
 """
 
 from __future__ import annotations
@@ -25,14 +27,22 @@ from langgraph.store.base import (BaseStore, GetOp, IndexConfig, Item, ListNames
                                   ensure_embeddings, get_text_at_path, tokenize_path,
                                   validate_op_namespace)
 
-from maclaw_fast.config import CapacityConfig, MemoryConfig
+from maclaw_fast.config import CapacityConfig, GraphConfig, MemoryConfig, RecallConfig
 from maclaw_fast.errors import NotFoundError, ValidationError
 from maclaw_fast.integrations.args import count
 from maclaw_fast.memory.store import MemoryStore
 
 META_PREFIX = "langgraph/"
-STORE_CONFIG = MemoryConfig(capacity=CapacityConfig(store_capacity=2**31 - 1))
+HYBRID_CANDIDATES = 1000  # entries a hybrid search ranks by recall; further ones by cosine
+# items are not a conversation: no links between consecutive saves; recall ranks as many entries
+# as a search may page through, whatever their length
+STORE_CONFIG = MemoryConfig(capacity=CapacityConfig(store_capacity=2**31 - 1),
+                            recall=RecallConfig(max_entries=HYBRID_CANDIDATES,
+                                                token_budget=2**31 - 1),
+                            graph=GraphConfig(adjacency=False))
+RANKINGS = ("hybrid", "cosine")
 _OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+_DISTANCES = ("cosine",)
 
 
 class _Record(msgspec.Struct):
@@ -49,11 +59,18 @@ class _Record(msgspec.Struct):
 class MaclawLangGraphStore(BaseStore):
     """LangGraph ``BaseStore`` (get/put/search/delete/list_namespaces, TTL) on a MemoryStore.
 
-    ``index`` is LangGraph's ``{"dims", "embed", "fields"}``; without it a given ``store``'s own
-    embedder indexes whole values (``fields=["$"]``), and a store made here has no vectors
-    (``search(query=...)`` then lists in order, as LangGraph's stores do without an index).
-    ``ttl`` is LangGraph's ``TTLConfig``; expired items are never returned and are deleted by
-    :meth:`sweep_ttl` (also run by writes every ``sweep_interval_minutes``, default 1).
+    ``index`` is LangGraph's ``{"dims", "embed", "fields"}`` (with the SQL stores'
+    ``text_fields``, ``distance_type="cosine"`` and ``ann_index_config``, which changes nothing:
+    search is exact);
+    without it a given ``store``'s own embedder indexes whole values (``fields=["$"]``), and a
+    store made here has no vectors (``search(query=...)`` then lists in order, as LangGraph's
+    stores do without an index). ``ranking`` is ``"hybrid"`` (the engine's recall: an item's
+    score is the best recall score of its texts; among the store's first
+    :data:`HYBRID_CANDIDATES` recalled entries, the store's own ``max_entries`` for a given
+    ``store``, and by cosine after them) or ``"cosine"`` (``InMemoryStore``'s ranking and scores).
+    ``ttl`` is LangGraph's ``TTLConfig``; expired items are deleted by :meth:`sweep_ttl` (also run
+    by writes every ``sweep_interval_minutes``, default 1) and not returned before that unless
+    ``omit_expired`` is ``False``.
 
     Examples
     --------
@@ -69,7 +86,10 @@ class MaclawLangGraphStore(BaseStore):
 
     def __init__(self, *, store: MemoryStore | None = None, path=None,
                  index: IndexConfig | None = None, ttl: TTLConfig | None = None,
-                 clock=time.time) -> None:
+                 ranking: str = "hybrid", clock=time.time) -> None:
+        if ranking not in RANKINGS:
+            raise ValidationError(f"ranking must be one of {RANKINGS}, got {ranking!r}")
+        self.ranking = ranking
         self.embeddings, self.fields, dims = _index(index, store)
         self.index_config = index
         self.ttl_config = _ttl_config(ttl)
@@ -171,9 +191,17 @@ class MaclawLangGraphStore(BaseStore):
         return 1.0 if minutes is None else float(minutes)
 
     # ------------------------------------------------------------------ reads
+    def _expired(self, rec: _Record, now: float) -> bool:
+        """Past its TTL and to be left out (``omit_expired=False`` keeps it until the sweep)."""
+        return rec.x is not None and rec.x <= now and self._omit_expired
+
+    @property
+    def _omit_expired(self) -> bool:
+        return (self.ttl_config or {}).get("omit_expired", True) is not False
+
     def _live(self, ns, key, now) -> _Record | None:
         rec = self._items.get(tuple(ns), {}).get(key)
-        if rec is None or (rec.x is not None and rec.x <= now):
+        if rec is None or self._expired(rec, now):
             return None
         return rec
 
@@ -182,27 +210,29 @@ class MaclawLangGraphStore(BaseStore):
         candidates = [(ns, key, rec) for ns, keys in self._items.items()
                       if ns[:n] == tuple(op.namespace_prefix)
                       for key, rec in keys.items()
-                      if (rec.x is None or rec.x > now)
+                      if not self._expired(rec, now)
                       and (not op.filter or _matches(rec.v, op.filter))]
         if query_vector is None:
             return [_item(ns, key, rec, None)
                     for ns, key, rec in candidates[op.offset:op.offset + op.limit]]
-        cosine = {e.id: s for e, s in self.store.similar(query_vector)}
-        scored, scoreless = [], []
-        for ns, key, rec in candidates:
-            marks = [cosine[e] for e in rec.p.values() if e in cosine]
-            if marks:
-                scored.append((max(marks), ns, key, rec))
-            else:
-                scoreless.append((None, ns, key, rec))
-        scored.sort(key=lambda t: -t[0])  # stable: equal scores keep insertion order
+        scored, rest = [], candidates
+        if self.ranking == "hybrid":
+            recalled = {h.entry.id: h.score for h in
+                        self.store.recall(op.query, reinforce=False, query_vector=query_vector)}
+            scored, rest = _best(candidates, recalled)
+        if len(scored) < op.offset + op.limit and rest:  # past the recalled entries: cosine
+            cosine = {e.id: s for e, s in self.store.similar(query_vector)}
+            more, rest = _best(rest, cosine)
+            scored += more
         kept = scored[op.offset:op.offset + op.limit]
-        kept += scoreless[:max(op.limit - len(kept), 0)]
+        skip = max(op.offset - len(scored), 0)
+        kept += [(None, ns, key, rec)
+                 for ns, key, rec in rest[skip:skip + max(op.limit - len(kept), 0)]]
         return [_item(ns, key, rec, score) for score, ns, key, rec in kept]
 
     def _list(self, op: ListNamespacesOp, now: float) -> list[tuple[str, ...]]:
         names = [ns for ns, keys in self._items.items()
-                 if any(r.x is None or r.x > now for r in keys.values())]
+                 if any(not self._expired(r, now) for r in keys.values())]
         for cond in op.match_conditions or ():
             names = [ns for ns in names if _namespace_matches(cond.match_type, cond.path, ns)]
         if op.max_depth is not None:
@@ -254,7 +284,7 @@ class MaclawLangGraphStore(BaseStore):
     def _remove(self, ns, key) -> None:
         rec = self._items[ns].pop(key)  # an emptied namespace keeps its place in the order
         self._release(rec)
-        self.store.set_meta(_meta_key(ns, key), "")  # "" marks a removed item
+        self.store.set_meta(_meta_key(ns, key), "")  # "" removes the meta key
 
     def _release(self, rec: _Record) -> None:
         for entry_id in rec.p.values():
@@ -271,6 +301,19 @@ class MaclawLangGraphStore(BaseStore):
 
 
 # ---------------------------------------------------------------------- helpers
+def _best(candidates, scores: dict[str, float]) -> tuple[list, list]:
+    """Candidates with a score (their texts' best, best first) and those without, in order."""
+    scored, rest = [], []
+    for ns, key, rec in candidates:
+        marks = [scores[e] for e in rec.p.values() if e in scores]
+        if marks:
+            scored.append((max(marks), ns, key, rec))
+        else:
+            rest.append((ns, key, rec))
+    scored.sort(key=lambda t: -t[0])  # stable: equal scores keep insertion order
+    return scored, rest
+
+
 def _meta_key(ns, key) -> str:
     return META_PREFIX + msgspec.json.encode([list(ns), key]).decode()
 
@@ -297,12 +340,24 @@ def _index(index, store) -> tuple[Embeddings | None, list[str], int | None]:
         return None, [], None
     if not isinstance(index, Mapping):
         raise ValidationError("index must be a dict with dims, embed and optional fields")
-    unknown = set(index) - {"dims", "embed", "fields"}
+    unknown = set(index) - {"dims", "embed", "fields", "text_fields", "distance_type",
+                            "ann_index_config", "__tokenized_fields", "__estimated_num_vectors"}
     if unknown:
         raise ValidationError(f"index does not support {sorted(unknown)}")
+    distance = index.get("distance_type", "cosine")
+    if distance not in _DISTANCES:
+        raise ValidationError(f"distance_type {distance!r} is not supported: the store compares "
+                              f"unit vectors by cosine (distance_type='cosine')")
+    ann = index.get("ann_index_config")
+    if ann is not None and not isinstance(ann, Mapping):
+        raise ValidationError("ann_index_config must be a dict")
     dims = count(index.get("dims"), "index['dims']")
     embeddings = ensure_embeddings(index.get("embed"))
-    fields = list(index.get("fields") or ["$"])
+    fields = index.get("fields") or index.get("text_fields") or ["$"]  # SqliteStore's name
+    if index.get("fields") and index.get("text_fields") and \
+            index["fields"] != index["text_fields"]:
+        raise ValidationError("give fields or text_fields (SqliteStore's name), not both")
+    fields = [fields] if isinstance(fields, str) else list(fields)
     if not all(isinstance(f, str) and f for f in fields):
         raise ValidationError("index['fields'] must be non-empty strings")
     return embeddings, fields, dims
@@ -317,8 +372,8 @@ def _ttl_config(ttl) -> TTLConfig | None:
                           "omit_expired"}
     if unknown:
         raise ValidationError(f"ttl does not support {sorted(unknown)}")
-    if ttl.get("omit_expired") is False:
-        raise ValidationError("expired items are always omitted (omit_expired=False unsupported)")
+    if not isinstance(ttl.get("omit_expired", True), bool):
+        raise ValidationError("ttl['omit_expired'] must be True or False")
     return dict(ttl)
 
 
@@ -379,7 +434,19 @@ def _check_filter(filter: Mapping) -> None:
 
 
 def _matches(value: Mapping, filter: Mapping) -> bool:
-    return all(_equal(value.get(k), want) for k, want in filter.items())
+    return all(_equal(_field(value, k), want) for k, want in filter.items())
+
+
+def _field(value: Mapping, key: str) -> Any:
+    """``value[key]``, else a dotted path into nested dicts (``"a.b"``), as the SQL stores read
+    filter keys."""
+    if key in value or "." not in key:
+        return value.get(key)
+    for part in key.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
 
 
 def _equal(have: Any, want: Any) -> bool:

@@ -93,7 +93,7 @@ class Durability:
         if rec.table is not None:
             meta = snapshot_meta(rec.table)
             snap_fp = meta.fingerprint
-            store.meta.update(meta.meta)
+            store.meta.update((k, v) for k, v in meta.meta.items() if v)  # "": removed key
             self.snapshot_id = rec.snapshot_id
             self._terms_saved = load_snapshot(
                 store, rec.table, vectors=bool(store.dim) and meta.fingerprint == _fp(store),
@@ -189,7 +189,10 @@ class Durability:
             rows = [t.row_of[i] for i in op.ids if i in t.row_of]
             store.apply_touch(rows, op.access_add, op.strength_add, op.updated_at)
         elif isinstance(op, MetaOp):
-            store.meta[op.key] = op.value
+            if op.value:
+                store.meta[op.key] = op.value
+            else:
+                store.meta.pop(op.key, None)
         elif isinstance(op, AdjacentOp):
             replay_adjacent(store, op)
         elif isinstance(op, ConversationOp):

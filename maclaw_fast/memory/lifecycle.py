@@ -21,7 +21,7 @@ from maclaw_fast.config import CATEGORY_ALIASES
 from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY
 from maclaw_fast.memory.linking import relink_restored
 from maclaw_fast.persist.journal import DeleteOp, PutOp, TouchOp
-from maclaw_fast.records import Entry, GcReport
+from maclaw_fast.records import Entry, GcReport, replace_entry, vec_bytes
 from maclaw_fast.text.tokenizer import analysed_text
 from maclaw_kernels.decay import decay_pass, decay_pass_batch
 
@@ -84,14 +84,6 @@ def _now(store, now) -> float:
     return float(store.clock()) if now is None else validate.timestamp(now, "now")
 
 
-def _replace(entry: Entry, **changes) -> Entry:
-    return msgspec.structs.replace(entry, **changes)
-
-
-def _vec_bytes(vec) -> bytes | None:
-    return None if vec is None else np.asarray(vec, np.float32).tobytes()
-
-
 def decay(store, *, now: float | None = None, parallel: bool | None = None) -> DecayReport:
     """Run the forgetting curve over every entry and mark the faded episodes dormant.
 
@@ -144,7 +136,7 @@ def decay(store, *, now: float | None = None, parallel: bool | None = None) -> D
         rows = np.flatnonzero(out_dormant & may_sleep)
         ops = []
         for r in rows.tolist():
-            entry = _replace(store.entry_at(r), status="dormant", strength=float(out_strength[r]))
+            entry = replace_entry(store.entry_at(r), status="dormant", strength=float(out_strength[r]))
             t.write(r, entry)
             ops.append(PutOp(entry, None, False))
         if ops:
@@ -223,10 +215,10 @@ def _restore_locked(store, entry_id: str, now: float, vec) -> tuple[Entry, list[
         raise DuplicateError(f"archived memory {entry_id!r} duplicates memory "
                              f"{t.ids[other]!r} in the store")
     status = "superseded" if old.status == "superseded" else "active"
-    entry = _replace(old, updated_at=now, access_count=1, status=status, strength=1.0,
+    entry = replace_entry(old, updated_at=now, access_count=1, status=status, strength=1.0,
                      related_ids=(), related_strengths=())
     row = store.insert_row(entry, vec)
-    store.journal(PutOp(store.entry_at(row), _vec_bytes(vec)), *store.auto_link_row(row),
+    store.journal(PutOp(store.entry_at(row), vec_bytes(vec)), *store.auto_link_row(row),
                *relink_restored(store, row, *archive.neighbours(entry_id)))
     # Store first, archive second: a crash in between leaves a copy in both (finished above),
     # never the entry in neither.
@@ -403,7 +395,7 @@ def replace_entries(store, survivor_id: str, *, content: str, tags, remove_ids=(
             ops.append(DeleteOp(t.ids[r]))
             store.remove_row(r)
         old = store.entry_at(row)
-        entry = _replace(old, content=content, tags=tags, compact_form="",
+        entry = replace_entry(old, content=content, tags=tags, compact_form="",
                          updated_at=old.updated_at if updated_at is None else float(updated_at))
         t.write(row, entry)
         if t.row_of_content.get(content) != row:
@@ -412,7 +404,7 @@ def replace_entries(store, survivor_id: str, *, content: str, tags, remove_ids=(
         if store.dim and vec is not None:
             store.vectors.set(row, vec)
         entry = store.entry_at(row)
-        ops.append(PutOp(entry, _vec_bytes(vec), bool(store.dim and vec is not None)))
+        ops.append(PutOp(entry, vec_bytes(vec), bool(store.dim and vec is not None)))
         store.journal(*ops)
         return entry
 

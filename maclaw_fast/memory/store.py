@@ -671,12 +671,16 @@ class MemoryStore:
         self.table.touch(list(rows), access_add, strength_add, updated_at)
 
     def set_meta(self, key: str, value: str) -> None:
-        """Persist a small named value with the store (e.g. the last reflection time)."""
+        """Persist a small named value with the store (e.g. the last reflection time); ``""``
+        removes the key (from the next snapshot on, nothing of it is kept)."""
         if not isinstance(value, (str, int, float, bool)):  # str() of an object is no value
             raise ValidationError(f"meta value must be a string or a number, got "
                                   f"{type(value).__name__}")
         key, value = validate.meta_key(key), validate.text(str(value), "value")
         with self.lock:
             self.check_writable()
-            self.meta[key] = value
+            if value:
+                self.meta[key] = value
+            else:
+                self.meta.pop(key, None)
             self.journal(MetaOp(key, value))

@@ -4,8 +4,10 @@ measured to ``benchmarks/results/reliability.md`` and the table in ``docs/reliab
     python benchmarks/reliability.py            # full scale (pytest --soak): several minutes
     python benchmarks/reliability.py --bounded  # the scale of the README's test command
 
-Figures: kills and acknowledged writes per fsync policy (and how many were lost), corruptions
-tried / recovered / reported, fuzz inputs per entry point (and raw exceptions), soak operations.
+Figures: kills and acknowledged writes per fsync policy (and how many were lost), kills during
+workspace syncs, corruptions tried / recovered / reported / refused (silent rollbacks, drops
+without a copy), fuzz inputs per entry point (and raw exceptions), malformed MCP requests
+answered, soak operations.
 """
 
 from __future__ import annotations
@@ -47,19 +49,38 @@ def table(data: dict, soak: bool, rc: int, elapsed: float) -> str:
             rows.append(f"| kill -9 during writes, snapshots and archive moves (fsync "
                         f"`{policy}`) | {k['kills']} kills, {k['acknowledged']:,} acknowledged "
                         f"writes | {k['lost']} lost |")
+    w = data.get("workspace_kill")
+    if w:
+        rows.append(f"| kill -9 during workspace index syncs (reopened without a sync) | "
+                    f"{w['kills']} kills, {w['acknowledged']:,} acknowledged file versions | "
+                    f"{w['lost']} lost or inconsistent |")
     c = data.get("corruption")
     if c:
-        rows.append(f"| single-bit flips and truncations of the {c['files']} persisted files | "
-                    f"{c['tried']} tried | {c['recovered']} recovered, {c['reported']} reported "
-                    f"(file moved or copied aside, store opens), {c['failed']} failed |")
-    for key, what in (("fuzz_api", "MemoryStore API"), ("fuzz_cli", "CLI"),
-                      ("fuzz_mcp", "MCP tools")):
+        kinds = c.get("kinds", {})
+        whole = sum(kinds.get(k, 0) for k in ("delete", "empty", "garbage"))
+        what = (f"single-bit flips and truncations of the {c['files']} persisted files"
+                + (f", and each deleted, emptied or overwritten with random bytes ({whole})"
+                   if whole else ""))
+        rows.append(f"| {what} | {c['tried']} tried | {c['recovered']} recovered, "
+                    f"{c['reported']} reported (file moved or copied aside, store opens), "
+                    f"{c.get('refused', 0)} refused until `recover=True`, "
+                    f"{c.get('silent_rollbacks', 0)} silent rollbacks, "
+                    f"{c.get('dropped_without_copy', 0)} drops without a copy, "
+                    f"{c['failed']} failed |")
+    for key, what in (("fuzz_api", "MemoryStore API, export/import paths included,"),
+                      ("fuzz_pool", "StorePool store names,"), ("fuzz_cli", "CLI,"),
+                      ("fuzz_mcp", "MCP tools,")):
         f = data.get(key)
         if f:
             raw = f.get("raw_exceptions", 0)
-            rows.append(f"| hypothesis fuzz, {what} (all of Unicode, lone surrogates, every "
-                        f"type) | {f['inputs']:,} inputs | 0 crashes or hangs, {raw} raw "
+            rows.append(f"| hypothesis fuzz, {what} all of Unicode, lone surrogates, every "
+                        f"type | {f['inputs']:,} inputs | 0 crashes or hangs, {raw} raw "
                         f"exceptions |")
+    m = data.get("mcp_malformed")
+    if m:
+        rows.append(f"| MCP stdio, malformed requests (lone surrogates, not JSON, not "
+                    f"JSON-RPC) | {m['requests']} requests | {m['answered']} answered with a "
+                    f"JSON-RPC error, slowest {m['slowest_s']} s, server kept serving |")
     s = data.get("soak")
     if s:
         rows.append(f"| {s['threads']}-thread mixed-operation soak | {s['operations']:,} "

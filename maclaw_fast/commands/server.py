@@ -64,8 +64,8 @@ def register(subparsers) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from maclaw_fast.server.http import TOKEN_ENV, check_bind
     from maclaw_fast.embedding.options import embedder_from_args
+    from maclaw_fast.server.http import TOKEN_ENV, check_bind
     from maclaw_fast.server.mcp_server import Backend, ServerConfig, build_server
 
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
@@ -100,8 +100,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from maclaw_fast.tools.mcp_config import load_mcp_config
 
         mcp_servers = load_mcp_config(args.mcp_config)
-    from maclaw_fast.config import FeaturesConfig
     from maclaw_fast.commands.maintenance import llm_from_args
+    from maclaw_fast.config import FeaturesConfig
 
     features_cfg = FeaturesConfig().without(args.off or ())
     llm = llm_from_args(args)
@@ -151,7 +151,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 os._exit(0)
 
             signal.signal(signal.SIGTERM, stop)
-            mcp.run("stdio")
+            from maclaw_fast.server.stdio import serve_stdio
+
+            serve_stdio(mcp)  # every unreadable line gets a JSON-RPC error reply
         else:
             from maclaw_fast.server.http import serve_http
 

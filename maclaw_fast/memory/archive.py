@@ -132,7 +132,7 @@ class Archive:
     """
 
     def __init__(self, directory: Path | None, config: MemoryConfig,
-                 read_only: bool = False) -> None:
+                 read_only: bool = False, accept_loss: bool = False) -> None:
         self.capacity = config.capacity.archive_capacity
         self._bm25_config = config.bm25
         self._columns: ArchiveColumns | None = None  # made by the first search
@@ -150,6 +150,7 @@ class Archive:
         self._dirty = False
         self.notes: list[str] = []
         self.read_only = read_only
+        self.accept_loss = accept_loss  # the store's recover=True reaches its archive too
         if directory is not None:
             self._journal = Journal(directory / "journal.bin", config.persist.fsync,
                                     config.persist.fsync_interval_s)
@@ -159,7 +160,8 @@ class Archive:
     def _load(self) -> None:
         from maclaw_fast.memory.durability import KNOWN_VALUES
 
-        rec = recover(self.dir, KNOWN_VALUES, read_only=self.read_only)
+        rec = recover(self.dir, KNOWN_VALUES, accept_loss=self.accept_loss,
+                      read_only=self.read_only)
         self.notes = rec.notes
         self._seq = rec.seq
         if rec.table is not None:

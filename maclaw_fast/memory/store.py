@@ -97,7 +97,8 @@ class MemoryStore:
                                          read_only=self.read_only)
             self.durability.load()
             try:
-                self.archive = Archive(Path(path) / "archive", config, read_only=self.read_only)
+                self.archive = Archive(Path(path) / "archive", config, read_only=self.read_only,
+                                       accept_loss=self.durability.accept_loss)
                 if not self.read_only:
                     for entry_id in [e.id for e in self.archive.list()
                                      if e.id in self.table.row_of]:

@@ -72,8 +72,14 @@ def recover(directory: Path, known: dict[str, tuple[str, ...]] | None = None,
         if scan.skipped:
             lost = sum(b - a for a, b in scan.skipped)
             if scan.torn:
+                kept = ""
+                if not read_only:  # what recovery drops is copied first, a torn frame too
+                    aside = aside_name(p)
+                    shutil.copyfile(p, aside)
+                    kept = f"; a copy is in {aside.name}"
                 _warn(notes, directory, f"{p.name}: torn tail of {lost} bytes after byte "
-                                        f"{scan.skipped[0][0]} (an unfinished write) dropped")
+                                        f"{scan.skipped[0][0]} (an unfinished write) "
+                                        f"dropped{kept}")
             elif read_only:
                 _warn(notes, directory, f"{p.name}: {len(scan.skipped)} damaged range(s), "
                                         f"{lost} bytes skipped, {len(scan.records)} intact "

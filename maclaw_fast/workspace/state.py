@@ -18,12 +18,15 @@ back from the embedding cache).
 from __future__ import annotations
 
 import os
+import shutil
+import warnings
 from pathlib import Path
 
 import msgspec
 import pyarrow as pa
 from pyarrow import ipc
 
+from maclaw_fast.persist.snapshot import aside_name
 from maclaw_fast.text.tokenizer import TOKENIZER_VERSION
 
 STATE_VERSION = 3  # 3: tokens stored as ids into the metadata's term list
@@ -122,6 +125,7 @@ class IndexState:
         self.snapshot_bytes = 0
         self.journal_bytes = 0
         self.has_snapshot = False  # a usable one: loaded, or written by this process
+        self.unread_from: int | None = None  # where the journal stopped decoding, if it did
 
     @property
     def chunks_path(self) -> Path:
@@ -195,17 +199,49 @@ class IndexState:
         except OSError:
             return
         self.journal_bytes = len(data)
-        for line in data.splitlines():
+        self.unread_from = None
+        at = 0
+        for line in data.splitlines(keepends=True):
             try:
                 entry = _DEC.decode(line)
             except msgspec.DecodeError:
-                return  # a torn last write; everything before it stands
+                # cut short or damaged: everything before it stands, nothing after it is
+                # applied (a later line may build on this one's changes)
+                self.unread_from = at
+                return
+            at += len(line)
             if entry.g == self.generation:
                 yield entry
+
+    def _set_aside_unread(self) -> None:
+        """Copy the journal's undecodable tail aside and cut it off (before anything is written
+        after it)."""
+        start, self.unread_from = self.unread_from, None
+        path = self.journal_path
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return
+        if start is None or start >= size:
+            return
+        aside = aside_name(path)
+        with open(path, "rb") as src, open(aside, "wb") as dst:
+            src.seek(start)
+            shutil.copyfileobj(src, dst)
+        with open(aside, "rb") as fh:
+            tail = fh.read()
+        if b"\n" in tail:  # more than one unfinished last line: damage
+            warnings.warn(f"workspace index: {len(tail)} bytes of {path} did not decode "
+                          f"(damaged); a copy is in {aside.name}. The files they covered are "
+                          "read again by the next sync.", RuntimeWarning, stacklevel=4)
+        os.truncate(path, start)
+        self.journal_bytes = start
 
     def append(self, entry: JournalEntry) -> None:
         """Append one sync's changes (flushed, not fsynced: the state can always be rebuilt)."""
         self.dir.mkdir(parents=True, exist_ok=True)
+        if self.unread_from is not None:
+            self._set_aside_unread()
         line = _ENC.encode(entry) + b"\n"
         with open(self.journal_path, "ab") as fh:
             fh.write(line)
@@ -233,6 +269,8 @@ class IndexState:
         os.replace(tmp, self.chunks_path)
         self.has_snapshot = True
         self.snapshot_bytes = self.chunks_path.stat().st_size
+        if self.unread_from is not None:
+            self._set_aside_unread()
         with open(self.journal_path, "wb"):
             pass  # lines of the previous generation are now in the snapshot
         self.journal_bytes = 0

@@ -9,12 +9,14 @@ import os
 
 import pytest
 
-BOUNDED = {"kills": 5, "corruptions_per_file": 2, "fuzz_api": 120, "fuzz_cli": 15,
-           "fuzz_mcp": 60, "soak_seconds": 0.0,
-           "soak_ops": 40}
-SOAK = {"kills": 25, "corruptions_per_file": 12, "fuzz_api": 1500, "fuzz_cli": 150,
-        "fuzz_mcp": 600, "soak_seconds": 60.0,
-        "soak_ops": 40}
+BOUNDED = {"kills": 5, "workspace_kills": 4, "corruptions_per_file": 2,
+           "whole_file": "journal", "fuzz_api": 120, "fuzz_pool": 30, "fuzz_cli": 15,
+           "fuzz_mcp": 60, "soak_seconds": 0.0, "soak_ops": 40}
+# full scale: >= 400 corruption trials (9 files x (24 + 24 + 3)), >= 2,000
+# fuzzed store API calls (and 400 of StorePool names), >= 40 kills during workspace sync
+SOAK = {"kills": 25, "workspace_kills": 60, "corruptions_per_file": 24, "whole_file": "all",
+        "fuzz_api": 2000, "fuzz_pool": 400, "fuzz_cli": 150, "fuzz_mcp": 600,
+        "soak_seconds": 60.0, "soak_ops": 40}
 
 _STATS: dict = {}
 

@@ -30,6 +30,7 @@ import msgspec
 
 from maclaw_fast import MaclawError, MemoryConfig, MemoryStore
 from maclaw_fast.config import CapacityConfig, PersistConfig
+from maclaw_fast.errors import CorruptStoreError
 
 _CTX = None
 
@@ -38,7 +39,8 @@ def _context():
     global _CTX
     if _CTX is None:
         _CTX = mp.get_context("forkserver")
-        _CTX.set_forkserver_preload(["maclaw_fast.memory.store", "tests.fault.harness"])
+        _CTX.set_forkserver_preload(["maclaw_fast.memory.store", "maclaw_fast.workspace",
+                                    "tests.fault.harness"])
     return _CTX
 
 
@@ -194,9 +196,34 @@ def _damaged(path: Path) -> list[str]:
     return sorted(p.name for p in path.rglob("*.corrupt.*"))
 
 
-def corruption_trials(workdir: Path, per_file: int, seed: int = 0) -> dict:
+WHOLE_FILE = ("delete", "empty", "garbage")  # the whole file deleted, emptied, random bytes
+
+
+def _damage(path: Path, kind: str, at: int, rng: random.Random) -> None:
+    if kind == "delete":
+        path.unlink()
+        return
+    data = bytearray(path.read_bytes())
+    if kind == "flip":
+        data[at // 8] ^= 1 << (at % 8)
+    elif kind == "truncate":
+        del data[at:]
+    elif kind == "empty":
+        data = bytearray()
+    else:
+        data = bytearray(rng.randbytes(len(data)))
+    path.write_bytes(bytes(data))
+
+
+def corruption_trials(workdir: Path, per_file: int, seed: int = 0,
+                      whole_file: str | None = None) -> dict:
     """Flip one bit (``per_file`` times) and truncate (``per_file`` times) each persisted file
-    of a pristine corpus; returns counts and the failures (must be none)."""
+    of a pristine corpus, and delete, empty and overwrite with random bytes every file
+    (``whole_file="journal"``: the live journal only; None: none). Each trial must end
+    recovered (the same state), reported (a warning) or refused (``CorruptStoreError`` naming
+    the loss, then ``recover=True`` opens with a warning); never a changed state without a
+    word (a silent rollback), and never a loss of bytes still on disk without a copy aside
+    (``*.corrupt.*``). Returns the counts and the failures (must be none)."""
     rng = random.Random(seed)
     pristine = workdir / "pristine"
     build_corpus(pristine)
@@ -215,21 +242,27 @@ def corruption_trials(workdir: Path, per_file: int, seed: int = 0) -> dict:
         size = f.stat().st_size
         kinds = [("flip", rng.randrange(size * 8)) for _ in range(per_file)] if size else []
         kinds += [("truncate", rng.randrange(size)) for _ in range(per_file)] if size else []
+        if whole_file == "all" or (whole_file == "journal" and rel.name == "journal.bin"):
+            kinds += [(k, 0) for k in WHOLE_FILE]
         for kind, at in kinds:
             trial += 1
             d = workdir / f"t{trial}"
             shutil.copytree(pristine, d)
-            data = bytearray((d / rel).read_bytes())
-            if kind == "flip":
-                data[at // 8] ^= 1 << (at % 8)
-            else:
-                del data[at:]
-            (d / rel).write_bytes(bytes(data))
+            _damage(d / rel, kind, at, rng)
             out["tried"] += 1
+            out[f"tried_{kind}"] += 1
+            refused = False
             try:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
-                    with MemoryStore.open(d, embedder="hash") as s:
+                    try:
+                        s = MemoryStore.open(d, embedder="hash")
+                    except CorruptStoreError as exc:
+                        if "recover=True" not in str(exc):
+                            raise
+                        refused = True  # the user must accept the loss: that is loud
+                        s = MemoryStore.open(d, embedder="hash", recover=True)
+                    with s:
                         same = store_state(s) == expected
                         s.save("written after the damage", category="preference")
                 warned = any(issubclass(w.category, RuntimeWarning) for w in caught)
@@ -241,16 +274,29 @@ def corruption_trials(workdir: Path, per_file: int, seed: int = 0) -> dict:
                 failures.append(f"{rel} {kind}@{at}: {type(exc).__name__}: {exc}")
                 out["failed"] += 1
                 continue  # the directory stays for a person to look at
+            copied = bool(_damaged(d))
             shutil.rmtree(d, ignore_errors=True)
             if same:
                 out["recovered"] += 1
-            elif warned and _damaged_or_reported(caught):
-                out["reported"] += 1
-            else:
+                continue
+            if not (refused or (warned and _damaged_or_reported(caught))):
                 failures.append(f"{rel} {kind}@{at}: state changed without a warning")
+                out["silent_rollbacks"] += 1
                 out["failed"] += 1
+                continue
+            if kind in ("flip", "garbage", "truncate") and not copied:
+                # bytes still on disk were dropped: a copy must be kept for a person to read
+                failures.append(f"{rel} {kind}@{at}: bytes dropped without a copy aside")
+                out["dropped_without_copy"] += 1
+                out["failed"] += 1
+                continue
+            out["refused" if refused else "reported"] += 1
     return {"files": len(files), "tried": out["tried"], "recovered": out["recovered"],
-            "reported": out["reported"], "failed": out["failed"], "failures": failures[:10]}
+            "reported": out["reported"], "refused": out["refused"], "failed": out["failed"],
+            "silent_rollbacks": out["silent_rollbacks"],
+            "dropped_without_copy": out["dropped_without_copy"],
+            "kinds": {k[6:]: v for k, v in out.items() if k.startswith("tried_")},
+            "failures": failures[:10]}
 
 
 def _damaged_or_reported(caught) -> bool:
@@ -344,3 +390,152 @@ def soak(path: Path, threads: int, seconds: float, seed: int = 0, min_ops: int =
                 problems.append("reopen gives a different state")
     return {"threads": threads, "operations": sum(ops.values()), "ok": ops["ok"],
             "project_errors": ops["project_error"], "errors": problems[:10]}
+
+
+# ---------------------------------------------------------------- workspace sync
+WS_FILES = [f"memory/note-{i}.md" for i in range(10)] + ["MEMORY.md"]
+
+
+def ws_content(rel: str, version: int) -> str:
+    """File ``rel`` at ``version``: a header naming both, then lines enough for a few chunks
+    (the longer versions make several)."""
+    rng = random.Random(f"{rel} {version}")  # str seeds are stable across processes
+    lines = [f"# {rel} version {version}"]
+    lines += [f"line {j} of version {version}: " + " ".join(
+        rng.choice(["kettle", "deploy", "ferry", "atlas", "green", "tea", "noon", "vault"])
+        for _ in range(8)) for j in range(rng.choice([3, 40, 160]))]
+    return "\n".join(lines) + "\n"
+
+
+def _ws_writer(root: str, seed: int, conn) -> None:
+    """Child: open the index without a sync, then change files and sync until killed; each
+    version is announced before it is written and acknowledged once a sync returned."""
+    warnings.simplefilter("ignore")
+    from maclaw_fast.workspace import WorkspaceIndex
+
+    rng = random.Random(seed)
+    ix = WorkspaceIndex.open(root, embedder=None, sync=False)
+    conn.send(("ready",))
+    i = 0
+    while True:
+        done = []
+        for _ in range(rng.randint(1, 3)):
+            i += 1
+            rel = rng.choice(WS_FILES)
+            version = -1 if rng.random() < 0.15 else seed * 10_000 + i
+            conn.send(("writing", rel, version))
+            path = Path(root) / rel
+            if version < 0:
+                path.unlink(missing_ok=True)
+            else:  # whole versions only (temp file + rename), as editors save
+                tmp = path.with_name(path.name + ".tmp")
+                tmp.write_text(ws_content(rel, version), encoding="utf-8")
+                os.replace(tmp, path)
+            done.append((rel, version))
+        ix.sync()
+        conn.send(("synced", done))
+        if rng.random() < 0.1:
+            ix.save()  # a snapshot (its journal emptied) now and then, as a big sync does
+
+
+def ws_state_problems(root: Path, acked: dict, pending: dict) -> list[str]:
+    """What the persisted index of ``root`` (read as a reopen with ``sync=False`` does) gets
+    wrong: a file whose acknowledged version (or a later one in flight) it does not hold, or a
+    file whose chunks are not its recorded version's text."""
+    import hashlib
+
+    from maclaw_fast.config import SearchConfig
+    from maclaw_fast.workspace.state import IndexState
+
+    c = SearchConfig()
+    loaded = IndexState(root / ".maclaw", (c.chunk_tokens, c.chunk_overlap,
+                                           c.chars_per_token)).load()
+    files, chunks = loaded if loaded is not None else ({}, None)
+    texts: dict[str, list[str]] = {}
+    if chunks is not None:
+        for path, text in zip(chunks.path, chunks.text):
+            texts.setdefault(path, []).append(text)
+    problems = []
+    for rel, version in acked.items():
+        allowed = {version} | pending.get(rel, set())
+        rec = files.get(rel)
+        if rec is None:
+            if -1 not in allowed:
+                problems.append(f"{rel}: acknowledged version {version} missing")
+            continue
+        match = [v for v in allowed if v >= 0 and hashlib.sha256(
+            ws_content(rel, v).encode()).hexdigest() == rec.hash]
+        if not match:
+            problems.append(f"{rel}: holds none of the versions {sorted(allowed)}")
+            continue
+        body = ws_content(rel, match[0])
+        if not texts.get(rel) or any(t not in body for t in texts[rel]):
+            problems.append(f"{rel}: chunks are not the text of version {match[0]}")
+    return problems
+
+
+def workspace_kill_cycles(root: Path, kills: int, seed: int = 0, max_acks: int = 12,
+                          max_delay_s: float = 0.05) -> dict:
+    """Kill a syncing writer ``kills`` times; after each kill the persisted index (no sync) must
+    hold every acknowledged file version. Returns ``{kills, acknowledged, lost, problems}``."""
+    from maclaw_fast.workspace import WorkspaceIndex
+
+    ctx = _context()
+    rng = random.Random(seed)
+    (root / "memory").mkdir(parents=True, exist_ok=True)
+    acked: dict[str, int] = {}
+    pending: dict[str, set[int]] = {}
+    acknowledged = 0
+    problems: list[str] = []
+
+    def take(msg) -> None:
+        nonlocal acknowledged
+        if msg[0] == "writing":
+            pending.setdefault(msg[1], set()).add(msg[2])
+        elif msg[0] == "synced":
+            for rel, version in msg[1]:
+                acknowledged += 1
+                acked[rel] = version  # the batch's last write of a file wins
+                pending[rel] = set()  # every earlier write of it was read by this sync
+
+    for k in range(kills):
+        parent, child = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_ws_writer, args=(str(root), seed * 1000 + k, child),
+                           daemon=True)
+        proc.start()
+        child.close()
+        if not parent.poll(120):
+            proc.kill()
+            raise RuntimeError("workspace writer did not start")
+        parent.recv()
+        target, seen = rng.randrange(1, max_acks), 0
+        deadline = time.monotonic() + 60
+        while seen < target and time.monotonic() < deadline and parent.poll(10):
+            msg = parent.recv()
+            take(msg)
+            seen += msg[0] == "synced"
+        time.sleep(rng.uniform(0.0, max_delay_s))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.join(30)
+        while True:
+            try:
+                if not parent.poll(0):
+                    break
+                take(parent.recv())
+            except (EOFError, OSError):
+                break
+        parent.close()
+        problems += [f"after kill {k + 1}: {p}" for p in ws_state_problems(root, acked, pending)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with WorkspaceIndex.open(root, embedder=None):  # a sync brings it level with the files
+            pass
+    final = {rel: set() for rel in acked}
+    for rel in acked:
+        path = root / rel
+        first = path.read_text(encoding="utf-8").split("\n", 1)[0] if path.exists() else None
+        final[rel] = int(first.rsplit(" ", 1)[1]) if first else -1
+    problems += [f"after the last sync: {p}" for p in ws_state_problems(root, final, {})]
+    lost = {p.split(":")[1].strip() for p in problems}
+    return {"kills": kills, "acknowledged": acknowledged, "lost": len(lost),
+            "problems": problems[:10]}

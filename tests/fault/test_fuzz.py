@@ -41,6 +41,7 @@ SCALARS = st.one_of(
 ANY = st.one_of(SCALARS, st.lists(SCALARS, max_size=3),
                 st.dictionaries(TEXT, SCALARS, max_size=2))
 CATEGORY = st.one_of(st.sampled_from(list(CATEGORIES) + list(CATEGORY_ALIASES)), ANY)
+IO_DIR = Path(tempfile.gettempdir())  # set by test_fuzz_api to its own scratch folder
 
 
 def _conf() -> MemoryConfig:
@@ -60,8 +61,13 @@ def _call(data, store):
     op = data.draw(st.sampled_from([
         "save", "save", "save", "save_many", "update", "set_fields", "touch", "recall", "recall_dynamic",
         "recall_batch", "list", "get", "delete", "pin", "import_records", "set_meta", "gc",
-        "decay", "restore", "vector"]))
+        "decay", "restore", "vector", "export", "import"]))
     d = data.draw
+    if op in ("export", "import"):  # a path in a scratch folder (names from all of Unicode)
+        # or any value at all
+        path = d(st.one_of(TEXT.map(lambda t: str(IO_DIR / ("x" + t.replace("/", "_")))),
+                           st.just(str(IO_DIR)), st.just(str(IO_DIR / "no" / "dir")), ANY))
+        return (store.export_maclaw(path) if op == "export" else store.import_maclaw(path))
     if op == "save":
         kw = {}
         if d(st.booleans()):
@@ -117,7 +123,11 @@ def _call(data, store):
     return store.decay(now=d(st.one_of(st.none(), ANY)))
 
 
-def test_fuzz_api(tmp_path, scale, fault_stats):
+def test_fuzz_api(tmp_path, scale, fault_stats, monkeypatch):
+    global IO_DIR
+    IO_DIR = tmp_path / "io"
+    IO_DIR.mkdir()
+    monkeypatch.chdir(IO_DIR)  # a relative path drawn for export lands in the scratch folder
     store = MemoryStore.open(tmp_path / "store", embedder="hash", config=_conf())
     counts = {"inputs": 0, "ok": 0, "project_errors": 0}
 
@@ -140,8 +150,56 @@ def test_fuzz_api(tmp_path, scale, fault_stats):
     store.close()
     with MemoryStore.open(tmp_path / "store", embedder="hash", config=_conf()) as again:
         assert store_state(again) == before
+    counts["raw_exceptions"] = 0  # any other exception fails the test above
     fault_stats["fuzz_api"] = counts
     assert counts["ok"] > 0 and counts["project_errors"] > 0
+
+
+def test_fuzz_pool_names(tmp_path, scale, fault_stats):
+    """StorePool store names from all of Unicode and of every type: each call works or raises
+    a project error, and no name reaches outside the pool's folder."""
+    from maclaw_fast import StorePool
+
+    root = tmp_path / "pool"
+    counts = {"inputs": 0, "ok": 0, "project_errors": 0}
+    name = st.one_of(TEXT, st.sampled_from(["user-1", "..", ".", "a/b", "a\\b", "x" * 300,
+                                            ".hidden", "con", "a\x00b"]), ANY)
+    with StorePool(root, max_open=3, embedder="hash") as pool:
+
+        @settings(max_examples=scale["fuzz_pool"], deadline=None, database=None,
+                  phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+        @given(st.data())
+        def run(data):
+            d = data.draw
+            op = d(st.sampled_from(["save", "recall", "recall_batch", "store"]))
+            who = d(name)
+            counts["inputs"] += 1
+            try:
+                if op == "save":
+                    pool.save(who, d(st.one_of(TEXT, WORDS)), category="preference")
+                elif op == "recall":
+                    pool.recall(who, d(st.one_of(TEXT, WORDS)))
+                elif op == "recall_batch":
+                    pool.recall_batch([(who, d(WORDS))], reinforce=False)
+                else:
+                    with pool.store(who) as s:
+                        len(s)
+                counts["ok"] += 1
+            except MaclawError:
+                counts["project_errors"] += 1
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            pool.save("known", "tea", category="preference")  # one call known to work
+            with pytest.raises(MaclawError):
+                pool.save("../escape", "tea", category="preference")  # one known to fail
+            run()
+    outside = [p for p in tmp_path.iterdir() if p.name not in ("pool",)]
+    assert outside == []
+    assert all(p.parent == root for p in root.iterdir())
+    counts["raw_exceptions"] = 0
+    fault_stats["fuzz_pool"] = counts
+    assert counts["inputs"] > 0
 
 
 # ---------------------------------------------------------------- CLI

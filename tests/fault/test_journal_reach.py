@@ -100,3 +100,28 @@ def test_a_crash_between_the_journal_renames_loses_nothing(tmp_path):
     os.replace(path / "journal.bin", path / "journal.bin.new")
     assert contents(path)[0] == ["kept across the swap"]
     assert not (path / "journal.bin.new").exists()
+
+
+def test_recover_reaches_the_archive_journal_too(tmp_path):
+    """The archive keeps its own journal: one deleted there refuses the open as well, and
+    ``recover=True`` accepts that loss too (it used to refuse even then)."""
+    from maclaw_fast import MemoryConfig
+    from maclaw_fast.config import CapacityConfig
+
+    conf = MemoryConfig(capacity=CapacityConfig(store_capacity=5, gc_threshold=4))
+    path = tmp_path / "s"
+    with MemoryStore.open(path, embedder=None, config=conf) as s:
+        for i in range(12):
+            s.save(f"note {i} about the ferry", category="preference")
+        s.gc()
+    s = MemoryStore.open(path, embedder=None, config=conf)
+    s.save("after the snapshot", category="preference")
+    s.gc()
+    s.durability.journal.close()
+    s.archive.flush()
+    s.durability.lock.release()  # as a kill -9 leaves it: no final snapshot
+    (path / "archive" / "journal.bin").unlink()
+    with pytest.raises(CorruptStoreError, match="archive.*recover=True"):
+        MemoryStore.open(path, embedder=None, config=conf)
+    with pytest.warns(RuntimeWarning, match="opened as asked"):
+        MemoryStore.open(path, embedder=None, config=conf, recover=True).close()

@@ -100,9 +100,9 @@ def silence(on: bool = True) -> None:
         _HUSH.clear()
         return
     _HUSH.set()
-    for b in list(_BARS):
+    for b in _BARS[:]:  # a copy: a bar may close (and leave the list) meanwhile
         b.disable = True  # tqdm's refresh and update do nothing on a disabled bar
-    for act in list(_RUNNING):
+    for act in _RUNNING[:]:
         act._stop.set()
 
 

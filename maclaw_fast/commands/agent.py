@@ -12,7 +12,6 @@ import contextlib
 import os
 import sys
 
-
 CHAT_EXAMPLES = """\
 examples:
   maclaw-fast chat --llm-url http://127.0.0.1:8080/v1 --model qwen2.5
@@ -125,10 +124,10 @@ def _end_conversation(agent, args):
 def cmd_chat(args: argparse.Namespace) -> int:
     from maclaw_fast import MemoryStore, progress
     from maclaw_fast.agent import Agent, AgentConfig
+    from maclaw_fast.commands.tools import DEFAULT_CATALOG
     from maclaw_fast.llm import LLMClient
     from maclaw_fast.server.mcp_server import default_store_path
     from maclaw_fast.tools import ToolRegistry, ToolRouter, UsageTracker, load_catalog
-    from maclaw_fast.commands.tools import DEFAULT_CATALOG
 
     llm_cfg = _llm_config(args)
     mcp_servers = None
@@ -169,7 +168,6 @@ def cmd_chat(args: argparse.Namespace) -> int:
         workspace = None
         if args.workspace:
             from maclaw_fast.workspace import WorkspaceIndex
-
             from maclaw_fast.workspace.location import default_index_dir
 
             workspace = WorkspaceIndex.open(args.workspace, embedder=emb, sync=False,

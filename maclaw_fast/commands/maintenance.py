@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 from maclaw_fast.commands.memory import open_store, positive_int, store_arg
@@ -36,10 +35,9 @@ def _print(obj) -> None:
 
 
 def cmd_maintain(args) -> int:
+    from maclaw_fast import progress
     from maclaw_fast.maintenance.pipeline import Maintenance
     from maclaw_fast.maintenance.records import last_maintenance, seconds_until_due
-
-    from maclaw_fast import progress
 
     llm = llm_from_args(args)
     try:
@@ -87,8 +85,8 @@ def cmd_archive(args) -> int:
 
 
 def cmd_extract(args) -> int:
-    from maclaw_fast.errors import ValidationError
     from maclaw_fast import progress
+    from maclaw_fast.errors import ValidationError
     from maclaw_fast.maintenance.extractor import KnowledgeExtractor
 
     try:

@@ -30,7 +30,6 @@ def open_store(args, embedder=None, *, read_only: bool = False):
     """The store of ``--store`` with ``--embedder`` (or ``embedder`` when given); ``read_only``
     (or ``--read-only``): read it as it is, even while a server holds it."""
     from maclaw_fast import MemoryStore
-
     from maclaw_fast.embedding.options import embedder_from_args
 
     emb = embedder_from_args(args) if embedder is None else embedder
@@ -41,8 +40,8 @@ def open_store(args, embedder=None, *, read_only: bool = False):
 def _open_as_stored(args):
     """The store read-only with the model its vectors were made with (nothing re-embedded,
     nothing written: it works while another process holds the store)."""
-    from maclaw_fast.errors import ValidationError
     from maclaw_fast.commands.report import store_embedder
+    from maclaw_fast.errors import ValidationError
 
     if not Path(args.store).is_dir():
         raise ValidationError(f"no store at {args.store} (--store names its directory)")
@@ -110,7 +109,6 @@ def compile_kernels(args, parts) -> None:
 def cmd_demo(args) -> int:
     from maclaw_fast import MemoryStore, progress
     from maclaw_fast.datafiles import load_json, sample_records
-
     from maclaw_fast.warmup import PARTS
 
     t0 = time.perf_counter()

@@ -202,11 +202,9 @@ def demo_route(out=print, *, embedder="auto", top: int = 5) -> None:
     """Route a few English and Chinese messages over the bundled catalog (``maclaw-fast demo``)."""
     import time
 
-    from maclaw_fast.tools import EnrichmentStore, ToolRegistry, ToolRouter, load_catalog
-
-    from maclaw_fast.embedding.auto import catalog_embedder
-
     from maclaw_fast import progress
+    from maclaw_fast.embedding.auto import catalog_embedder
+    from maclaw_fast.tools import EnrichmentStore, ToolRegistry, ToolRouter, load_catalog
 
     t0 = time.perf_counter()
     tools = load_catalog(DEFAULT_CATALOG)

@@ -29,7 +29,6 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _open(args, *, sync: bool = True):
     from maclaw_fast.embedding.options import embedder_from_args
     from maclaw_fast.workspace.index import WorkspaceIndex
-
     from maclaw_fast.workspace.location import default_index_dir
 
     emb = embedder_from_args(args)

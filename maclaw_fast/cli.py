@@ -21,6 +21,16 @@ COMMAND_MODULES = (
 )
 
 
+# What an exit status means, for every command (docs/interfaces.md lists the same)
+EXIT_CODES = {
+    0: "done",
+    1: "a system error (permissions, the disk, a failing library) or an unexpected one",
+    2: "bad input (arguments, a path that is not there, a file that does not parse) or a "
+       "store that cannot be used (locked by another process, damaged)",
+    130: "stopped by Ctrl-C (within 2 s; every acknowledged write kept)",
+}
+
+
 # The per-call commands: their module alone builds the parser, so a run loads only what it uses
 # (importing every command module pulls the store, maintenance and LLM client: ~0.5 s).
 HOT_COMMANDS = {"route": "maclaw_fast.commands.tools", "recall": "maclaw_fast.commands.memory",
@@ -39,6 +49,9 @@ examples:
 environment: MACLAW_HOME (where stores live, default ~/.maclaw_fast), MACLAW_LLM_BASE_URL,
 MACLAW_LLM_MODEL, MACLAW_LLM_API_KEY, MACLAW_PROGRESS (1: always show progress, 0: never),
 MACLAW_DEBUG=1 (show the traceback of an unexpected error).
+
+exit status: 0 done, 2 bad input or an unusable store, 1 a system or unexpected error,
+130 Ctrl-C.
 """
 
 
@@ -113,9 +126,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``maclaw-fast`` console script.
 
-    Every failure ends as one line on stderr and a non-zero exit: 2 for bad input or a store
-    that cannot be used (project errors), 1 for a system error (a file, the disk) or anything
-    unexpected; ``MACLAW_DEBUG=1`` shows the traceback of the last kind.
+    Every failure ends as one line on stderr and a non-zero exit (:data:`EXIT_CODES`): 2 for
+    bad input (arguments, a path that is not there, a file that does not parse) or a store
+    that cannot be used, 1 for a system error (permissions, the disk) or anything unexpected
+    (``MACLAW_DEBUG=1`` shows its traceback), 130 for Ctrl-C.
     """
     import os
     import warnings
@@ -125,35 +139,41 @@ def main(argv: list[str] | None = None) -> int:
     # a warning (e.g. a model package missing, and the fallback taken) reads as one line
     warnings.formatwarning = lambda message, category, *a, **k: f"warning: {message}\n"
     argv = sys.argv[1:] if argv is None else list(argv)
-    from maclaw_fast import progress
+    from maclaw_fast import interrupt, progress
 
-    # building the parser imports the packages of every command (seconds on a busy machine)
-    flags = argparse.Namespace(progress=True if "--progress" in argv else None,
-                               quiet="--quiet" in argv)
-    starting = progress.Activity(flags, "starting maclaw-fast", transient=True).start()
+    before = os.environ.get(progress.ENV)
     try:
-        args = build_parser(argv[0] if argv else None).parse_args(argv)
-    finally:
-        starting.stop()
-    args.argv = argv  # as given: serve --workers starts its workers with the same options
-    from maclaw_fast.progress import ENV, apply_flags
-
-    before = os.environ.get(ENV)
-    apply_flags(args)  # so the library's own bars (re-embedding) follow --progress/--quiet
-    try:
-        return int(args.func(args) or 0)
+        with interrupt.guard():
+            # building the parser imports the packages of every command (seconds when busy)
+            flags = argparse.Namespace(progress=True if "--progress" in argv else None,
+                                       quiet="--quiet" in argv)
+            starting = progress.Activity(flags, "starting maclaw-fast", transient=True).start()
+            try:
+                args = build_parser(argv[0] if argv else None).parse_args(argv)
+            finally:
+                starting.stop()
+        args.argv = argv  # as given: serve --workers starts its workers with the same options
+        progress.apply_flags(args)  # so the library's own bars follow --progress/--quiet
+        # chat and serve end on Ctrl-C their own way (the chat's last extraction, a server's
+        # shutdown): they get the message, not the forced exit
+        with interrupt.guard(force=not getattr(args, "own_interrupt", False)):
+            return int(args.func(args) or 0)
     except MaclawError as exc:
         _fail(exc)
         return 2
     except KeyboardInterrupt:
-        return 130
+        if not interrupt.fired():  # Ctrl-C before the guard (while Python imported the CLI)
+            print(f"\n{interrupt.MESSAGE}", file=sys.stderr)
+        return interrupt.EXIT_CODE
     except BrokenPipeError:  # the reader left (| head): nothing more to say, no traceback
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+        _fail(_os_message(exc))  # a path given that is not there (or not a file): bad input
+        return 2
     except OSError as exc:
-        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-        _fail(f"{exc.strerror or exc}{where}")
+        _fail(_os_message(exc))
         return 1
     except Exception as exc:  # noqa: BLE001 - the CLI's promise: a message, not a traceback
         if os.environ.get("MACLAW_DEBUG"):
@@ -162,9 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:  # main() called in-process leaves the environment as it found it
         if before is None:
-            os.environ.pop(ENV, None)
+            os.environ.pop(progress.ENV, None)
         else:
-            os.environ[ENV] = before
+            os.environ[progress.ENV] = before
 
 
 def run() -> None:
@@ -178,17 +198,26 @@ def run() -> None:
     import os
     import threading
 
-    code = main()
-    me = threading.current_thread()
-    if any(t is not me and not t.daemon and t.is_alive() for t in threading.enumerate()):
-        sys.exit(code)
-    atexit._run_exitfuncs()  # what a normal exit runs first; teardown is all that is skipped
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing left to say
-            pass
+    from maclaw_fast import interrupt
+
+    # the exit handlers too: after Ctrl-C they get what is left of the grace period
+    with interrupt.guard():
+        code = main()
+        me = threading.current_thread()
+        if any(t is not me and not t.daemon and t.is_alive() for t in threading.enumerate()):
+            sys.exit(code)
+        atexit._run_exitfuncs()  # what a normal exit runs first; teardown is all that is skipped
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe: nothing left to say
+                pass
     os._exit(code)
+
+
+def _os_message(exc: OSError) -> str:
+    where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+    return f"{exc.strerror or exc}{where}"
 
 
 def _fail(message) -> None:

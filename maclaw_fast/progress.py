@@ -20,6 +20,8 @@ import time
 ENV = "MACLAW_PROGRESS"
 SHOW_AFTER_S = 0.5  # a step quicker than this shows no activity line on a terminal
 _RUNNING: list = []  # activity lines on screen now (a bar that starts ends them)
+_BARS: list = []  # bars open now (silenced when the run is interrupted)
+_HUSH = threading.Event()  # set by silence(): nothing more is drawn
 
 
 def add_progress_args(parser) -> None:
@@ -77,6 +79,7 @@ def bar(args, total: int | None, desc: str, unit: str = "it"):
     on = enabled(args)
     if on and _RUNNING:  # a bar inside a timed step: the bar says more, the line goes
         stop_all()
+    on = on and not _HUSH.is_set()
     b = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not on,
              dynamic_ncols=True, mininterval=0.1 if forced(args) else 0.25)
     if on:
@@ -88,6 +91,19 @@ def stop_all() -> None:
     """Erase every activity line on screen (before help or an error message is printed)."""
     for act in list(_RUNNING):
         act.stop(quiet=True)
+
+
+def silence(on: bool = True) -> None:
+    """Stop every bar and activity line from drawing again (Ctrl-C: the message is the last
+    line), from any thread; the bars' owners still close them. ``on=False`` lifts it."""
+    if not on:
+        _HUSH.clear()
+        return
+    _HUSH.set()
+    for b in _BARS[:]:  # a copy: a bar may close (and leave the list) meanwhile
+        b.disable = True  # tqdm's refresh and update do nothing on a disabled bar
+    for act in _RUNNING[:]:
+        act._stop.set()
 
 
 def _keep_ticking(b) -> None:
@@ -102,10 +118,13 @@ def _keep_ticking(b) -> None:
     thread = threading.Thread(target=tick, daemon=True, name="maclaw-progress-bar")
     thread.start()
     close = b.close
+    _BARS.append(b)
 
     def closing() -> None:
         stop.set()
         thread.join()
+        if b in _BARS:
+            _BARS.remove(b)
         close()
 
     b.close = closing
@@ -167,6 +186,8 @@ class Activity:
         self._t0 = time.perf_counter()
 
     def _line(self, final: str = "") -> None:
+        if _HUSH.is_set():
+            return
         text = f"{self.desc} … {time.perf_counter() - self._t0:.1f} s{final}"
         with self._lock:
             sys.stderr.write(f"\r\033[K{text}" if _tty() else f"{text}\n")
@@ -202,7 +223,7 @@ class Activity:
         self._thread = None
         if self in _RUNNING:
             _RUNNING.remove(self)
-        if not self._shown.is_set():
+        if not self._shown.is_set() or _HUSH.is_set():
             return
         if self.transient or quiet:
             if _tty():

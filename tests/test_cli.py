@@ -52,8 +52,12 @@ def test_bad_input_is_a_clear_error(tmp_path):
 
 
 def test_demo_runs_on_bundled_data():
-    res = run("demo", "--embedder", "hash", "--queries", "3")
+    res = run("demo", "--embedder", "hash", "--queries", "3", "--progress")
     assert "demo store: 200 memories" in res.stdout
+    for step in ("compiling the memory kernels", "compiling the workspace kernels",
+                 "demo store: embedding", "200/200",
+                 "building the tool catalog: embedding", "indexing the sample workspace"):
+        assert step in res.stderr, step  # every wait says what it is doing
     assert res.stdout.count("\nrecall ") == 3
     assert "route '我要查询数据库里上个月的订单'" in res.stdout and "db_query" in res.stdout
     assert "workspace search" in res.stdout

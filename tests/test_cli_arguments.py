@@ -15,6 +15,9 @@ CASES = [
     (["route", "   "], "message: must not be empty"),
     (["search", "x", "--min-score", "5"], "--min-score: must be between 0 and 1"),
     (["search", "x", "--min-score", "-0.1"], "--min-score: must be between 0 and 1"),
+    (["search", "x", "--workspace", ".", "--max-results", "0"], "--max-results: must be at least"),
+    (["recall-batch", "--in", "missing.txt", "--out", "o.parquet", "--embedder", "hash",
+      "--store", "st"], "No such file or directory (missing.txt)"),
 ]
 
 
@@ -38,3 +41,14 @@ def test_the_readme_route_example_finds_its_tools():
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "get_weather" in proc.stdout and "send_email" in proc.stdout
+
+
+def test_the_exit_codes_are_documented_as_the_cli_has_them():
+    from maclaw_fast.cli import EPILOG, EXIT_CODES
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "docs", "interfaces.md"), encoding="utf-8") as fh:
+        doc = fh.read()
+    for code, meaning in EXIT_CODES.items():
+        assert f"| {code} | {meaning} |" in doc
+        assert f" {code} " in EPILOG.replace("\n", " ")

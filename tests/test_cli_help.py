@@ -105,3 +105,20 @@ def test_errors_are_one_line_and_non_zero(argv, needle):
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], res.stderr
+
+
+def test_chat_and_serve_share_their_common_options():
+    """One declaration: every option of chat but its own two is serve's too, with the same
+    kind (a flag, a choice, a value), and serve takes --quiet as chat does."""
+    def options(name):
+        parser = dict(ALL)[(name,)]
+        return {s: (type(a).__name__, tuple(a.choices or ()), a.nargs)
+                for a in parser._actions for s in a.option_strings}
+
+    chat, serve = options("chat"), options("serve")
+    shared = set(chat) - {"--enable-bash", "--no-stream"}
+    assert {"--store", "--workspace", "--catalog", "--embedder", "--mcp-config", "--off",
+            "--llm-url", "--llm-timeout", "--quiet", "--progress"} <= shared
+    assert {s: chat[s] for s in shared} == {s: serve[s] for s in shared}
+    args = build_parser("serve").parse_args(["serve", "--quiet"])
+    assert args.quiet is True

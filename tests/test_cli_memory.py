@@ -85,11 +85,35 @@ def test_recall_category_dynamic_max(tmp_path):
     assert len(prefs) == 15  # 15 preferences stored, within the dynamic budget
     alias = json.loads(run("recall", "green tea", "--category", "user", *common).stdout)
     assert [h["entry"]["content"] for h in alias] == ["green tea grows in Hangzhou"]
+    # --max counts ranked hits: the leading user fact comes on top of them
+    lead = [h["entry"]["id"] for h in full if h["reason"] in ("self_identity", "user_fact")]
+    assert len(lead) == 1
     top3 = json.loads(run("recall", "green tea", "--max", "3", *common).stdout)
-    assert [h["entry"]["id"] for h in top3] == [h["entry"]["id"] for h in full[:3]]
+    assert [h["entry"]["id"] for h in top3] == [h["entry"]["id"] for h in full[:4]]
     text = run("recall", "green tea", "--max", "2", "--store", store, "--embedder", "hash",
                "--no-reinforce").stdout
     assert text.count("score ") == 2 and " 1. [" in text and " 3. [" not in text
+    block, ranked = text.split("ranked, best first:")
+    assert "always recalled" in block and "green tea grows in Hangzhou" in block
+    assert "Hangzhou" not in ranked and "=" not in text  # the score line is no sum
+
+
+def test_recall_shows_the_identity_block_apart_and_escapes_stored_controls(tmp_path):
+    store = str(tmp_path / "store")
+    items = [{"content": f"I am Juniper, persona note {i}", "category": "self_identity"}
+             for i in range(3)]
+    items += [{"content": f"deploy step {i}: run \x1b[2J\x1b]0;pwned\x07 deploy.sh",
+               "category": "project_knowledge"} for i in range(5)]
+    src = tmp_path / "m.json"
+    src.write_text(json.dumps(items), encoding="utf-8")
+    run("import", str(src), "--store", store, "--embedder", "hash")
+    text = run("recall", "deploy", "--max", "3", "--store", store, "--embedder", "hash",
+               "--no-reinforce").stdout
+    block, ranked = text.split("ranked, best first:")
+    assert block.count("persona note") == 3 and "persona note" not in ranked
+    assert ranked.count("deploy step") == 3  # --max 3: three ranked, identity on top
+    assert "\x1b" not in text and "\x07" not in text
+    assert "^[[2J^[]0;pwned\\x07 deploy.sh" in text
 
 
 def test_stats_reports_the_store_not_the_flags(tmp_path):

@@ -12,7 +12,6 @@ import contextlib
 import os
 import sys
 
-
 CHAT_EXAMPLES = """\
 examples:
   maclaw-fast chat --llm-url http://127.0.0.1:8080/v1 --model qwen2.5
@@ -35,44 +34,16 @@ def register(subparsers) -> None:
         description="A terminal chat: each turn shows the memories recalled and the tools "
                     "routed, streams the reply, and shows every tool call's result.",
         epilog=CHAT_EXAMPLES)
-    p.add_argument("--llm-url", default=None, metavar="URL",
-                   help="LLM base URL (default: $MACLAW_LLM_BASE_URL)")
-    p.add_argument("--model", default=None, metavar="NAME",
-                   help="model name (default: $MACLAW_LLM_MODEL)")
-    p.add_argument("--protocol", choices=("openai", "anthropic"), default=None,
-                   help="wire protocol (default: $MACLAW_LLM_PROTOCOL or openai)")
-    p.add_argument("--api-key", default=None, metavar="KEY",
-                   help="API key (better: $MACLAW_LLM_API_KEY, not visible in ps)")
-    p.add_argument("--store", default=None, metavar="DIR",
-                   help="memory store directory (default: $MACLAW_HOME/memory or "
-                        "~/.maclaw_fast/memory)")
-    p.add_argument("--catalog", default=None, metavar="FILE",
-                   help="tool catalog JSON (default: the bundled sample catalog)")
-    p.add_argument("--workspace", default=None, metavar="DIR",
-                   help="workspace: memory search over its notes, and the file tools' sandbox")
-    from maclaw_fast.embedding.options import add_embedder_args
+    from maclaw_fast.commands.options import add_agent_args
 
-    add_embedder_args(p)
-    p.add_argument("--project", default=None, metavar="NAME",
-                   help="project for the recall scope filter")
+    add_agent_args(
+        p, workspace="workspace: memory search over its notes, and the file tools' sandbox",
+        mcp_config="their tools are routed and called like the built-in ones",
+        off="Each line after a turn says which of them ran", llm_needed=True)
     p.add_argument("--enable-bash", action="store_true",
                    help="let the model run bash commands in the workspace")
     p.add_argument("--no-stream", action="store_true", help="wait for whole replies")
-    p.add_argument("--mcp-config", default=None, metavar="FILE",
-                   help="attach the MCP servers of FILE: the mcpServers map of "
-                        "claude_desktop_config.json, .cursor/mcp.json or .mcp.json (stdio "
-                        "entries with command/args/env, HTTP entries with url/headers); their "
-                        "tools are routed and called like the built-in ones")
-    from maclaw_fast.progress import add_progress_args
-
-    add_progress_args(p)
-    from maclaw_fast.config import FeaturesConfig
-
-    p.add_argument("--off", action="append", default=None, metavar="FEATURE",
-                   choices=[n.replace("_", "-") for n in FeaturesConfig.names()],
-                   help="turn a feature off (repeat for several): %(choices)s. Each line "
-                        "after a turn says which of them ran")
-    p.set_defaults(func=cmd_chat)
+    p.set_defaults(func=cmd_chat, own_interrupt=True)
 
 
 def _llm_config(args):
@@ -85,22 +56,25 @@ def _llm_config(args):
     if not url or not model:
         raise ValidationError("chat needs --llm-url and --model (or MACLAW_LLM_BASE_URL and "
                               "MACLAW_LLM_MODEL)")
+    timeout = {"timeout_s": args.llm_timeout} if args.llm_timeout else {}
     return LLMConfig(base_url=url, model=model,
                      protocol=args.protocol or (env.protocol if env else "openai"),
                      api_key=args.api_key or os.environ.get("MACLAW_LLM_API_KEY", ""),
-                     merge_system=env.merge_system if env else False)
+                     merge_system=env.merge_system if env else False, **timeout)
 
 
 def _show_context(turn, out) -> None:
+    from maclaw_fast.commands.display import one_line
+
     scored = [h.entry for h in turn.recalled]
     if scored:
         out(f"  recalled {len(scored)} memor{'y' if len(scored) == 1 else 'ies'}:")
         for e in scored[:8]:
-            out(f"    - [{e.category}] {' '.join(e.content.split())[:90]}")
+            out(f"    - [{e.category}] {one_line(e.content, 90)}")
     else:
         out("  recalled no memories")
     for w in turn.workspace_hits[:3]:
-        out(f"    - {w.get('citation')}: {' '.join(str(w.get('snippet', '')).split())[:80]}")
+        out(f"    - {one_line(str(w.get('citation')))}: {one_line(str(w.get('snippet', '')), 80)}")
     out(f"  routed {len(turn.routed)} tools: {', '.join(turn.routed)}")
 
 
@@ -117,6 +91,8 @@ def show_extraction(result, store, out) -> None:
     if error:
         out(f"  knowledge extraction failed: {error}")
         return
+    from maclaw_fast.commands.display import one_line
+
     ids = list(getattr(result, "saved_ids", ()) or ())
     if not hasattr(result, "saved"):
         out(f"  knowledge extraction: {result}")
@@ -132,7 +108,7 @@ def show_extraction(result, store, out) -> None:
         except Exception:  # noqa: BLE001 - merged or archived since: say which id
             out(f"    + {entry_id}")
             continue
-        out(f"    + [{e.category}] {' '.join(e.content.split())[:90]}")
+        out(f"    + [{e.category}] {one_line(e.content, 90)}")
 
 
 def _end_conversation(agent, args):
@@ -148,10 +124,10 @@ def _end_conversation(agent, args):
 def cmd_chat(args: argparse.Namespace) -> int:
     from maclaw_fast import MemoryStore, progress
     from maclaw_fast.agent import Agent, AgentConfig
+    from maclaw_fast.commands.tools import DEFAULT_CATALOG
     from maclaw_fast.llm import LLMClient
     from maclaw_fast.server.mcp_server import default_store_path
     from maclaw_fast.tools import ToolRegistry, ToolRouter, UsageTracker, load_catalog
-    from maclaw_fast.commands.tools import DEFAULT_CATALOG
 
     llm_cfg = _llm_config(args)
     mcp_servers = None
@@ -192,8 +168,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
         workspace = None
         if args.workspace:
             from maclaw_fast.workspace import WorkspaceIndex
+            from maclaw_fast.workspace.location import default_index_dir
 
-            workspace = WorkspaceIndex.open(args.workspace, embedder=emb, sync=False)
+            workspace = WorkspaceIndex.open(args.workspace, embedder=emb, sync=False,
+                                            index_dir=default_index_dir(args.workspace))
             report, close = progress.counter(args, "workspace")
             try:
                 workspace.sync(progress=report)

@@ -2,24 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 from maclaw_fast.commands.memory import open_store, positive_int, store_arg
-
-
-def add_llm_args(p: argparse.ArgumentParser) -> None:
-    """The LLM options shared by maintain, extract and serve."""
-    p.add_argument("--llm-url", metavar="URL",
-                   help="LLM base URL, e.g. http://127.0.0.1:8080/v1 (default: "
-                        "$MACLAW_LLM_BASE_URL; without one the LLM steps are skipped)")
-    p.add_argument("--model", metavar="NAME", help="LLM model (default: $MACLAW_LLM_MODEL)")
-    p.add_argument("--protocol", choices=["openai", "anthropic"],
-                   help="wire protocol (default: $MACLAW_LLM_PROTOCOL or openai)")
-    p.add_argument("--api-key", metavar="KEY",
-                   help="API key (better: $MACLAW_LLM_API_KEY, not visible in ps)")
-    p.add_argument("--llm-timeout", type=float, metavar="SECONDS",
-                   help="seconds per LLM request (default: the client's)")
+from maclaw_fast.commands.options import add_llm_args
 
 
 def llm_from_args(args):
@@ -49,10 +35,9 @@ def _print(obj) -> None:
 
 
 def cmd_maintain(args) -> int:
+    from maclaw_fast import progress
     from maclaw_fast.maintenance.pipeline import Maintenance
     from maclaw_fast.maintenance.records import last_maintenance, seconds_until_due
-
-    from maclaw_fast import progress
 
     llm = llm_from_args(args)
     try:
@@ -100,8 +85,8 @@ def cmd_archive(args) -> int:
 
 
 def cmd_extract(args) -> int:
-    from maclaw_fast.errors import ValidationError
     from maclaw_fast import progress
+    from maclaw_fast.errors import ValidationError
     from maclaw_fast.maintenance.extractor import KnowledgeExtractor
 
     try:

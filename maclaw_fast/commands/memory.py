@@ -30,7 +30,6 @@ def open_store(args, embedder=None, *, read_only: bool = False):
     """The store of ``--store`` with ``--embedder`` (or ``embedder`` when given); ``read_only``
     (or ``--read-only``): read it as it is, even while a server holds it."""
     from maclaw_fast import MemoryStore
-
     from maclaw_fast.embedding.options import embedder_from_args
 
     emb = embedder_from_args(args) if embedder is None else embedder
@@ -41,38 +40,93 @@ def open_store(args, embedder=None, *, read_only: bool = False):
 def _open_as_stored(args):
     """The store read-only with the model its vectors were made with (nothing re-embedded,
     nothing written: it works while another process holds the store)."""
-    from maclaw_fast.errors import ValidationError
     from maclaw_fast.commands.report import store_embedder
+    from maclaw_fast.errors import ValidationError
 
     if not Path(args.store).is_dir():
         raise ValidationError(f"no store at {args.store} (--store names its directory)")
     return open_store(args, embedder=store_embedder(args.store) or "none", read_only=True)
 
 
-def _print_hits(hits, out=print) -> None:
-    for i, h in enumerate(hits, 1):
+LEADING = ("self_identity", "user_fact")  # recall's always-on block, ahead of the ranking
+
+
+def split_hits(hits, limit: int | None = None):
+    """``(leading, ranked)``: the always-on block (self-identity, user facts) recall puts
+    first whatever their scores, and the ranked hits, at most ``limit`` of them."""
+    n = 0
+    while n < len(hits) and hits[n].reason in LEADING:
+        n += 1
+    ranked = hits[n:]
+    return hits[:n], ranked if limit is None else ranked[:limit]
+
+
+def _print_hits(hits, out=print, limit: int | None = None) -> None:
+    from maclaw_fast.commands.display import one_line
+
+    leading, ranked = split_hits(hits, limit)
+    if leading:
+        out("  always recalled (self-identity and user facts, not ranked):")
+        for h in leading:
+            out(f"    - [{h.entry.category}] {one_line(h.entry.content, 90)}")
+    if ranked:
+        out("  ranked, best first:")
+    for i, h in enumerate(ranked, 1):
         b = h.breakdown
-        text = h.entry.content.replace("\n", " ")
-        out(f"  {i:2d}. [{h.entry.category}] {text[:90]}")
-        out(f"      score {h.score:.3f} = recency {b.recency:.3f} + importance {b.importance:.3f}"
-            f" + rel(bm25 {b.bm25:.3f}, cos {b.cos:.3f}, affinity {b.affinity:.1f},"
-            f" graph {b.graph:.3f})  [{h.reason}]")
+        why = "" if h.reason == "scored" else f"  ({h.reason})"
+        out(f"  {i:2d}. [{h.entry.category}] {one_line(h.entry.content, 90)}")
+        # the parts, not a sum: score = recency + importance + 10 x relevance, and relevance
+        # weighs bm25 and cos (docs/design.md)
+        out(f"      score {h.score:.3f} | recency {b.recency:.3f} | importance {b.importance:.3f}"
+            f" | relevance: bm25 {b.bm25:.3f}, cos {b.cos:.3f}, project {b.affinity:.1f},"
+            f" graph {b.graph:.3f}{why}")
+
+
+def compile_kernels(args, parts) -> None:
+    """Compile (or load from the disk cache) the kernels of ``parts``, each part a timed
+    status line while progress shows (the per-kernel notices then stay quiet: the line says
+    it), else the warmup's own lines."""
+    from maclaw_fast import progress
+    from maclaw_fast.warmup import warmup
+
+    if not progress.enabled(args):
+        warmup(parts)
+        return
+    quiet = os.environ.get("MACLAW_QUIET_COMPILE")
+    os.environ["MACLAW_QUIET_COMPILE"] = "1"
+    try:
+        for part in parts:
+            with progress.activity(args, f"compiling the {part} kernels (first run only: "
+                                         "cached on disk)", delay=0):
+                warmup((part,), out=None)
+    finally:
+        if quiet is None:
+            os.environ.pop("MACLAW_QUIET_COMPILE", None)
+        else:
+            os.environ["MACLAW_QUIET_COMPILE"] = quiet
 
 
 def cmd_demo(args) -> int:
-    from maclaw_fast import MemoryStore
+    from maclaw_fast import MemoryStore, progress
     from maclaw_fast.datafiles import load_json, sample_records
-    from maclaw_fast.warmup import warmup
+    from maclaw_fast.warmup import PARTS
 
     t0 = time.perf_counter()
-    warmup(("memory",))  # so the times below are the engine's, not numba compiling
-    print(f"numba kernels ready in {time.perf_counter() - t0:.1f} s (compiled once, then cached)")
+    # every part up front, each with its line: the times below are then the engine's, and no
+    # later step compiles in silence
+    compile_kernels(args, PARTS)
+    print(f"numba kernels ready in {time.perf_counter() - t0:.1f} s (compiled once, then cached)",
+          flush=True)
     t0 = time.perf_counter()
     from maclaw_fast.embedding.options import embedder_from_args
 
     emb = embedder_from_args(args)
     store = MemoryStore.in_memory(embedder=emb)
-    store.import_records(sample_records(time.time()))
+    report, close = progress.counter(args, "demo store", unit="memories")
+    try:
+        store.import_records(sample_records(time.time()), progress=report)
+    finally:
+        close()
     print(f"demo store: {len(store)} memories from data/memories.json "
           f"(embedder {store.embedder.fingerprint if store.embedder else 'none'}), "
           f"built in {time.perf_counter() - t0:.2f} s")
@@ -83,11 +137,11 @@ def cmd_demo(args) -> int:
         hits = store.recall(q["query"], project=q.get("project"), reinforce=False)
         ms = (time.perf_counter() - t) * 1e3
         kinds = {r: sum(h.reason == r for h in hits) for r in ("self_identity", "user_fact")}
+        n_ranked = len(split_hits(hits)[1])
         print(f"\nrecall {q['query']!r} (project={q.get('project')}): {len(hits)} hits in"
               f" {ms:.2f} ms ({kinds['self_identity']} self-identity, {kinds['user_fact']} user"
-              f" facts leading, {len(hits) - sum(kinds.values())} ranked); first"
-              f" {min(args.top, len(hits))}:")
-        _print_hits(hits[: args.top])
+              f" facts leading, {n_ranked} ranked; the first {min(args.top, n_ranked)} shown):")
+        _print_hits(hits, limit=args.top)
     for module, func in (("maclaw_fast.commands.tools", "demo_route"),
                          ("maclaw_fast.commands.workspace", "demo_search")):
         try:
@@ -126,14 +180,13 @@ def cmd_recall(args) -> int:
         else:
             hits = store.recall(args.query, project=args.project,
                                 reinforce=not args.no_reinforce)
-    if args.max is not None:
-        hits = hits[: args.max]
+    leading, ranked = split_hits(hits, args.max)
     if args.json:
-        print(msgspec.json.encode(hits).decode())
+        print(msgspec.json.encode([*leading, *ranked]).decode())
     elif not hits:
         print("no memories matched", file=sys.stderr)
     else:
-        _print_hits(hits)
+        _print_hits(hits, limit=args.max)
     return 0
 
 
@@ -224,11 +277,11 @@ def cmd_stats(args) -> int:
 
 
 def cmd_warmup(args) -> int:
-    from maclaw_fast.warmup import warmup
+    from maclaw_fast.warmup import PARTS
 
     t = time.perf_counter()
-    took = warmup()
-    print(f"compiled the {', '.join(took)} kernels in {time.perf_counter() - t:.1f} s "
+    compile_kernels(args, PARTS)
+    print(f"compiled the {', '.join(PARTS)} kernels in {time.perf_counter() - t:.1f} s "
           "(cached on disk: later processes load them)")
     return 0
 
@@ -332,7 +385,8 @@ def register(sub) -> None:
     p.add_argument("--queries", type=positive_int, default=6, metavar="N",
                    help="how many sample queries to recall")
     p.add_argument("--top", type=positive_int, default=8, metavar="N",
-                   help="hits shown per query")
+                   help="ranked hits shown per query (after the always-recalled block)")
+    add_progress_args(p)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser(
@@ -371,7 +425,9 @@ def register(sub) -> None:
                    help="the agent tool's recall: up to 15 memories / 1500 tokens, user facts "
                         "ranked like any other memory (default: up to 20 / 2000 tokens, with "
                         "self-identity and user facts first)")
-    p.add_argument("--max", type=positive_int, metavar="N", help="show at most N memories")
+    p.add_argument("--max", type=positive_int, metavar="N",
+                   help="show at most N ranked memories (the always-recalled self-identity and "
+                        "user facts come on top)")
     p.add_argument("--read-only", action="store_true",
                    help="read the store as it is (works while a server holds it; no reinforcement)")
     p.add_argument("--no-reinforce", action="store_true",
@@ -431,4 +487,5 @@ def register(sub) -> None:
                        description="Compile every numba kernel into the on-disk cache, so the "
                                    "first real call does not pay for it.",
                        epilog="examples:\n  maclaw-fast warmup\n")
+    add_progress_args(p)
     p.set_defaults(func=cmd_warmup)

@@ -28,25 +28,22 @@ a client's MCP config (Claude Desktop, Cursor, .mcp.json):
 
 def register(subparsers) -> None:
     """Add ``serve`` to the ``maclaw-fast`` parser."""
-    from maclaw_fast.embedding.options import add_embedder_args
-
     p = subparsers.add_parser(
         "serve", help="run the MCP server (memory and tool routing for any agent)",
         description="Expose memory_save, memory_recall, memory_search, memory_get, "
                     "memory_forget, memory_pin, route_tools and discover_tool over MCP.",
         epilog=SERVE_EXAMPLES)
+    from maclaw_fast.commands.options import add_agent_args
+
+    add_agent_args(
+        p, workspace="workspace whose MEMORY.md and memory/*.md memory_search covers",
+        mcp_config="their tools join route_tools, and the call_tool and mcp_servers tools "
+                   "reach them",
+        off="With an LLM: route_tools reranks, memory_save detects conflicts, memory_recall "
+            "filters, memory_extract extracts; select_coding_agent, the route log and "
+            "6-hourly maintenance need none", llm_needed=False)
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio",
                    help="stdio (spawned by the client) or streamable HTTP")
-    p.add_argument("--store", default=None, metavar="DIR",
-                   help="memory store directory (default: $MACLAW_HOME/memory or "
-                        "~/.maclaw_fast/memory)")
-    p.add_argument("--workspace", default=None, metavar="DIR",
-                   help="workspace whose MEMORY.md and memory/*.md memory_search covers")
-    p.add_argument("--catalog", default=None, metavar="FILE",
-                   help="tool catalog JSON for route_tools (default: the bundled sample)")
-    add_embedder_args(p)
-    p.add_argument("--project", default=None, metavar="NAME",
-                   help="default project of memory_recall's scope filter")
     p.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
                    help="HTTP bind address (default 127.0.0.1; others need a token)")
     p.add_argument("--port", type=port_number, default=8765, metavar="PORT",
@@ -63,22 +60,7 @@ def register(subparsers) -> None:
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="with --stores/--users: N server processes behind this address, each "
                         "user's store owned by one of them (default 1)")
-    p.add_argument("--mcp-config", default=None, metavar="FILE",
-                   help="attach the MCP servers of FILE (the mcpServers map of "
-                        "claude_desktop_config.json, .cursor/mcp.json or .mcp.json): their "
-                        "tools join route_tools, and the call_tool and mcp_servers tools "
-                        "reach them")
-    from maclaw_fast.commands.maintenance import add_llm_args
-    from maclaw_fast.config import FeaturesConfig
-
-    add_llm_args(p)
-    p.add_argument("--off", action="append", default=None, metavar="FEATURE",
-                   choices=[n.replace("_", "-") for n in FeaturesConfig.names()],
-                   help="turn a feature off (repeat for several): %(choices)s. With an LLM: "
-                        "route_tools reranks, memory_save detects conflicts, memory_recall "
-                        "filters, memory_extract extracts; select_coding_agent, the route log "
-                        "and 6-hourly maintenance need none")
-    p.set_defaults(func=cmd_serve)
+    p.set_defaults(func=cmd_serve, own_interrupt=True)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -111,10 +111,12 @@ def _route(args) -> int:
         print(msgspec.json.encode(res).decode())
         return 0
     print(f"{len(res.tools)} of {res.total} tools; groups: {', '.join(res.groups) or '-'}")
+    from maclaw_fast.commands.display import one_line
+
     for t in res.tools:
         extra = (f"  score {t.score:.3f} (retrieval {t.retrieval:.3f}, experience "
                  f"{t.experience:.3f}, priority {t.priority:.2f})" if t.reason != "core" else "")
-        print(f"  {t.name:<28} {t.reason:<7}{extra}")
+        print(f"  {one_line(t.name):<28} {t.reason:<7}{extra}")
     return 0
 
 
@@ -127,8 +129,10 @@ def _list(args) -> int:
                            "priority": t.priority, "description": t.description}
                           for t in tools], ensure_ascii=False))
         return 0
+    from maclaw_fast.commands.display import one_line
+
     for t in tools:
-        print(f"{t.name:<28} {t.category:<8} {t.description[:70]}")
+        print(f"{one_line(t.name):<28} {one_line(t.category):<8} {one_line(t.description, 70)}")
     print(f"{len(tools)} tools; embedder {_model_line(args.embedder, tools)}", file=sys.stderr)
     return 0
 
@@ -198,15 +202,16 @@ def demo_route(out=print, *, embedder="auto", top: int = 5) -> None:
     """Route a few English and Chinese messages over the bundled catalog (``maclaw-fast demo``)."""
     import time
 
-    from maclaw_fast.tools import EnrichmentStore, ToolRegistry, ToolRouter, load_catalog
-
+    from maclaw_fast import progress
     from maclaw_fast.embedding.auto import catalog_embedder
+    from maclaw_fast.tools import EnrichmentStore, ToolRegistry, ToolRouter, load_catalog
 
     t0 = time.perf_counter()
     tools = load_catalog(DEFAULT_CATALOG)
-    router = ToolRouter(ToolRegistry(tools), embedder=catalog_embedder(embedder, tools),
-                        enrichment=EnrichmentStore())
-    router.route("warm up")  # embeds the catalog once
+    with progress.activity(None, f"building the tool catalog: embedding {len(tools)} tools"):
+        router = ToolRouter(ToolRegistry(tools), embedder=catalog_embedder(embedder, tools),
+                            enrichment=EnrichmentStore())
+        router.route("warm up")  # embeds the catalog once
     out(f"tool routing over data/tools.json: {len(router.registry.list())} tools, "
         f"ready in {time.perf_counter() - t0:.2f} s")
     for message in DEMO_MESSAGES:

@@ -11,7 +11,7 @@ import json
 import sys
 import time
 
-from maclaw_fast.commands.memory import query_text, unit_float
+from maclaw_fast.commands.memory import positive_int, query_text, unit_float
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -21,15 +21,19 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="workspace folder (MEMORY.md, memory/)")
     add_embedder_args(p)
     p.add_argument("--index-dir", default=None, metavar="DIR",
-                   help="index state folder (default: WORKSPACE/.maclaw)")
+                   help="index state folder (default: a folder of the workspace's own under "
+                        "$MACLAW_HOME/workspaces, nothing written into the workspace; "
+                        "WORKSPACE/.maclaw where an index was made there before)")
 
 
 def _open(args, *, sync: bool = True):
     from maclaw_fast.embedding.options import embedder_from_args
     from maclaw_fast.workspace.index import WorkspaceIndex
+    from maclaw_fast.workspace.location import default_index_dir
 
     emb = embedder_from_args(args)
-    return WorkspaceIndex.open(args.workspace, embedder=emb, index_dir=args.index_dir, sync=sync)
+    index_dir = args.index_dir or default_index_dir(args.workspace)
+    return WorkspaceIndex.open(args.workspace, embedder=emb, index_dir=index_dir, sync=sync)
 
 
 def _print_status(st, out=print) -> None:
@@ -83,9 +87,11 @@ def format_hits(resp, out=print) -> None:
     out(f"{len(resp.results)} result(s) for {resp.query!r} ({'; '.join(notes)})")
     if not resp.results and resp.reason:
         out(f"  {resp.reason}")
+    from maclaw_fast.commands.display import one_line
+
     for i, h in enumerate(resp.results, 1):
-        first = " ".join(h.snippet.split())[:110]
-        out(f"  {i}. {h.citation}  score {h.score:.3f} (vector {h.vector_score:.3f}, "
+        first = one_line(h.snippet, 110)
+        out(f"  {i}. {one_line(h.citation)}  score {h.score:.3f} (vector {h.vector_score:.3f}, "
             f"text {h.text_score:.3f})")
         out(f"     {first}")
 
@@ -139,8 +145,16 @@ def demo_search(out=print, *, embedder="auto", queries=DEMO_QUERIES) -> None:
         out(f"workspace search: no sample workspace at {ws}")
         return
     with tempfile.TemporaryDirectory() as tmp:
+        from maclaw_fast import progress
+
         t0 = time.perf_counter()
-        ix = WorkspaceIndex.open(ws, embedder=embedder, index_dir=tmp)
+        ix = WorkspaceIndex.open(ws, embedder=embedder, index_dir=tmp, sync=False)
+        report, close = progress.counter(None, "indexing the sample workspace",
+                                         units=SYNC_UNITS)
+        try:
+            ix.sync(progress=report)
+        finally:
+            close()
         st = ix.status()
         out(f"\nworkspace search over {ws.name}/: {st.files} Markdown files → {st.chunks} chunks "
             f"(mode {st.mode}, model {st.model or 'none'}), indexed in "
@@ -160,7 +174,8 @@ examples:
   maclaw-fast index --workspace ~/agent --watch          keep the index in step with edits
   maclaw-fast index --workspace ~/agent --force --progress
 
-The index lives in WORKSPACE/.maclaw (or --index-dir); unchanged files are skipped.
+The index lives under $MACLAW_HOME/workspaces (default ~/.maclaw_fast/workspaces), not in the
+workspace, or in --index-dir; unchanged files are skipped.
 """
 
 SEARCH_EXAMPLES = """\
@@ -191,7 +206,7 @@ def register(sub) -> None:
     _common(p)
     p.add_argument("--json", action="store_true",
                    help="print the response and the index status as JSON")
-    p.add_argument("--max-results", type=int, default=None, metavar="N",
+    p.add_argument("--max-results", type=positive_int, default=None, metavar="N",
                    help="results to return (default: the search configuration's)")
     p.add_argument("--min-score", type=unit_float, default=None, metavar="SCORE",
                    help="drop results scoring below this, 0..1 (default: the search "

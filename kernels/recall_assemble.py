@@ -54,14 +54,43 @@ def _in(r, rows, m):
 
 
 @njit(cache=True)
-def select_hits(fixed, ranked, ranked_rel, user_fact, max_user_facts, lead_window, tokens,
-                max_entries, budget, out_rows, out_kind):
+def lead_facts(user_fact, scored, rel, graph, seq, bar, max_user_facts):
+    """The user facts that lead a recall (design R4): the ``scored`` rows of ``user_fact`` whose
+    relevance (``rel + graph``, with what the walk gave them) is above 0 and at least ``bar``
+    (the least own match among the first ranked rows: a fact that matches as well as those
+    leads however its category weighs), the ``max_user_facts`` most relevant, best first
+    (ties: lower ``seq``)."""
+    lead = np.empty(max(max_user_facts, 0), np.int64)
+    best = np.empty(max(max_user_facts, 0))
+    n_lead = 0
+    for r in range(user_fact.shape[0]):
+        v = rel[r] + graph[r]
+        if not (user_fact[r] and scored[r] and v > 0.0 and v >= bar) or max_user_facts <= 0:
+            continue
+        if n_lead < max_user_facts:
+            pos = n_lead
+            n_lead += 1
+        elif v > best[n_lead - 1] or (v == best[n_lead - 1] and seq[r] < seq[lead[n_lead - 1]]):
+            pos = n_lead - 1
+        else:
+            continue
+        while pos > 0 and (v > best[pos - 1] or (v == best[pos - 1]
+                                                 and seq[r] < seq[lead[pos - 1]])):
+            lead[pos] = lead[pos - 1]
+            best[pos] = best[pos - 1]
+            pos -= 1
+        lead[pos] = r
+        best[pos] = v
+    return lead[:n_lead]
+
+
+@njit(cache=True)
+def select_hits(fixed, lead, ranked, tokens, max_entries, budget, out_rows, out_kind):
     """Assemble a recall: the ``fixed`` rows always (they count towards ``max_entries``); then
-    the user facts among the first ``lead_window`` ``ranked`` rows whose relevance
-    (``ranked_rel``, aligned with ``ranked``) is above 0, at most ``max_user_facts``, by
-    relevance (ties: rank order); then the other ``ranked`` rows in order. Rows after the fixed
-    ones are taken while fewer than ``max_entries``; one over the remaining token ``budget`` is
-    skipped, not a stop. Writes rows and :data:`KIND_*` codes, returns the count."""
+    the ``lead`` user facts (:func:`lead_facts`); then the other ``ranked`` rows in order (-1:
+    none). Rows after the fixed ones are taken while fewer than ``max_entries``; one over the
+    remaining token ``budget`` is skipped, not a stop. Writes rows and :data:`KIND_*` codes,
+    returns the count."""
     n = 0
     used = 0
     for r in fixed:
@@ -70,29 +99,7 @@ def select_hits(fixed, ranked, ranked_rel, user_fact, max_user_facts, lead_windo
         n += 1
         used += tokens[r]
     n_fixed = n
-    # the leading user facts: an insertion by relevance into a list of a few rows
-    lead = np.empty(max(max_user_facts, 0), np.int64)
-    lead_rel = np.empty(max(max_user_facts, 0))
-    n_lead = 0
-    for j in range(min(lead_window, ranked.shape[0])):
-        r = ranked[j]
-        if max_user_facts <= 0 or r < 0 or not user_fact[r] or not ranked_rel[j] > 0.0:
-            continue
-        if n_lead < max_user_facts:
-            pos = n_lead
-            n_lead += 1
-        elif ranked_rel[j] > lead_rel[n_lead - 1]:
-            pos = n_lead - 1
-        else:
-            continue
-        while pos > 0 and ranked_rel[j] > lead_rel[pos - 1]:
-            lead[pos] = lead[pos - 1]
-            lead_rel[pos] = lead_rel[pos - 1]
-            pos -= 1
-        lead[pos] = r
-        lead_rel[pos] = ranked_rel[j]
-    for j in range(n_lead):
-        r = lead[j]
+    for r in lead:
         if n >= max_entries:
             break
         if used + tokens[r] > budget:
@@ -104,7 +111,7 @@ def select_hits(fixed, ranked, ranked_rel, user_fact, max_user_facts, lead_windo
     for r in ranked:
         if n >= max_entries:
             break
-        if r < 0 or _in(r, fixed, n_fixed) or _in(r, lead, n_lead):
+        if r < 0 or _in(r, fixed, n_fixed) or _in(r, lead, lead.shape[0]):
             continue
         if used + tokens[r] > budget:
             continue

@@ -93,7 +93,7 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     # that lead when among the query's results (recall_dynamic ranks them instead)
     max_identity: int = 3
     max_user_facts: int = 3
-    user_fact_window: int = 5  # "among the results": within this many of the ranked entries
+    user_fact_window: int = 5  # a leading fact matches as well as this many first ranked ones
     max_entries: int = 20
     token_budget: int = 2000
     dynamic_max_entries: int = 15

@@ -26,7 +26,7 @@ from maclaw_kernels.recall import (
     recency_epoch,
     refresh_recency,
 )
-from maclaw_kernels.recall_assemble import pick_identity, select_hits
+from maclaw_kernels.recall_assemble import lead_facts, pick_identity, select_hits
 from tests.test_memory_kernels import assert_order, random_graph, ref_propagate
 
 
@@ -114,17 +114,21 @@ def ref_pick(fixed_rows, eligible, access, updated_at, seq, max_identity):
     return rows[:max(max_identity, 0)]
 
 
-def ref_select(fixed, ranked, ranked_rel, user_fact, max_uf, window, tokens, max_entries,
-               budget):
+def ref_lead(user_fact, scored, rel, graph, seq, bar, max_uf):
+    """The leading user facts: scored facts with relevance > 0 and ≥ bar, most relevant first
+    (ties: lower seq), at most max_uf."""
+    cands = [r for r in range(len(user_fact)) if user_fact[r] and scored[r]
+             and rel[r] + graph[r] > 0 and rel[r] + graph[r] >= bar]
+    return sorted(cands, key=lambda r: (-(rel[r] + graph[r]), seq[r]))[:max(max_uf, 0)]
+
+
+def ref_select(fixed, lead, ranked, tokens, max_entries, budget):
     """(rows, kinds): the fixed rows, the leading user facts, the rest; 2 / 3 / 0."""
     out, kinds, used = [], [], 0
     for r in fixed:
         out.append(int(r))
         kinds.append(2)
         used += tokens[r]
-    cands = [(ranked_rel[j], int(ranked[j])) for j in range(min(window, len(ranked)))
-             if ranked[j] >= 0 and user_fact[ranked[j]] and ranked_rel[j] > 0]
-    lead = [r for _, r in sorted(cands, key=lambda c: -c[0])[:max(max_uf, 0)]]  # stable
     rest = [int(r) for r in ranked if r >= 0 and r not in fixed and r not in lead]
     for kind, group in ((3, lead), (0, rest)):
         for r in group:
@@ -179,6 +183,20 @@ def test_pick_identity_matches_reference(seed):
 
 
 @pytest.mark.parametrize("seed", range(8))
+def test_lead_facts_matches_reference(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 60))
+    user_fact = rng.random(n) < 0.4
+    scored = rng.random(n) < 0.8
+    rel = rng.choice([0.0, 0.3, 0.6, 0.6, 1.2], n)  # ties on purpose
+    graph = np.where(rng.random(n) < 0.2, 0.3, 0.0)
+    seq = rng.permutation(n).astype(np.int64)
+    for bar, max_uf in ((0.0, 3), (0.6, 3), (0.9, 1), (np.inf, 3), (0.3, 0), (-1.0, 60)):
+        got = lead_facts(user_fact, scored, rel, graph, seq, bar, max_uf)
+        assert got.tolist() == ref_lead(user_fact, scored, rel, graph, seq, bar, max_uf)
+
+
+@pytest.mark.parametrize("seed", range(8))
 def test_select_hits_matches_reference(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(0, 60))
@@ -186,20 +204,15 @@ def test_select_hits_matches_reference(seed):
     perm = rng.permutation(n)
     n_fixed = int(rng.integers(0, 4))
     fixed = perm[:n_fixed].astype(np.int64)
-    ranked = rng.permutation(n).astype(np.int64)  # the fixed rows are ranked too
+    lead = perm[n_fixed:n_fixed + int(rng.integers(0, 4))].astype(np.int64)
+    ranked = rng.permutation(n).astype(np.int64)  # the fixed and leading rows are ranked too
     ranked[rng.random(ranked.size) < 0.1] = -1  # padding rows are skipped
-    ranked_rel = rng.choice([0.0, 0.3, 0.6, 0.6, 1.2], ranked.size)
-    user_fact = rng.random(n) < 0.3
-    user_fact[fixed] = False
-    for max_entries, budget, max_uf, window in ((20, 2000, 3, 20), (3, 2000, 1, 3),
-                                                (15, 1500, 3, 15), (2, 10, 0, 2), (0, 0, 3, 0),
-                                                (8, 5000, 5, 30)):
+    for max_entries, budget in ((20, 2000), (3, 2000), (15, 1500), (2, 10), (0, 0), (8, 5000)):
         out = np.full(n_fixed + max_entries + 1, -7, np.int64)
         kind = np.full(n_fixed + max_entries + 1, -7.0)
-        args = (fixed, ranked, ranked_rel, user_fact)
-        m = select_hits(*args, max_uf, window, tokens, max_entries, budget, out, kind)
-        rows, kinds = ref_select(fixed.tolist(), ranked, ranked_rel, user_fact, max_uf, window,
-                                 tokens, max_entries, budget)
+        m = select_hits(fixed, lead, ranked, tokens, max_entries, budget, out, kind)
+        rows, kinds = ref_select(fixed.tolist(), lead.tolist(), ranked, tokens, max_entries,
+                                 budget)
         assert out[:m].tolist() == rows and kind[:m].tolist() == kinds
 
 
@@ -403,9 +416,9 @@ def ref_recall(c, q, plan, revived=()):
                                     c["nbr"], c["w"], hops, 0.5, c["prev"], c["nxt"], adj_hops,
                                     0.8, plan_mix(plan))
     fixed = ref_pick(c["fixed"], eligible, c["access"], c["updated"], c["seq"], max_id)
-    ranked_rel = [rel[r] + graph[r] for r in order]
-    rows, kinds = ref_select(fixed, order, ranked_rel, c["user_fact"], max_uf, window,
-                             c["tokens"], max_entries, budget)
+    bar = min((rel[r] for r in order[:max(window, 0)]), default=np.inf)
+    lead = ref_lead(c["user_fact"], scored, rel, graph, c["seq"], bar, max_uf)
+    rows, kinds = ref_select(fixed, lead, order, c["tokens"], max_entries, budget)
     full = {i: c["base"][i] + rel[i] + graph[i] for i in range(len(rel))}
     return rows, kinds, full, bn, rel, graph
 

@@ -19,8 +19,8 @@ from numba import njit
 
 from maclaw_kernels.bm25 import Postings, bm25_query
 from maclaw_kernels.graph import propagate_linked
-from maclaw_kernels.recall_assemble import (KIND_RANKED, cos_range, lead_facts, norm_cos,
-                                            pick_identity, select_hits)
+from maclaw_kernels.recall_assemble import (KIND_RANKED, cos_range, kth_relevance, lead_facts,
+                                            norm_cos, pick_identity, select_hits)
 from maclaw_kernels.revival import count_cued, cue_strength, revived_masks, terms_idf_total
 from maclaw_kernels.thread_prior import thread_bm25, thread_prior
 from maclaw_kernels.topk import top_k_desc, top_k_known
@@ -251,15 +251,12 @@ def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, 
     fuse(bm25, cos, scope.affinity, eligible, knobs, bm25n, rel)
     max_entries = int(knobs.max_entries)
     lead_window = int(knobs.lead_window)
-    # a leading user fact matches as well as the first lead_window ranked rows: rank as deep
-    k = max(max_entries + 8, lead_window)
+    k = max(max_entries + 8, lead_window)  # room for entries skipped by the budget
     ranked, n_scored = ranked_rows(rows, knobs, base_q, rel, scored, k, score, graph)
     fixed = pick_identity(scope.fixed, eligible, rows.access, rows.updated_at, rows.seq,
                           int(knobs.max_identity))
     reason = out_parts[PART_REASON]
-    bar = np.inf  # the least own match (rel, not the walk's gain) of the first ranked rows
-    for j in range(min(lead_window, ranked.shape[0])):
-        bar = min(bar, rel[ranked[j]])
+    bar = kth_relevance(rel, scored, lead_window)  # among the best matches (own, not walked)
     lead = lead_facts(scope.user_fact, scored, rel, graph, rows.seq, bar,
                       int(knobs.max_user_facts))
     while True:

@@ -54,12 +54,35 @@ def _in(r, rows, m):
 
 
 @njit(cache=True)
+def kth_relevance(rel, scored, k):
+    """The ``k``-th largest ``rel`` among the ``scored`` rows (the least of them when fewer;
+    inf when there are none or ``k`` ≤ 0): the bar a leading user fact reaches."""
+    top = np.full(max(k, 1), -np.inf)
+    m = 0
+    for i in range(rel.shape[0]):
+        if not scored[i] or k <= 0:
+            continue
+        v = rel[i]
+        if m < k:
+            pos = m
+            m += 1
+        elif v > top[k - 1]:
+            pos = k - 1
+        else:
+            continue
+        while pos > 0 and v > top[pos - 1]:
+            top[pos] = top[pos - 1]
+            pos -= 1
+        top[pos] = v
+    return top[m - 1] if m > 0 else np.inf
+
+
+@njit(cache=True)
 def lead_facts(user_fact, scored, rel, graph, seq, bar, max_user_facts):
     """The user facts that lead a recall (design R4): the ``scored`` rows of ``user_fact`` whose
     relevance (``rel + graph``, with what the walk gave them) is above 0 and at least ``bar``
-    (the least own match among the first ranked rows: a fact that matches as well as those
-    leads however its category weighs), the ``max_user_facts`` most relevant, best first
-    (ties: lower ``seq``)."""
+    (:func:`kth_relevance`: a fact among the query's best matches leads however its category
+    weighs), the ``max_user_facts`` most relevant, best first (ties: lower ``seq``)."""
     lead = np.empty(max(max_user_facts, 0), np.int64)
     best = np.empty(max(max_user_facts, 0))
     n_lead = 0

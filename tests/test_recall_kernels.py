@@ -26,7 +26,7 @@ from maclaw_kernels.recall import (
     recency_epoch,
     refresh_recency,
 )
-from maclaw_kernels.recall_assemble import lead_facts, pick_identity, select_hits
+from maclaw_kernels.recall_assemble import kth_relevance, lead_facts, pick_identity, select_hits
 from tests.test_memory_kernels import assert_order, random_graph, ref_propagate
 
 
@@ -180,6 +180,17 @@ def test_pick_identity_matches_reference(seed):
     for max_identity in (0, 1, 3, 50):
         got = pick_identity(fixed, eligible, access, updated, seq, max_identity)
         assert got.tolist() == ref_pick(fixed, eligible, access, updated, seq, max_identity)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_kth_relevance_matches_a_sort(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 40))
+    rel = rng.choice([0.0, 0.2, 0.5, 0.5, 0.9], n)
+    scored = rng.random(n) < 0.7
+    for k in (0, 1, 3, 5, 60):
+        best = sorted(rel[scored].tolist(), reverse=True)[:k]
+        assert kth_relevance(rel, scored, k) == (best[-1] if best and k > 0 else np.inf)
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -416,7 +427,8 @@ def ref_recall(c, q, plan, revived=()):
                                     c["nbr"], c["w"], hops, 0.5, c["prev"], c["nxt"], adj_hops,
                                     0.8, plan_mix(plan))
     fixed = ref_pick(c["fixed"], eligible, c["access"], c["updated"], c["seq"], max_id)
-    bar = min((rel[r] for r in order[:max(window, 0)]), default=np.inf)
+    best = sorted((rel[r] for r in range(len(rel)) if scored[r]), reverse=True)[:max(window, 0)]
+    bar = best[-1] if best else np.inf
     lead = ref_lead(c["user_fact"], scored, rel, graph, c["seq"], bar, max_uf)
     rows, kinds = ref_select(fixed, lead, order, c["tokens"], max_entries, budget)
     full = {i: c["base"][i] + rel[i] + graph[i] for i in range(len(rel))}

@@ -51,8 +51,8 @@ Decisions where the design leaves room (the engine is expected to agree):
   more members.
 * The leading block (design R4): the ``max_identity`` self-identity candidates of highest
   importance, then most recent, then first saved, always (they count towards the entry limit);
-  then the user facts whose relevance (after the walk) is above 0 and at least the least own
-  relevance (before the walk) among the first ``user_fact_window`` ranked entries, at most ``max_user_facts`` (0 in
+  then the user facts whose relevance (after the walk) is above 0 and at least the
+  ``user_fact_window``-th best own relevance (before the walk) of the ranked entries, at most ``max_user_facts`` (0 in
   ``recall_dynamic``), by that relevance (ties: saved first); then the rest in rank order.
 """
 
@@ -422,9 +422,10 @@ class PyRecall:
         def relevance(e):
             return info[e["id"]]["rel"] + info[e["id"]]["graph"]
 
-        # a user fact leads when it matches as well as the first user_fact_window ranked entries
-        bar = min((info[e["id"]]["rel"] for e in scored[: max(rc.user_fact_window, 0)]),
-                  default=float("inf"))
+        # a user fact leads when it is among the query's user_fact_window best matches
+        best = sorted((info[e["id"]]["rel"] for e in scored), reverse=True)
+        best = best[: max(rc.user_fact_window, 0)]
+        bar = best[-1] if best else float("inf")
         lead = [e for e in scored
                 if e["category"] == "user_fact" and relevance(e) > 0.0 and relevance(e) >= bar]
         lead = sorted(lead, key=lambda e: (-relevance(e), e["seq"]))[:n_uf]

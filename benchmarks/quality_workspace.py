@@ -121,7 +121,8 @@ def evaluate_scifact(data: Path, cfgs: list[SearchConfig], embedder, cache: Path
         root = Path(tmp) / "ws"
         (root / "memory" / "scifact").mkdir(parents=True)
         for doc_id, text in docs:
-            (root / "memory" / "scifact" / f"{doc_id}.md").write_text(f"# {text}\n", encoding="utf-8")
+            path = root / "memory" / "scifact" / f"{doc_id}.md"
+            path.write_text(f"# {text}\n", encoding="utf-8")
         ix = WorkspaceIndex.open(root, embedder=embedder, config=cfgs[0],
                                  index_dir=cache / "scifact")
         claims = [(qid, text) for qid, text in topics if qrels.get(qid)]

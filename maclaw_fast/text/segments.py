@@ -1,5 +1,6 @@
-"""Han runs cut into words by jieba's dictionary (rjieba, no HMM), remembered: in this process, and across processes
-in a file beside the embedding cache when a command line entry point asks for it.
+"""Han runs cut into words by jieba's dictionary (rjieba, no HMM), remembered: in this process,
+and across processes in a file beside the embedding cache when a command line entry point asks
+for it.
 
 Importing rjieba loads its dictionary (~0.2 s of CPU), a large part of a short command's start
 (``maclaw-fast route`` over a catalog with Chinese text). With the file, a run that cuts only

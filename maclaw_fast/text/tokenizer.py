@@ -3,8 +3,9 @@ keywords and workspace search.
 
 Lower-case; Han runs are segmented by jieba's dictionary (rjieba, the Rust port: ~2 µs per
 sentence; search mode by default; no HMM, so a word is cut alike in a query and in a stored
-text, :func:`maclaw_fast.text.segments.cut`), stripped, and tokens made only of punctuation, symbols or whitespace dropped;
-every other text is split into runs of letters and digits, stop words are dropped
+text, :func:`maclaw_fast.text.segments.cut`), stripped, and tokens made only of punctuation,
+symbols or whitespace dropped; every other text is split into runs of letters and digits, stop
+words are dropped
 (:mod:`maclaw_fast.text.stopwords`) and the rest Snowball-stemmed (PyStemmer "english"). The same
 tokens are fed to tantivy pre-tokenised, so tantivy's BM25 and ours see identical terms.
 

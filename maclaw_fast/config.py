@@ -222,14 +222,18 @@ class SearchConfig(Config, frozen=True, kw_only=True):
     chunk_tokens: int = 400
     chunk_overlap: int = 80
     chars_per_token: int = 4
-    vector_weight: float = 0.7
-    text_weight: float = 0.3
-    # "openclaw": rank by wv·cosine + wt·s/(1+s); "normalised": rank by wv·(min-max cosine over
-    # the vector candidates) + wt·(BM25 / the query's best), min_score still on the former
-    fusion: str = "openclaw"
+    # None: the fusion's own weights (workspace.search.FUSION_WEIGHTS; "openclaw" 0.7/0.3)
+    vector_weight: float | None = None
+    text_weight: float | None = None
+    # how the two sides make the score that ranks and that min_score judges: "normalised"
+    # wv·(min-max cosine over the vector candidates) + wt·(BM25 / the query's best), chosen on
+    # the tuning halves (benchmarks/results/quality_workspace.md); "openclaw" wv·cosine +
+    # wt·s/(1+s); "calibrated" wv·(cosine over the model's floor) + wt·min(1, BM25 / Σ idf)
+    fusion: str = "normalised"
     bm25_k1: float = 1.2  # design R2: chunks of long documents
     bm25_b: float = 0.75
     max_results: int = 6
+    # on the fusion's scale; under "normalised" a bar relative to the query's best candidates
     min_score: float = 0.35
     candidate_multiplier: int = 4
     max_candidates: int = 200

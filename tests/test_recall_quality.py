@@ -113,6 +113,17 @@ def test_demo_queries_find_their_memory_in_the_top_8():
         assert not missed
 
 
+@pytest.mark.parametrize("embedder", [None, "default"])
+def test_chinese_time_zone_question_finds_the_time_zone_fact(embedder):
+    """"用户在哪个时区" against the bundled store's "林遥住在上海，时区是 Asia/Shanghai…": the
+    query and the memory cut 时区 alike (design R1), so the fact is in the first 5."""
+    with MemoryStore.in_memory(embedder=embedder) as store:
+        store.import_records(sample_records(time.time()))
+        hits = store.recall("用户在哪个时区", reinforce=False)
+        top = [h.entry.content for h in hits[:5]]
+        assert any(c.startswith("林遥住在上海，时区是 Asia/Shanghai") for c in top), top
+
+
 # ------------------------------------------------------------------ bad queries
 BAD_QUERIES = ["the and of to", "?!...;:--", "🙂🚀🔥", "   ", "", "的 了 是",
                "deploy " * 15000, "x" * 102_400, "\u200b\u200b", "a" * 3 + "🙂" * 2000]

@@ -35,13 +35,13 @@ STEMMER = Stemmer.Stemmer("english")
 def reference(text: str, search_mode: bool = True, stop=DEFAULT_STOP_WORDS,
               stem: bool = True) -> list[str]:
     cut = rjieba.cut_for_search if search_mode else rjieba.cut
-    out = []
+    out = []  # jieba's dictionary alone (hmm=False): a word is cut alike in any sentence
     for han, word in RUNS.findall(text.lower()):
         if word:
             if word not in stop:
                 out.append(STEMMER.stemWord(word) if stem else word)
             continue
-        for raw in cut(han):
+        for raw in cut(han, False):
             tok = raw.strip()
             if tok and any(unicodedata.category(c) not in DROP for c in tok):
                 out.append(tok)
@@ -156,3 +156,53 @@ def test_usage_tracking_keeps_the_tokenizer_terms(query, tmp_path):
     path.write_text(json.dumps(raw), encoding="utf-8")
     again = UsageTracker(path).records()[0]["query_tokens"]
     assert again == tokenize(" ".join(query.split()[:5]))[:5]
+
+
+# ------------------------------------------------------------------ one cut (design R1)
+HANZI = "时区林遥住在上海用户哪个的是了我你他她们工作时间日历妈妈杭州每个月来看一次部署脚本数据库查询问题会议"
+MIXED = st.lists(st.sampled_from(list(HANZI)) | st.sampled_from(PIECES)
+                 | st.text(alphabet=HANZI + "，。、 ", max_size=10), min_size=1, max_size=25)
+
+
+@pytest.fixture(scope="module")
+def bm25_store():
+    from maclaw_fast import MemoryStore
+
+    with MemoryStore.in_memory(embedder=None) as store:
+        yield store
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(MIXED.map("".join),  # Chinese and mixed, glued together
+                 MIXED.map(" ".join),
+                 st.text(alphabet=HANZI, min_size=1, max_size=40),  # Chinese only
+                 st.text(alphabet=st.characters(max_codepoint=127), min_size=1, max_size=80)))
+def test_query_tokens_equal_document_tokens(bm25_store, text):
+    """What a store indexes for a saved text is what the same text asked as a query gives."""
+    query = tokenize(text)
+    if not query or not text.strip():
+        return
+    entry = bm25_store.save(text, category="project_knowledge")
+    ids, _ = bm25_store.bm25.doc_term_ids([bm25_store.row_of_id(entry.id)])
+    assert sorted(bm25_store.bm25.vocab.tokens[i] for i in ids.tolist()) == sorted(query)
+    bm25_store.delete(entry.id)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=HANZI + "，", min_size=1, max_size=40))
+def test_chinese_tokens_are_dictionary_words_or_characters(text):
+    """No token is a word guessed from its neighbours (jieba's HMM glued "林遥住" in one
+    sentence and left "时 / 区" apart in another): each is in jieba's dictionary or one
+    character, so the same characters are cut alike in a query and in a memory."""
+    import rjieba
+
+    for tok in tokenize(text):
+        assert len(tok) == 1 or rjieba.has_word(tok), tok
+
+
+def test_time_zone_and_names_are_cut_alike():
+    doc = tokenize("林遥住在上海，时区是 Asia/Shanghai（UTC+8）")
+    assert set(tokenize("时区")) <= set(doc)
+    assert set(tokenize("用户在哪个时区")) & set(doc) >= {"时", "区"}
+    assert "林遥住" not in doc and {"林", "遥", "住"} <= set(doc)
+    assert tokenize("林遥") == ["林", "遥"]

@@ -76,7 +76,7 @@ def test_weights_renormalise():
 
 @pytest.mark.parametrize("weights, expect", [((1.0, 1.0), (0.5, 0.5)), ((0.0, 0.0), (0.7, 0.3))])
 def test_weights_apply_in_search(ws, tmp_path, weights, expect):
-    cfg = SearchConfig(vector_weight=weights[0], text_weight=weights[1])
+    cfg = SearchConfig(vector_weight=weights[0], text_weight=weights[1], fusion="openclaw")
     ix = WorkspaceIndex.open(ws, embedder="hash", config=cfg, index_dir=tmp_path / "ix")
     hits = ix.search("staging deploy failed", min_score=0.0).results
     assert hits and any(h.vector_score > 0 and h.text_score > 0 for h in hits)
@@ -158,9 +158,22 @@ def test_temporal_decay_in_search(tmp_path):
 
 
 # ---------------------------------------------------------------- threshold and fallback [D]
-def test_keyword_only_zebra_found_at_default_threshold(ws, tmp_path):
+def test_keyword_only_zebra_passes_the_default_threshold(ws, tmp_path):
+    """The default fusion: the best keyword match alone scores the text weight (0.6), over
+    min_score 0.35, so it is a result, not a fallback."""
     emb = StubEmbedder()
     ix = WorkspaceIndex.open(ws, embedder=emb, index_dir=tmp_path / "ix")
+    emb.querying = True  # query vector orthogonal to every chunk: keyword evidence only
+    resp = ix.search("zebra")
+    assert resp.mode == "hybrid" and resp.fallback is None
+    assert [h.path for h in resp.results] == ["memory/2026-11-25.md"]
+    assert resp.results[0].score == pytest.approx(0.6)
+
+
+def test_keyword_only_zebra_is_a_fallback_under_openclaw(ws, tmp_path):
+    emb = StubEmbedder()
+    ix = WorkspaceIndex.open(ws, embedder=emb, index_dir=tmp_path / "ix",
+                             config=SearchConfig(fusion="openclaw"))
     emb.querying = True  # query vector orthogonal to every chunk: keyword evidence only
     resp = ix.search("zebra")  # weights 0.7/0.3, min_score 0.35
     assert resp.mode == "hybrid" and resp.fallback == "keyword"
@@ -189,11 +202,11 @@ def test_nothing_found_reports_reason(ws, tmp_path):
 
 def test_text_only_mode_threshold_and_fallback(ws, tmp_path):
     ix = WorkspaceIndex.open(ws, embedder=None, index_dir=tmp_path / "ix")
-    resp = ix.search("zebra", min_score=0.99)
+    resp = ix.search("zebra", min_score=1.5)  # the normalised score is at most 1
     assert resp.mode == "text" and resp.fallback == "keyword"
     assert [h.path for h in resp.results] == ["memory/2026-11-25.md"]
     resp = ix.search("zebra", min_score=0.1)
-    assert resp.fallback is None and resp.results[0].score == resp.results[0].text_score
+    assert resp.fallback is None and resp.results[0].score == pytest.approx(1.0)
 
 
 def test_vector_only_mode(ws, tmp_path):
@@ -202,7 +215,11 @@ def test_vector_only_mode(ws, tmp_path):
     resp = ix.search("zebra zoo Priya", min_score=0.0)
     assert resp.mode == "vector" and ix.bm25 is None
     assert resp.results[0].path == "memory/2026-11-25.md"
-    assert all(h.text_score == 0 and h.score == h.vector_score for h in resp.results)
+    assert all(h.text_score == 0 for h in resp.results)
+    scores = [h.score for h in resp.results]  # the cosines min-max scaled: best 1, worst 0
+    assert scores == sorted(scores, reverse=True) and scores[0] == pytest.approx(1.0)
+    assert [h.vector_score for h in resp.results] == sorted(
+        (h.vector_score for h in resp.results), reverse=True)
     with pytest.raises(ValidationError):
         WorkspaceIndex.open(ws, embedder=None, config=cfg, index_dir=tmp_path / "ix2")
 
@@ -527,7 +544,7 @@ def peanut_workspace(root):
           "apples and almond butter for the week.\n")
 
 
-@pytest.mark.parametrize("fusion", ["openclaw", "normalised"])
+@pytest.mark.parametrize("fusion", [None, "openclaw", "normalised"])
 def test_peanut_allergy_finds_allergic_to_peanuts(tmp_path, monkeypatch, fusion):
     """"peanut allergy" against MEMORY.md's "Allergic to peanuts", default embedder and
     min_score. Stemming joins peanut/peanuts (not allergy → allergi / allergic → allerg), and
@@ -539,10 +556,11 @@ def test_peanut_allergy_finds_allergic_to_peanuts(tmp_path, monkeypatch, fusion)
 
     root = tmp_path / "ws"
     peanut_workspace(root)
-    cfg = SearchConfig(fusion=fusion)
+    cfg = SearchConfig() if fusion is None else SearchConfig(fusion=fusion)
     ix = WorkspaceIndex.open(root, config=cfg, index_dir=tmp_path / "ix")
     resp = ix.search("peanut allergy")
-    assert resp.mode == "hybrid" and resp.results, resp
+    assert resp.mode == "hybrid" and resp.results and resp.fallback is None, resp
+    assert resp.results[0].score >= cfg.min_score
     top = resp.results[0]
     assert top.path == "MEMORY.md" and "Allergic to peanuts" in top.snippet
     assert top.text_score > 0 and top.vector_score > 0
@@ -552,7 +570,11 @@ def test_peanut_allergy_finds_allergic_to_peanuts(tmp_path, monkeypatch, fusion)
     monkeypatch.setattr(analyse_mod, "tokenize", plain)
     monkeypatch.setattr(search_mod, "tokenize", plain)
     old = WorkspaceIndex.open(root, config=cfg, index_dir=tmp_path / "ix-plain")
-    assert old.search("peanut allergy").results == []
+    resp = old.search("peanut allergy")
+    if cfg.fusion == "normalised":  # relative: the best vector candidate always scores wv
+        assert all(h.text_score == 0 for h in resp.results)
+    else:
+        assert resp.results == []
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -587,7 +609,35 @@ def test_fusion_and_bm25_settings_are_checked_and_used(ws, tmp_path):
     assert (ix.bm25.k1, ix.bm25.b) == (0.9, 0.4)
     hits = ix.search("staging deploy failed", min_score=0.0).results
     assert hits[0].path == "memory/2026-11-20.md" and hits[0].score == pytest.approx(1.0)
-    # min_score judges the OpenClaw relevance, not the normalised score of the best candidate
-    # (nothing passes, so the keyword matches come back as the fallback)
+    # min_score judges the score the fusion ranks by: the best candidate's 1.0 passes 0.99
     resp = ix.search("zebra", min_score=0.99)
-    assert resp.results[0].score == pytest.approx(1.0) and resp.fallback == "keyword"
+    assert resp.results[0].score == pytest.approx(1.0) and resp.fallback is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_calibrated_merge_equals_its_definition(seed):
+    """``calibrated_merge`` against a plain loop: cosine over the floor, clipped to [0, 1];
+    BM25 (recovered from s/(1+s)) over the query's Σ idf, at most 1."""
+    from maclaw_fast.workspace.search import calibrated_merge
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 30))
+    vec = np.where(rng.random(n) < 0.6, rng.uniform(-0.2, 0.95, n), 0.0)
+    bm = np.where(rng.random(n) < 0.5, rng.uniform(0.1, 12.0, n), 0.0)
+    wv, floor, total = float(rng.uniform(0, 1)), float(rng.choice([0.0, 0.7])), 6.0
+    got = calibrated_merge(vec, bm / (1 + bm), wv, 1 - wv, total, floor)
+    for i in range(n):
+        v = min(max((vec[i] - floor) / (1 - floor), 0.0), 1.0)
+        assert got[i] == pytest.approx(wv * v + (1 - wv) * min(bm[i] / total, 1.0), abs=1e-9)
+
+
+def test_each_fusion_has_its_own_weights(ws, tmp_path):
+    """Unset weights are the fusion's own: OpenClaw's merge keeps 0.7/0.3."""
+    from maclaw_fast.workspace.search import FUSION_WEIGHTS, normalise_weights
+
+    assert SearchConfig().fusion == "normalised" and FUSION_WEIGHTS["openclaw"] == (0.7, 0.3)
+    assert normalise_weights(None, None, "normalised") == FUSION_WEIGHTS["normalised"]
+    ix = WorkspaceIndex.open(ws, embedder="hash", index_dir=tmp_path / "ix",
+                             config=SearchConfig(fusion="openclaw"))
+    for h in ix.search("staging deploy failed", min_score=0.0).results:
+        assert h.score == pytest.approx(0.7 * h.vector_score + 0.3 * h.text_score)

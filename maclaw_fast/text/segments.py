@@ -1,5 +1,6 @@
-"""Han runs cut into words by jieba (rjieba), remembered: in this process, and across processes
-in a file beside the embedding cache when a command line entry point asks for it.
+"""Han runs cut into words by jieba's dictionary (rjieba, no HMM), remembered: in this process,
+and across processes in a file beside the embedding cache when a command line entry point asks
+for it.
 
 Importing rjieba loads its dictionary (~0.2 s of CPU), a large part of a short command's start
 (``maclaw-fast route`` over a catalog with Chinese text). With the file, a run that cuts only
@@ -18,7 +19,7 @@ import msgspec
 
 FILE_NAME = "han_cuts.msgpack"
 MAX_RUNS = 200_000  # runs remembered per mode; beyond, cut every time (memory stays bounded)
-_RULES = "cuts-1"  # bump if what is stored per run changes
+_RULES = "cuts-2"  # bump if what is stored per run changes (2: dictionary words only, no HMM)
 
 _memo: dict[bool, dict[str, list[str]]] = {True: {}, False: {}}  # search_mode → run → words
 _state = {"path": None, "added": 0, "jieba": None}
@@ -52,17 +53,26 @@ def _jieba_version() -> str:
 
 def cut(run: str, search_mode: bool = True) -> list[str]:
     """jieba's words of a Han ``run`` (search segmentation by default, as
-    ``rjieba.cut_for_search``; else ``rjieba.cut``). The returned list is shared: do not
-    change it.
+    ``rjieba.cut_for_search``; else ``rjieba.cut``), from its dictionary alone. The returned
+    list is shared: do not change it.
+
+    jieba's HMM glues characters its dictionary lacks by their neighbours, so one word came out
+    whole in one sentence and in pieces in another ("时区是" → 时区, but "哪个时区" → 时 / 区;
+    "林遥住在" → 林遥住): a query never matched the memory it asked about. Without it, a word
+    outside the dictionary is cut into its characters wherever it stands, and a name stays apart
+    from the verb after it (BM25 on ``data/memories_zh.json``: hit@5 0.864 → 0.932,
+    ``benchmarks/results/quality_tokenizer.md``).
 
     >>> cut("查询数据库")
     ['查询', '数据', '据库', '数据库', '查询数据库']
+    >>> cut("林遥住在上海"), cut("时区")
+    (['林', '遥', '住', '在', '上海'], ['时', '区'])
     """
     memo = _memo[search_mode]
     words = memo.get(run)
     if words is None:
         jieba = _jieba()
-        words = jieba.cut_for_search(run) if search_mode else jieba.cut(run)
+        words = jieba.cut_for_search(run, False) if search_mode else jieba.cut(run, False)
         if len(memo) < MAX_RUNS:
             memo[run] = words
             _state["added"] += 1

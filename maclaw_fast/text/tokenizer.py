@@ -1,9 +1,11 @@
 """The one tokenizer (design §2 as revised by R1), shared by memory, tools, usage tracking, group
 keywords and workspace search.
 
-Lower-case; Han runs are segmented by jieba (rjieba, the Rust port: ~2 µs per sentence; search
-mode by default), stripped, and tokens made only of punctuation, symbols or whitespace dropped;
-every other text is split into runs of letters and digits, stop words are dropped
+Lower-case; Han runs are segmented by jieba's dictionary (rjieba, the Rust port: ~2 µs per
+sentence; search mode by default; no HMM, so a word is cut alike in a query and in a stored
+text, :func:`maclaw_fast.text.segments.cut`), stripped, and tokens made only of punctuation,
+symbols or whitespace dropped; every other text is split into runs of letters and digits, stop
+words are dropped
 (:mod:`maclaw_fast.text.stopwords`) and the rest Snowball-stemmed (PyStemmer "english"). The same
 tokens are fed to tantivy pre-tokenised, so tantivy's BM25 and ours see identical terms.
 
@@ -36,7 +38,7 @@ _ASCII_GAPS = str.maketrans({c: " " for c in map(chr, range(128)) if not c.isaln
 
 _DROP_CATEGORIES = frozenset({"Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So",
                               "Zs", "Zl", "Zp", "Cc", "Cf"})
-_RULES = "maclaw-tok-2"  # bump when the splitting rules change
+_RULES = "maclaw-tok-3"  # bump when the splitting rules change (3: Han cut without jieba's HMM)
 _MEMO_MAX = 1 << 20  # words remembered per analyzer before the memo starts over
 
 

@@ -40,9 +40,10 @@ from maclaw_fast.workspace.chunking import chunk_id
 from maclaw_fast.workspace.files import check_extra_paths, discover, file_timestamp_days
 from maclaw_fast.workspace.persistence import IndexPersistence
 from maclaw_fast.workspace.reports import SyncReport, WorkspaceStatus
+from maclaw_fast.workspace.search import FUSION_WEIGHTS
 from maclaw_fast.workspace.state import FileRecord, IndexState, JournalEntry
 
-FUSIONS = ("openclaw", "normalised")  # SearchConfig.fusion (see workspace.search)
+FUSIONS = tuple(FUSION_WEIGHTS)  # SearchConfig.fusion (see workspace.search)
 
 EMBED_BATCH = 256
 

@@ -6,13 +6,16 @@ Pipeline for one query over the index's dense row columns:
    ``candidates`` rows with s > 0, mapped to ``text_score = s/(1+s)``;
 2. vector side: exact inner products from the shared :class:`VectorColumn`, top ``candidates``
    rows with similarity > 0;
-3. union by row, relevance ``wv·vector + wt·text`` (weights clamped and renormalised); the
-   ranking score is that relevance (``fusion="openclaw"``) or, with ``fusion="normalised"``
-   (design R3), ``wv·minmax(cosine) + wt·bm25/max(bm25)`` over the candidates; optional temporal
-   decay (on both), sort, optional MMR;
-4. keep relevance ``≥ min_score`` (an absolute bar whatever the fusion: a normalised score always
-   gives the best candidate a high value); when nothing passes but keywords matched, the
-   keyword-matched rows instead; at most ``max_results`` within the total character
+3. union by row; the score that ranks is the fusion's (``SearchConfig.fusion``, weights
+   :data:`FUSION_WEIGHTS` unless the config sets them): ``"normalised"`` (the default, design
+   R3, chosen on the tuning halves of LoCoMo and SciFact as workspaces)
+   ``wv·minmax(cosine) + wt·bm25/max(bm25)`` over the candidates, vector/text 0.4/0.6;
+   ``"openclaw"`` OpenClaw's ``wv·vector + wt·text`` at 0.7/0.3; ``"calibrated"`` the same on
+   absolute scales (cosine over the model's floor, BM25 over the query's Σ idf); optional
+   temporal decay, sort, optional MMR;
+4. keep scores ``≥ min_score`` (on the fusion's scale: under ``"normalised"`` it is relative to
+   the query's best candidates, which score up to 1); when nothing passes but keywords matched,
+   the keyword-matched rows instead; at most ``max_results`` within the total character
    budget.
 
 Modes: hybrid, text (no embedder, or the embedder failed on this query: reported in ``degraded``),
@@ -30,11 +33,13 @@ from maclaw_kernels.vectors import dot_scores
 from maclaw_kernels.workspace import apply_decay, merge_hybrid, mmr_order, top_k
 
 from maclaw_fast.config import SearchConfig
+from maclaw_fast.embedding.base import cosine_floor
 from maclaw_fast.errors import EmbeddingError, ValidationError
 from maclaw_fast.text import tokenize
 from maclaw_fast.threads import numba_threads, spare_core
 
-_DEFAULT = SearchConfig()
+# each fusion's vector/text weights when the config leaves them unset (None)
+FUSION_WEIGHTS = {"openclaw": (0.7, 0.3), "normalised": (0.4, 0.6), "calibrated": (0.5, 0.5)}
 _WORD = re.compile(r"\w+")
 # from this many chunks the vector search reads int8 codes first (``top_scores``); below it
 # the float32 matrix fits the cache and one exact scan is as fast
@@ -74,8 +79,10 @@ class SearchResponse(msgspec.Struct, kw_only=True):
     synced: bool = False
 
 
-def normalise_weights(vector_weight: float, text_weight: float) -> tuple[float, float]:
-    """Clamp each weight to [0, 1] and scale them to sum 1; both 0 → the defaults (0.7/0.3).
+def normalise_weights(vector_weight: float | None, text_weight: float | None,
+                      fusion: str = "openclaw") -> tuple[float, float]:
+    """Clamp each weight to [0, 1] and scale them to sum 1; either None, or both 0 → the
+    fusion's own weights (:data:`FUSION_WEIGHTS`: 0.7/0.3 for ``"openclaw"``).
 
     Examples
     --------
@@ -84,11 +91,13 @@ def normalise_weights(vector_weight: float, text_weight: float) -> tuple[float, 
     >>> normalise_weights(0.0, 0.0)
     (0.7, 0.3)
     """
+    if vector_weight is None or text_weight is None:
+        return FUSION_WEIGHTS[fusion]
     wv = min(max(float(vector_weight), 0.0), 1.0)
     wt = min(max(float(text_weight), 0.0), 1.0)
     total = wv + wt
     if not total > 0.0:
-        return _DEFAULT.vector_weight, _DEFAULT.text_weight
+        return FUSION_WEIGHTS[fusion]
     return wv / total, wt / total
 
 
@@ -125,6 +134,25 @@ def normalised_merge(vector: np.ndarray, text: np.ndarray, has_vectors: bool, wv
         if cand.any():
             lo, hi = vector[cand].min(), vector[cand].max()
             v[cand] = (vector[cand] - lo) / (hi - lo) if hi > lo else 1.0
+    return wv * v + wt * t
+
+
+def calibrated_merge(vector: np.ndarray, text: np.ndarray, wv: float, wt: float,
+                     idf_total: float, floor: float = 0.0) -> np.ndarray:
+    """The ``"calibrated"`` fusion of merged candidates: ``wv·v + wt·t`` on absolute scales, so
+    the score means the same in every query and ``min_score`` is a bar, not a rank.
+    ``v = (cosine − floor) / (1 − floor)`` clipped to [0, 1] (``floor``: the model's cosine
+    floor, 0 for MiniLM); ``t`` the BM25 score over ``idf_total`` (Σ idf of the query's terms:
+    about the BM25 of a chunk holding each term once at the average length), at most 1.
+
+    Examples
+    --------
+    >>> calibrated_merge(np.array([0.5, 0.3, 0.0]), np.array([0.0, 0.5, 0.75]), 0.5, 0.5, 2.0)
+    array([0.25, 0.4 , 0.5 ])
+    """
+    s = text / np.maximum(1.0 - text, 1e-12)  # back to the BM25 score
+    t = np.minimum(s / idf_total, 1.0) if idf_total > 0 else np.zeros_like(s)
+    v = np.clip((vector - floor) / max(1.0 - floor, 1e-12), 0.0, 1.0)
     return wv * v + wt * t
 
 
@@ -279,27 +307,30 @@ def _search_locked(ix, query: str, n_max: int, floor: float) -> SearchResponse:
         v_idx = top_k(dense_v, cand, 0.0)
         v_sc = dense_v[v_idx].astype(np.float64)
     if mode == "hybrid":
-        wv, wt = normalise_weights(cfg.vector_weight, cfg.text_weight)
+        wv, wt = normalise_weights(cfg.vector_weight, cfg.text_weight, cfg.fusion)
     else:
         wv, wt = (1.0, 0.0) if mode == "vector" else (0.0, 1.0)
     rows, relevance, vs, ts = merge_hybrid(v_idx, v_sc, t_idx, t_sc, wv, wt)
     if rows.size == 0:
         return SearchResponse(results=[], mode=mode, model=ix.model, query=query,
                               degraded=degraded, reason="no matches" if n else "index is empty")
-    # ``relevance`` (OpenClaw's merge) is what min_score judges; ``scores`` what ranks
-    scores = (normalised_merge(vs, ts, v_idx.size > 0, wv, wt)
-              if cfg.fusion == "normalised" else relevance)
+    # ``relevance`` is OpenClaw's merge; the fusion's score ranks and min_score judges it
+    if cfg.fusion == "calibrated":
+        idf_total = ix.bm25.idf_total(tokens) if tokens and ix.bm25 is not None else 0.0
+        scores = calibrated_merge(vs, ts, wv, wt, idf_total, cosine_floor(ix.embedder))
+    elif cfg.fusion == "normalised":
+        scores = normalised_merge(vs, ts, v_idx.size > 0, wv, wt)
+    else:
+        scores = relevance
     if cfg.temporal_decay:
         now_days = ix.clock() / _SECONDS_PER_DAY
         half_life = max(1.0, float(cfg.half_life_days))
-        apply_decay(relevance, ix.ts_days[rows], now_days, half_life)
-        if scores is not relevance:
-            apply_decay(scores, ix.ts_days[rows], now_days, half_life)
+        apply_decay(scores, ix.ts_days[rows], now_days, half_life)
     order = np.argsort(-scores, kind="stable")  # rows ascend, so ties go to the lower row
     if cfg.mmr and order.size > 1:
         lam = min(max(float(cfg.mmr_lambda), 0.0), 1.0)
         order = order[_mmr(ix, rows[order], scores[order], lam)]
-    keep = order[relevance[order] >= floor]
+    keep = order[scores[order] >= floor]
     fallback = None
     if keep.size == 0:
         keep = order[ts[order] > 0.0]

@@ -68,9 +68,10 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     cos_weight: float = 0.6
     project_affinity: float = 3.0
     bm25_norm: Literal["raw", "max", "minmax"] = "max"  # max: by the query's best score
-    # floor: (cos − the model's cosine floor)/(1 − floor), ≥ 0 (one scale for every query: a
-    # small cosine gap stays small); raw: max(cos, 0); minmax: over the query's candidates
-    cos_norm: Literal["raw", "minmax", "floor"] = "floor"
+    # minmax: over the query's candidates; floor: (cos − the model's floor)/(1 − floor), ≥ 0 (one
+    # scale for every query: a rare exact match keeps its weight, but relevance spreads less
+    # against category importance: it ranked a mixed-category store lower); raw: max(cos, 0)
+    cos_norm: Literal["raw", "minmax", "floor"] = "minmax"
     graph_seeds: int = 5
     graph_hops: int = 1
     graph_hop_factor: float = 0.5
@@ -93,7 +94,7 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     # that lead when among the query's results (recall_dynamic ranks them instead)
     max_identity: int = 3
     max_user_facts: int = 3
-    user_fact_window: int = 5  # a leading fact matches as well as this many first ranked ones
+    user_fact_window: int = 5  # a leading fact is among this many best matches of the query
     max_entries: int = 20
     token_budget: int = 2000
     dynamic_max_entries: int = 15

@@ -1,5 +1,6 @@
-"""Fusion on the model's absolute cosine scale (design R3) and revival on weak cues (R9): a tiny
-cosine gap stays tiny, so a rare exact match and a fresh episode keep their weight."""
+"""Fusion on the model's absolute cosine scale (``cos_norm="floor"``, design R3) and revival on
+weak cues (R9): a tiny cosine gap stays tiny, so a rare exact match and a fresh episode keep
+their weight. The default stays min-max (it ranks a mixed-category store better; design R3)."""
 
 from __future__ import annotations
 
@@ -40,15 +41,18 @@ def test_floor_mode_maps_the_models_cosines_from_its_floor_without_stretching_ga
     assert norm_cos(0.55, 1, 0.50, 0.55) - norm_cos(0.50, 1, 0.50, 0.55) == pytest.approx(1.0)
 
 
-def test_the_default_fusion_is_the_absolute_scale():
-    assert RecallConfig().cos_norm == "floor"
+FLOOR = MemoryConfig(recall=RecallConfig(cos_norm="floor"))
+
+
+def test_the_absolute_scale_is_an_option_and_min_max_the_default():
+    assert RecallConfig().cos_norm == "minmax" and FLOOR.recall.cos_norm == "floor"
 
 
 @pytest.fixture(scope="module", params=["hash", "minilm"])
 def billing(request):
     """180 daily summaries of one topic, a decay pass after each day (the old ones dormant)."""
     clock = Clock()
-    store = MemoryStore.in_memory(embedder=embedder(request.param), clock=clock)
+    store = MemoryStore.in_memory(embedder=embedder(request.param), clock=clock, config=FLOOR)
     days = []
     for n in range(180):
         days.append(store.save(f"Day {n}: worked on ticket {n} about the billing dashboard",
@@ -101,7 +105,7 @@ def test_a_rare_identifier_outranks_memories_only_about_the_query(name, filler):
     rng = np.random.default_rng(0)
     for text, ident in SHAPES:
         clock = Clock()
-        with MemoryStore.in_memory(embedder=emb, clock=clock, config=MemoryConfig()) as store:
+        with MemoryStore.in_memory(embedder=emb, clock=clock, config=FLOOR) as store:
             for i in range(40):
                 store.save(filler.format(i=i, n=rng.integers(10000, 99999)),
                            category="project_knowledge")

@@ -107,7 +107,8 @@ def max_clause_cosines(vectors, n_rows: int, clause_vecs: np.ndarray, owner: np.
     extra = np.zeros((len(owner), n_rows), np.float32)
     cosine_batch(vectors.matrix, n_rows, vectors.has_vec,
                  np.ascontiguousarray(clause_vecs, np.float32), 16, extra)
-    np.maximum.at(cos, owner, extra)
+    for j, q in enumerate(owner.tolist()):  # np.maximum.at is ~10× slower for a few rows
+        np.maximum(cos[q], extra[j], out=cos[q])
     return extra
 
 

@@ -26,8 +26,11 @@ def clause_bests(bm25_index, texts: list[str], clause_cos: np.ndarray | None, n:
     ``bm25_index`` None: cosines alone; ``clause_cos``: ``(len(texts), n)`` cosines of each
     clause's vector (None: BM25 alone);
     ``w_cos[j]``: the cosine weight of clause ``j`` (its message's)."""
-    bm = (bm25_index.scores_batch([tokenize(t) for t in texts], n) if bm25_index is not None
-          else np.zeros((len(texts), n)))
+    # one serial query a clause: a message has few, and the batch kernel's threads cost more
+    bm = np.zeros((len(texts), n))
+    if bm25_index is not None:
+        for j, t in enumerate(texts):
+            bm25_index.scores(tokenize(t), n, out=bm[j])
     cos = clause_cos if clause_cos is not None else np.zeros((len(texts), n), np.float32)
     hit, fused = np.empty(n, np.bool_), np.empty(n)
     scratch, best = np.empty(max(n_vec, 1), np.int64), np.empty(1, np.int64)

@@ -273,12 +273,14 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
         bests = clause_bests(self.bm25, texts, clause_cos, b.bm.shape[1], st.cand, st.tie,
                              int(knobs.n_vec), cfg.bm25_weight, w[owner], int(knobs.norm))
         for q in np.unique(owner).tolist():
-            rows = [r for r, o in zip(bests, owner.tolist()) if o == q and r >= 0
-                    and 0 <= message_rank(b.ret[q], b.hit[q], st.tie, r) < cfg.clause_within]
             m = int(b.out_n[q])
             sel = b.out_idx[q, :m].tolist()
-            if not rows or set(rows) <= set(sel):
+            # most often every clause's best is in already (the budget is larger than k)
+            rows = [r for r, o in zip(bests, owner.tolist()) if o == q and r >= 0]
+            if set(rows) <= set(sel):
                 continue
+            rows = [r for r in rows
+                    if 0 <= message_rank(b.ret[q], b.hit[q], st.tie, r) < cfg.clause_within]
             key = b.score[q] + np.where(b.group[q], 4.0, np.where(b.hit[q], 2.0, 0.0))
             b.out_idx[q, :m] = admit(sel, rows, key, st.tie, st.nonbuiltin, st.nb_slots)
 

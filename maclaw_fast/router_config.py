@@ -29,6 +29,11 @@ class RouterConfig(Config, frozen=True, kw_only=True):
     query_clauses: bool = True
     clause_min_chars: Positive = 12
     max_clauses: Positive = 16
+    # a message with clauses gets a tool for each: each clause's best tool (by the clause's own
+    # BM25 and vector) takes a place among the chosen ones when the message's ranking has it in
+    # its first clause_within (tools/intents.py); tuned on the tune halves (quality_tools.md)
+    clause_budget: bool = True
+    clause_within: Positive = 20
     # add the words of a camelCase tool name to its BM25 text ("analyzeEvidence" → analyze,
     # evidence); measured in benchmarks/results/quality_tools.md (ablation)
     split_names: bool = True

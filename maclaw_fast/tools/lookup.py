@@ -10,7 +10,9 @@ import numpy as np
 
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.text import tokenize
-from maclaw_fast.tools.fusion import foreign_query_scale, fusion_norm, split_query_vector
+from maclaw_fast.tools.fusion import (clause_texts, foreign_query_scale, fusion_norm,
+                                      split_query_vector)
+from maclaw_fast.tools.intents import clause_bests, spread
 from maclaw_fast.tools.types import ToolScore
 from maclaw_kernels.routing import fuse_scores, topk_masked
 
@@ -83,7 +85,7 @@ class RetrievalMixin:
                 qv, cv = split_query_vector(query_vector, self.vectors.dim)
             qv, clauses = (self._query_vectors([message], qv, cv, checked=True) if mode != "bm25"
                            else (None, None))
-            bm, cos, _ = self._signals(tokens, qv, True, clauses)
+            bm, cos, _, clause_cos = self._signals(tokens, qv, True, clauses)
             if mode == "vector":
                 bm[:] = 0.0
             w_bm, w_cos = {"hybrid": tuple(weights), "bm25": (1.0, 0.0),
@@ -95,8 +97,19 @@ class RetrievalMixin:
             tie = self._ties()
             fuse_scores(bm[0], cos[0], cand, tie, n_vec, float(w_bm), float(w_cos),
                         fusion_norm(self.config), hit, fused, np.empty(n_vec, np.int64))
-            idx = np.empty(k, np.int64)
-            m = topk_masked(fused, hit, tie, k, idx)
+            texts = clause_texts([message], self.config)[0] if self.config.clause_budget else []
+            depth = max(k, self.config.clause_within) if texts else k
+            idx = np.empty(depth, np.int64)
+            m = topk_masked(fused, hit, tie, depth, idx)
+            if texts:  # a tool for each clause (tools/intents.py)
+                if clause_cos is not None and clause_cos.shape[0] != len(texts):
+                    clause_cos = None
+                bests = clause_bests(None if mode == "vector" else self.bm25, texts,
+                                     clause_cos, n, cand, tie, n_vec, float(w_bm),
+                                     np.full(len(texts), float(w_cos)), fusion_norm(self.config))
+                idx = np.asarray(spread(idx[:m].tolist(), bests, k, self.config.clause_within),
+                                 np.int64)
+                m = len(idx)
             return [ToolScore(name=self._names[r], reason="ranked", score=float(fused[r]),
                               retrieval=float(fused[r]), bm25=float(bm[0, r]),
                               cosine=float(cos[0, r])) for r in idx[:m]]

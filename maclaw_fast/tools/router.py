@@ -24,9 +24,11 @@ from maclaw_fast.text import tokenize
 from maclaw_fast.threads import numba_threads
 from maclaw_fast.tools.assemble import gather, selected, tool_scores
 from maclaw_fast.tools.catalog import CatalogMixin, new_columns
-from maclaw_fast.tools.fusion import (foreign_query_scale, foreign_scaling, fusion_norm,
-                                      max_clause_cosines, message_vectors, split_query_vector)
+from maclaw_fast.tools.fusion import (clause_texts, foreign_query_scale, foreign_scaling,
+                                      fusion_norm, max_clause_cosines, message_vectors,
+                                      split_query_vector)
 from maclaw_fast.tools.groups import GroupActivator, match_skills
+from maclaw_fast.tools.intents import admit, clause_bests, message_rank
 from maclaw_fast.tools.lookup import RetrievalMixin
 from maclaw_fast.tools.registry import Platform, RegisteredTool, ToolRegistry
 from maclaw_fast.tools.rerank import rerank_fill
@@ -199,6 +201,7 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
         n, nq = self.n_rows, len(tokens)
         bm = self.bm25.scores(tokens[0], n)[None] if single else self.bm25.scores_batch(tokens, n)
         cos = np.zeros((nq, n), np.float32)
+        clause_cos = None
         if qv is not None and self.vectors is not None and n:
             if single:
                 self.vectors.scores(qv[0], n, out=cos[0])
@@ -206,12 +209,12 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
                 cosine_batch(self.vectors.matrix, n, self.vectors.has_vec,
                              np.ascontiguousarray(qv), 16, cos)
             if clauses is not None:
-                max_clause_cosines(self.vectors, n, clauses[0], clauses[1], cos)
+                clause_cos = max_clause_cosines(self.vectors, n, clauses[0], clauses[1], cos)
         exp = np.zeros((nq, 0))
         if self.usage is not None and len(self.usage) > 0:
             exp = (self.usage.experience_all(tokens[0])[None] if single
                    else self.usage.experience_batch(tokens))
-        return bm, cos, exp
+        return bm, cos, exp, clause_cos
 
     def _compute(self, messages, session, query_vectors, single, clause_vectors=None,
                  checked=False) -> RouteBatch:
@@ -224,7 +227,7 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
             return b
         b.tokens = [tokenize(m) for m in messages]
         qv, clauses = self._query_vectors(messages, query_vectors, clause_vectors, checked)
-        b.bm, b.cos, exp = self._signals(b.tokens, qv, single, clauses)
+        b.bm, b.cos, exp, clause_cos = self._signals(b.tokens, qv, single, clauses)
         nq, n = b.bm.shape
         b.tags = [self.groups.activate(m, t) for m, t in zip(messages, b.tokens)]
         b.group = np.zeros((nq, n), np.bool_)
@@ -255,7 +258,31 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
             route_batch_kernel(b.bm, b.cos, exp, b.group,
                                np.full(nq, cfg.cos_weight) if w_cos is None else w_cos, catalog,
                                knobs, out, b.out_n, b.out_cand)
+        if cfg.clause_budget:
+            texts, owner = clause_texts(messages, cfg)
+            if texts:
+                self._clause_budget(b, texts, owner, clause_cos, w_cos, knobs)
         return b
+
+    def _clause_budget(self, b, texts, owner, clause_cos, w_cos, knobs) -> None:
+        """Give each clause's best tool a place among the rows the kernel chose (tools/intents)."""
+        cfg, st = self.config, b.st
+        if clause_cos is not None and clause_cos.shape[0] != len(texts):
+            clause_cos = None  # a caller's clause vectors that are not these clauses: BM25 alone
+        w = np.full(len(b.tokens), cfg.cos_weight) if w_cos is None else np.asarray(w_cos)
+        bests = clause_bests(self.bm25, texts, clause_cos, b.bm.shape[1], st.cand, st.tie,
+                             int(knobs.n_vec), cfg.bm25_weight, w[owner], int(knobs.norm))
+        for q in np.unique(owner).tolist():
+            m = int(b.out_n[q])
+            sel = b.out_idx[q, :m].tolist()
+            # most often every clause's best is in already (the budget is larger than k)
+            rows = [r for r, o in zip(bests, owner.tolist()) if o == q and r >= 0]
+            if set(rows) <= set(sel):
+                continue
+            rows = [r for r in rows
+                    if 0 <= message_rank(b.ret[q], b.hit[q], st.tie, r) < cfg.clause_within]
+            key = b.score[q] + np.where(b.group[q], 4.0, np.where(b.hit[q], 2.0, 0.0))
+            b.out_idx[q, :m] = admit(sel, rows, key, st.tie, st.nonbuiltin, st.nb_slots)
 
     def _route(self, messages, session, query_vectors, single, clause_vectors=None,
                checked=False) -> list[RouteResult]:

@@ -337,8 +337,8 @@ def ablation_variants() -> list[Variant]:
     """The default configuration and each change off."""
     out = [variant("default"),
            variant("fusion off (raw BM25 + raw cosine)", bm25_norm="raw", cos_norm="raw"),
-           variant("cosine min-max over the candidates (not on the model's scale)",
-                   cos_norm="minmax"),
+           variant("cosine on the model's absolute scale (floor), not min-max",
+                   cos_norm="floor"),
            variant("weights off (the weights 1/1/1)", weight_relevance=1.0),
            variant("adjacency off", adjacency_hops=0, graph={"adjacency": False}),
            variant("adjacency mix off (a linked turn takes the larger value)",

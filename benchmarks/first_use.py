@@ -31,10 +31,10 @@ def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 t0 = cpu()
-try:
+try:  # builds before the engine-level warmup first: an installed newer package would else
+    from maclaw_kernels.warmup import warmup  # lend its maclaw_fast.warmup to an old build
+except ImportError:
     from maclaw_fast.warmup import warmup
-except ImportError:  # builds before the engine-level warmup
-    from maclaw_kernels.warmup import warmup
 warmup() if warmup.__module__.startswith("maclaw_kernels") else warmup(out=None)
 print(json.dumps({"warmup_cpu_s": cpu() - t0}))
 """

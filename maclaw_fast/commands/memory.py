@@ -276,6 +276,24 @@ def cmd_stats(args) -> int:
     return 0
 
 
+def cmd_recover(args) -> int:
+    """Open a store that refuses to open (its journal lost or cut short) accepting the loss: the
+    warnings say what may be lost, damaged files are kept aside, a fresh snapshot is written."""
+    from maclaw_fast import MemoryStore
+    from maclaw_fast.commands.report import store_embedder
+    from maclaw_fast.errors import ValidationError
+
+    if not Path(args.store).is_dir():
+        raise ValidationError(f"no store at {args.store} (--store names its directory)")
+    with MemoryStore.open(args.store, embedder=store_embedder(args.store) or "none",
+                          recover=True) as store:
+        store.flush()
+        n = len(store)
+    print(f"{args.store}: opened accepting any loss; {n} memories kept (warnings above name "
+          "what may be lost and where damaged files were put)")
+    return 0
+
+
 def cmd_warmup(args) -> int:
     from maclaw_fast.warmup import PARTS
 
@@ -482,6 +500,16 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     add_progress_args(p)
     p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser(
+        "recover", help="open a store whose journal was lost or cut short, accepting the loss",
+        description="A store refuses to open when its journal does not reach its last snapshot "
+                    "(deleted, emptied or damaged: what was saved since may be gone). This opens "
+                    "it anyway, says what may be lost, keeps damaged files aside as "
+                    "*.corrupt.<time> and writes a fresh snapshot.",
+        epilog="examples:\n  maclaw-fast recover --store ~/.maclaw_fast/memory\n")
+    store_option(p, create=False)
+    p.set_defaults(func=cmd_recover)
 
     p = sub.add_parser("warmup", help="compile and cache every numba kernel",
                        description="Compile every numba kernel into the on-disk cache, so the "

@@ -153,8 +153,8 @@ def _check_journal_reaches(directory: Path, journal: Path, table, seq: int, scan
             f"{seq}) may be lost")
     if not accept_loss:
         raise CorruptStoreError(
-            f"{directory}: {what}. Restore the file if you have it, or open with "
-            f"MemoryStore.open(path, recover=True) to accept the loss.")
+            f"{directory}: {what}. Restore the file if you have it, or accept the loss: "
+            f"maclaw-fast recover --store {directory} (MemoryStore.open(path, recover=True)).")
     _warn(notes, directory, what + "; opened as asked (recover=True)")
     return True
 

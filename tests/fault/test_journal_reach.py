@@ -57,7 +57,7 @@ def test_a_journal_that_no_longer_reaches_the_snapshot_refuses_to_open(tmp_path,
         journal.write_bytes(b"")
     else:
         journal.write_bytes(os.urandom(3000))
-    with pytest.raises(CorruptStoreError, match="may be lost.*recover=True"):
+    with pytest.raises(CorruptStoreError, match="may be lost.*maclaw-fast recover.*recover=True"):
         MemoryStore.open(path, embedder=None)
     got, said = contents(path, recover=True)  # the user accepts the loss explicitly
     assert got == ["A: the ferry leaves at nine"]  # the snapshot's state, said out loud
@@ -125,3 +125,20 @@ def test_recover_reaches_the_archive_journal_too(tmp_path):
         MemoryStore.open(path, embedder=None, config=conf)
     with pytest.warns(RuntimeWarning, match="opened as asked"):
         MemoryStore.open(path, embedder=None, config=conf, recover=True).close()
+
+
+def test_the_recover_command_accepts_the_loss_and_the_store_opens_again(tmp_path):
+    path = crashed_store(tmp_path)
+    (path / "journal.bin").unlink()
+    env = dict(os.environ, PYTHONWARNINGS="default")
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "maclaw_fast.cli", *args, "--store",
+                               str(path)], capture_output=True, text=True, timeout=300, env=env)
+
+    refused = cli("recall", "ferry", "--embedder", "none")
+    assert refused.returncode == 2 and "maclaw-fast recover --store" in refused.stderr
+    done = cli("recover")
+    assert done.returncode == 0, done.stderr
+    assert "may be lost" in done.stderr and "1 memories kept" in done.stdout
+    assert contents(path)[0] == ["A: the ferry leaves at nine"]  # the snapshot's, no refusal

@@ -155,6 +155,8 @@ def test_stdio(tmp_path):
     with MemoryStore.open(home / "memory", embedder="hash") as store:
         entry = store.get(out["id"])
         assert entry.pinned and len(store) == 2
+    # the workspace index lives under $MACLAW_HOME, nothing is written into the user's folder
+    assert not (ws / ".maclaw").exists() and any((home / "workspaces").iterdir())
 
 
 def test_stdio_sigterm_closes_store(tmp_path):

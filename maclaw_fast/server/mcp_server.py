@@ -32,7 +32,9 @@ CategoryName = Literal["self_identity", "instruction", "preference", "project_kn
 
 def default_home() -> Path:
     """``$MACLAW_HOME`` or ``~/.maclaw_fast`` (read at call time, so tests can set it)."""
-    return Path(os.environ.get("MACLAW_HOME") or Path.home() / ".maclaw_fast")
+    from maclaw_fast.workspace.location import maclaw_home
+
+    return maclaw_home()
 
 
 def default_store_path() -> Path:
@@ -120,7 +122,11 @@ class Backend:
 
                 if not os.path.isdir(config.workspace):
                     raise ValidationError(f"workspace {config.workspace} is not a directory")
-                workspace = WorkspaceIndex.open(config.workspace, embedder=emb)
+                from maclaw_fast.workspace.location import default_index_dir
+
+                # the index lives outside the user's folder, where the command line keeps it
+                workspace = WorkspaceIndex.open(config.workspace, embedder=emb,
+                                                index_dir=default_index_dir(config.workspace))
         except BaseException:
             store.close()
             raise

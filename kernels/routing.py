@@ -10,9 +10,7 @@ plain references agree exactly.
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, prange
-
-from maclaw_kernels.vectors import row_dot
+from numba import njit
 
 
 @njit(cache=True)
@@ -272,38 +270,19 @@ def route_one(bm25, cos, exp_by_uid, group, w_cos, catalog, knobs, out):
     return n_sel, n_cand
 
 
-@njit(cache=True, parallel=True)
-def route_batch_kernel(bm25, cos, exp_by_uid, group, w_cos, catalog, knobs, out, out_n,
-                       out_cand):
-    """:func:`route_one` for many messages; row ``q`` of every 2-D array (and of each array of
-    ``out``) belongs to message ``q`` (``exp_by_uid`` is ``(nq, n_uid)``, ``w_cos`` ``(nq,)``).
-    Each message runs the same serial kernel, so the results equal the single-message path."""
-    for q in prange(bm25.shape[0]):
+@njit(cache=True, nogil=True)
+def route_rows(bm25, cos, exp_by_uid, group, w_cos, catalog, knobs, out, out_n, out_cand, lo,
+               hi):
+    """:func:`route_one` for messages ``lo..hi``; row ``q`` of every 2-D array (and of each array
+    of ``out``) belongs to message ``q`` (``exp_by_uid`` is ``(nq, n_uid)``, ``w_cos``
+    ``(nq,)``). Each message runs the same serial kernel, so the results equal the
+    single-message path. Releases the GIL: a batch routes message ranges on several threads."""
+    for q in range(lo, hi):
         n_sel, n_cand = route_one(bm25[q], cos[q], exp_by_uid[q], group[q], w_cos[q], catalog,
                                   knobs, RouteOut(out.idx[q], out.hit[q], out.retrieval[q],
                                                   out.experience[q], out.score[q]))
         out_n[q] = n_sel
         out_cand[q] = n_cand
-
-
-@njit(cache=True, fastmath=True, parallel=True)
-def cosine_batch(matrix, n_rows, has_vec, queries, q_block, out):
-    """``out[q, i] = matrix[i] · queries[q]`` (0 for rows without a vector), tiled so a block of
-    ``q_block`` queries stays in cache while the matrix streams past once per block. The dot
-    product is ``maclaw_kernels.vectors.row_dot``, as in ``dot_scores``, so every value is bitwise
-    equal to the single-query kernel (a copy of its loop was vectorised in another order under
-    fastmath; BLAS would round differently too and could flip near-ties)."""
-    nq = queries.shape[0]
-    for blk in prange((nq + q_block - 1) // q_block):
-        q0 = blk * q_block
-        q1 = min(nq, q0 + q_block)
-        for i in range(n_rows):
-            if has_vec[i]:
-                for q in range(q0, q1):
-                    out[q, i] = row_dot(matrix, i, queries[q])
-            else:
-                for q in range(q0, q1):
-                    out[q, i] = 0.0
 
 
 @njit(cache=True)

@@ -17,7 +17,7 @@ def dot_scores(matrix, n_rows, has_vec, query, out):
         out[r] = row_dot(matrix, r, query) if has_vec[r] else np.float32(0.0)
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=True, nogil=True)
 def dot_tile(matrix, n_rows, has_vec, queries, q0, q1, out):
     """``out[q − q0, i] = matrix[i] · queries[q]`` for the queries ``q0..q1`` (0 for rows
     without a vector): each row is read once for the whole tile, not once per query, and every

@@ -32,9 +32,10 @@ def pool():
     return _POOL[0]
 
 
-def in_ranges(n: int, run) -> None:
-    """``run(lo, hi)`` over ``0..n`` cut into one contiguous range per core, on :func:`pool`
-    (one range: on the caller's thread). ``run`` must release the GIL to gain anything.
+def in_ranges(n: int, run, parts: int = 0) -> None:
+    """``run(lo, hi)`` over ``0..n`` cut into ``parts`` contiguous ranges (0: one per core) on
+    :func:`pool` (one range: on the caller's thread). ``run`` must release the GIL to gain
+    anything.
 
     Examples
     --------
@@ -43,7 +44,7 @@ def in_ranges(n: int, run) -> None:
     >>> sorted(seen)[0][0], sorted(seen)[-1][1], sum(hi - lo for lo, hi in seen)
     (0, 10, 10)
     """
-    parts = max(1, min(os.cpu_count() or 1, n))
+    parts = max(1, min(parts or os.cpu_count() or 1, n))
     cuts = [n * i // parts for i in range(parts + 1)]
     if parts == 1:
         run(0, n)

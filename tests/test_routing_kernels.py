@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from maclaw_kernels.experience import (experience_all, experience_all_batch, experience_indexed,
                                       experience_indexed_batch, experience_postings)
 from maclaw_kernels.vectors import dot_scores
-from maclaw_kernels.routing import (NORM_MINMAX, NORM_RAW_COS, NORM_ZSCORE, cosine_batch,
+from maclaw_kernels.routing import (NORM_MINMAX, NORM_RAW_COS, NORM_ZSCORE,
                                     fill_select, fuse_scores, minmax_masked, rank_keys,
-                                    route_batch_kernel, route_one, selected_fields, topk_masked,
+                                    route_one, route_rows, selected_fields, topk_masked,
                                     Catalog, RouteKnobs, RouteOut)
 
 # ---------------------------------------------------------------- references
@@ -242,7 +242,7 @@ def test_rank_and_fill_match_reference(data, slots, nb_slots):
     assert out[:m].tolist() == ref_fill(key, cand, nonbuiltin, slots, nb_slots, tie)
 
 
-def test_route_batch_kernel_equals_route_one():
+def test_route_rows_equals_route_one():
     rng = np.random.default_rng(7)
     nq, n = 12, 200
     bm = rng.uniform(0, 4, (nq, n)) * (rng.random((nq, n)) < 0.2)
@@ -262,8 +262,9 @@ def test_route_batch_kernel_equals_route_one():
     r, e, s = np.zeros((nq, n)), np.zeros((nq, n)), np.zeros((nq, n))
     catalog = Catalog(uid, prio, cand, tie, nonb)
     knobs = RouteKnobs(*map(float, (10, 0.4, NORM_ZSCORE, *tail)))
-    route_batch_kernel(bm, cos, exp, group, w_cos, catalog, knobs, RouteOut(o, hit, r, e, s), on,
-                       oc)
+    for lo, hi in ((0, 5), (5, 5), (5, nq)):  # message ranges, as the threads take them
+        route_rows(bm, cos, exp, group, w_cos, catalog, knobs, RouteOut(o, hit, r, e, s), on, oc,
+                   lo, hi)
     for q in range(nq):
         o1, h1 = np.zeros(6, np.int64), np.zeros(n, np.bool_)
         r1, e1, s1 = np.zeros(n), np.zeros(n), np.zeros(n)
@@ -404,17 +405,24 @@ def test_experience_indexed_is_bitwise_equal_to_scan(win):
     assert np.array_equal(batch[0], want) and np.array_equal(batch[1], want)
 
 
-def test_cosine_batch_is_bitwise_equal_to_single_query_kernel():
+def test_batched_cosines_are_bitwise_equal_to_single_query_kernel():
+    """The vector column's batch (tiles of queries on threads) gives every query the bits of the
+    one-query kernel."""
+    from maclaw_fast.index.vectors import VectorColumn
+
     rng = np.random.default_rng(11)
-    for n, d, nq, blk in ((37, 384, 21, 16), (5, 7, 3, 1), (64, 128, 40, 64)):
+    for n, d, nq, parts in ((37, 384, 21, 0), (5, 7, 3, 1), (64, 128, 40, 3)):
+        col = VectorColumn(d)
         m = rng.standard_normal((n + 3, d)).astype(np.float32)
-        q = rng.standard_normal((nq, d)).astype(np.float32)
         has = rng.random(n + 3) < 0.9
+        for i in range(n + 3):
+            col.set(i, m[i] if has[i] else None)
+        q = rng.standard_normal((nq, d)).astype(np.float32)
         out = np.full((nq, n), np.nan, np.float32)
-        cosine_batch(m, n, has, q, blk, out)
+        col.scores_batch(q, n, out, parts)
         for i in range(nq):
             one = np.empty(n, np.float32)
-            dot_scores(m, n, has, q[i], one)
+            dot_scores(col.matrix, n, col.has_vec, q[i], one)
             assert np.array_equal(one, out[i])
-        np.testing.assert_allclose(out, np.where(has[:n], q @ m[:n].T, 0.0), rtol=1e-4,
-                                   atol=1e-4)
+        np.testing.assert_allclose(out, np.where(has[:n], q @ col.matrix[:n].T, 0.0),
+                                   rtol=1e-4, atol=1e-4)

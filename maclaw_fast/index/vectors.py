@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 from maclaw_kernels.quantized import bound_scores, quantize_rows, rescore_candidates
-from maclaw_kernels.vectors import dot_scores
+from maclaw_kernels.vectors import dot_scores, dot_tile
 
 from maclaw_fast.index.arrays import aligned_zeros
 from maclaw_fast.threads import in_ranges
+
+TILE = 16  # queries scored together: each matrix row read once per tile
 
 # above this many matrix elements one query streams the matrix from both cores: at 100k × 384
 # a serial pass is bound by one core's bandwidth (~2× the two-core floor)
@@ -152,6 +154,22 @@ class VectorColumn:
                                                         out[lo:hi]))
         else:
             dot_scores(self.matrix, n_rows, self.has_vec, query, out)
+        return out
+
+    def scores_batch(self, queries: np.ndarray, n_rows: int, out: np.ndarray,
+                     parts: int = 0) -> np.ndarray:
+        """Into ``out`` (``(n_queries, ≥ n_rows)`` float32, C-contiguous): :meth:`scores` of
+        every query, bit for bit (the same row kernel; not BLAS, whose rounding changes with the
+        batch), tiles of queries on ``parts`` threads (0: every core)."""
+        m, has = self.matrix, self.has_vec
+        q = np.ascontiguousarray(queries, np.float32)
+
+        def run(lo: int, hi: int) -> None:
+            for t0 in range(lo, hi, TILE):
+                t1 = min(hi, t0 + TILE)
+                dot_tile(m, n_rows, has, q, t0, t1, out[t0:t1])
+
+        in_ranges(q.shape[0], run, parts)
         return out
 
     def top_scores(self, query: np.ndarray, n_rows: int, k: int, out: np.ndarray) -> int:

@@ -11,7 +11,7 @@ from maclaw_fast.embedding import check_vectors
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.text import cjk_ratio
 from maclaw_fast.text.clauses import clauses
-from maclaw_kernels.routing import NORM_MINMAX, NORM_RAW_COS, NORM_ZSCORE, cosine_batch
+from maclaw_kernels.routing import NORM_MINMAX, NORM_RAW_COS, NORM_ZSCORE
 
 
 def foreign_query_scale(messages: list[str], embedder, config: RouterConfig) -> np.ndarray:
@@ -105,8 +105,7 @@ def max_clause_cosines(vectors, n_rows: int, clause_vecs: np.ndarray, owner: np.
     if n_rows == 0 or len(owner) == 0:
         return None
     extra = np.zeros((len(owner), n_rows), np.float32)
-    cosine_batch(vectors.matrix, n_rows, vectors.has_vec,
-                 np.ascontiguousarray(clause_vecs, np.float32), 16, extra)
+    vectors.scores_batch(clause_vecs, n_rows, extra, 1)
     for j, q in enumerate(owner.tolist()):  # np.maximum.at is ~10× slower for a few rows
         np.maximum(cos[q], extra[j], out=cos[q])
     return extra

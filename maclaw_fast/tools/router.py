@@ -21,7 +21,7 @@ from maclaw_fast.embedding import DiskEmbeddingCache, QueryCache, resolve_embedd
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.index import Bm25Index, VectorColumn
 from maclaw_fast.text import tokenize
-from maclaw_fast.threads import numba_threads
+from maclaw_fast.threads import batch_threads, in_ranges, numba_threads
 from maclaw_fast.tools.assemble import gather, selected, tool_scores
 from maclaw_fast.tools.catalog import CatalogMixin, new_columns
 from maclaw_fast.tools.fusion import (clause_texts, foreign_query_scale, foreign_scaling,
@@ -35,8 +35,7 @@ from maclaw_fast.tools.rerank import rerank_fill
 from maclaw_fast.tools.routelog import RouteLog
 from maclaw_fast.tools.types import (RouteBatch, RouteResult, RouteState, ToolScore,
                                      arrow_columns, results_columns)
-from maclaw_kernels.routing import (Catalog, RouteKnobs, RouteOut, cosine_batch,
-                                    route_batch_kernel, route_one)
+from maclaw_kernels.routing import Catalog, RouteKnobs, RouteOut, route_one, route_rows
 
 
 class ToolRouter(CatalogMixin, RetrievalMixin):
@@ -206,8 +205,7 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
             if single:
                 self.vectors.scores(qv[0], n, out=cos[0])
             else:  # not BLAS: its rounding differs from the serial kernel and could flip ties
-                cosine_batch(self.vectors.matrix, n, self.vectors.has_vec,
-                             np.ascontiguousarray(qv), 16, cos)
+                self.vectors.scores_batch(qv, n, cos, batch_threads(self.config.batch_threads))
             if clauses is not None:
                 clause_cos = max_clause_cosines(self.vectors, n, clauses[0], clauses[1], cos)
         exp = np.zeros((nq, 0))
@@ -255,9 +253,10 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
             b.out_n, b.out_cand = np.array([n_sel]), np.array([n_cand])
         else:
             b.out_n, b.out_cand = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
-            route_batch_kernel(b.bm, b.cos, exp, b.group,
-                               np.full(nq, cfg.cos_weight) if w_cos is None else w_cos, catalog,
-                               knobs, out, b.out_n, b.out_cand)
+            w = np.full(nq, cfg.cos_weight) if w_cos is None else w_cos
+            in_ranges(nq, lambda lo, hi: route_rows(b.bm, b.cos, exp, b.group, w, catalog, knobs,
+                                                    out, b.out_n, b.out_cand, lo, hi),
+                      batch_threads(cfg.batch_threads))
         if cfg.clause_budget:
             texts, owner = clause_texts(messages, cfg)
             if texts:

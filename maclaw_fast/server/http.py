@@ -111,6 +111,18 @@ def build_app(mcp, *, host: str, token: str | None, path: str = "/mcp",
     return BearerAuth(app, token) if token else app
 
 
+def check_listen(host: str, port: int) -> None:
+    """Raise :class:`ValidationError` with the reason when ``host:port`` cannot be listened on
+    (taken, not an address of this machine)."""
+    try:
+        fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(fam, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host, port))
+    except OSError as exc:
+        raise ValidationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
 def serve_http(mcp, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
                path: str = "/mcp", log_level: str = "warning",
                users: dict[str, str] | None = None) -> None:
@@ -118,13 +130,7 @@ def serve_http(mcp, *, host: str = "127.0.0.1", port: int = 8765, token: str | N
     import uvicorn
 
     app = build_app(mcp, host=host, token=token, path=path, users=users)
-    try:  # fail with a clear message before uvicorn prints its own traceback
-        fam = socket.AF_INET6 if ":" in host else socket.AF_INET
-        with socket.socket(fam, socket.SOCK_STREAM) as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind((host, port))
-    except OSError as exc:
-        raise ValidationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    check_listen(host, port)  # a clear message before uvicorn prints its own traceback
     shown = f"[{host}]" if ":" in host else host
     print(f"maclaw-fast MCP server on http://{shown}:{port}{path}"
           f"{' (bearer token required)' if token or users else ''}", file=sys.stderr, flush=True)

@@ -219,17 +219,11 @@ def serve_workers(argv: list[str], *, workers: int, host: str, port: int,
     stores)."""
     import uvicorn
 
-    from maclaw_fast.server.http import exit_on_sigterm
+    from maclaw_fast.server.http import check_listen, exit_on_sigterm
 
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 2:
         raise ValidationError("--workers must be at least 2 (1 is the plain server)")
-    try:  # fail with a clear message before any worker starts
-        fam = socket.AF_INET6 if ":" in host else socket.AF_INET
-        with socket.socket(fam, socket.SOCK_STREAM) as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind((host, port))
-    except OSError as exc:
-        raise ValidationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    check_listen(host, port)  # a clear message before any worker starts
     procs = Workers(argv, workers).start()
     try:
         shown = f"[{host}]" if ":" in host else host

@@ -11,8 +11,8 @@ that the contenders agree before it is timed).
 Groups:
 
 * ``decay 100k`` — the forgetting curve over 100,000 entries (strength 0.5–3, ``updated_at``
-  spread over 2,000 h, 5 % self_identity, 10 % not active): ``decay_pass`` (numba, serial),
-  ``decay_pass_batch`` (numba prange, all threads) and :func:`lifecycle.decay` on a real store
+  spread over 2,000 h, 5 % self_identity, 10 % not active): ``decay_pass`` (numba, serial)
+  and :func:`lifecycle.decay` on a real store
   (kernel + column slicing + journaling the entries that turn dormant) vs the per-entry Python
   loop over the same NumPy columns (design §7 target: ≥ 30× faster).
 * ``maintenance 500`` — ``Maintenance(store).run_once()`` without LLM on a 500-entry store
@@ -53,7 +53,7 @@ from maclaw_fast.maintenance import Maintenance
 from maclaw_fast.memory import MemoryStore
 from maclaw_fast.memory.lifecycle import decay
 from maclaw_fast.text.tokenizer import tokenize
-from maclaw_kernels.decay import decay_pass, decay_pass_batch
+from maclaw_kernels.decay import decay_pass
 
 N = 100_000
 NOW = 1_700_000_000.0
@@ -97,7 +97,7 @@ def test_decay_python_loop(benchmark, columns):
 
 
 @pytest.mark.benchmark(group="decay 100k")
-@pytest.mark.parametrize("fn", [decay_pass, decay_pass_batch], ids=["serial", "prange"])
+@pytest.mark.parametrize("fn", [decay_pass], ids=["serial"])
 def test_decay_kernel(benchmark, columns, fn):
     ref = python_loop(*columns)
     got = _kernel(fn, columns)

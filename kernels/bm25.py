@@ -3,7 +3,7 @@
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 # One index's arrays as the query kernels read them (built by ``Bm25Index.postings``):
 # ``df`` per term, ``n_live`` documents; CSR postings (``indptr``, ``post_docs``, ``post_tfs``)
@@ -15,52 +15,6 @@ Postings = namedtuple("Postings", [
     "df", "n_live", "indptr", "post_docs", "post_tfs", "main_upto", "n_docs", "doc_start",
     "doc_nterms", "fwd_terms", "fwd_tfs", "doc_norm", "doc_live", "doc_key", "k1", "b", "avgdl",
     "term_weight"])
-
-
-@njit(cache=True, inline="always")
-def _accumulate(term_ids, idf, indptr, post_docs, post_tfs, doc_norm, doc_live, doc_key,
-                k1, b, avgdl, out, d_lo, d_hi):
-    """Add the postings of docs ``d_lo..d_hi`` (a term's postings are sorted by doc)."""
-    n_terms = indptr.shape[0] - 1
-    for i in range(term_ids.shape[0]):
-        t = term_ids[i]
-        if t < 0 or t >= n_terms:
-            continue
-        w = idf[i] * (k1 + 1.0)
-        docs = post_docs[indptr[t]:indptr[t + 1]]
-        lo = indptr[t] + np.searchsorted(docs, d_lo)
-        hi = indptr[t] + np.searchsorted(docs, d_hi)
-        for p in range(lo, hi):
-            d = post_docs[p]
-            if doc_live[d]:
-                # widen explicitly: without the JIT, float32 scalars would keep float32 math
-                tf = np.float64(post_tfs[p])
-                norm = np.float64(doc_norm[d])
-                out[doc_key[d]] += w * tf / (tf + k1 * (1.0 - b + b * norm / avgdl))
-
-
-@njit(cache=True)
-def bm25_scores(term_ids, idf, indptr, post_docs, post_tfs, doc_norm, doc_live, doc_key,
-                k1, b, avgdl, out):
-    """Add the BM25 score of every live doc holding one of ``term_ids`` into ``out[doc_key[d]]``.
-
-    ``term_ids`` are the query's unique term ids (``-1`` = unknown, skipped), ``idf`` their
-    weights, ``doc_norm`` the (field-norm encoded) document lengths.
-    """
-    _accumulate(term_ids, idf, indptr, post_docs, post_tfs, doc_norm, doc_live, doc_key,
-                k1, b, avgdl, out, 0, doc_live.shape[0])
-
-
-@njit(cache=True, parallel=True)
-def bm25_scores_batch(q_indptr, term_ids, idf, indptr, post_docs, post_tfs, doc_norm, doc_live,
-                      doc_key, k1, b, avgdl, out):
-    """:func:`bm25_scores` for many queries: query ``q`` owns ``term_ids[q_indptr[q]:q_indptr[q+1]]``
-    and writes row ``out[q]``."""
-    for q in prange(q_indptr.shape[0] - 1):
-        lo = q_indptr[q]
-        hi = q_indptr[q + 1]
-        _accumulate(term_ids[lo:hi], idf[lo:hi], indptr, post_docs, post_tfs, doc_norm, doc_live,
-                    doc_key, k1, b, avgdl, out[q], 0, doc_live.shape[0])
 
 
 @njit(cache=True)
@@ -81,27 +35,6 @@ def build_csr(n_terms, terms, docs, tfs):
         post_tfs[p] = tfs[i]
         fill[terms[i]] = p + 1
     return indptr, post_docs, post_tfs
-
-
-@njit(cache=True)
-def bm25_scores_forward(uniq, idf, lo, hi, doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm,
-                        doc_live, doc_key, k1, b, avgdl, out):
-    """BM25 of docs ``lo..hi`` by scanning their own terms, for the query's distinct terms
-    ``uniq`` with weights ``idf``: serves the small, unsorted tail of recent documents without
-    building postings for it. Each term's part is added in query-term order with the
-    arithmetic of the postings path, so a document scores the same bits on either side."""
-    for d in range(lo, hi):
-        if not doc_live[d]:
-            continue
-        for i in range(uniq.shape[0]):
-            t = uniq[i]
-            for p in range(doc_start[d], doc_start[d] + doc_nterms[d]):
-                if fwd_terms[p] == t:
-                    w = idf[i] * (k1 + 1.0)
-                    tf = np.float64(fwd_tfs[p])
-                    norm = np.float64(doc_norm[d])
-                    out[doc_key[d]] += w * tf / (tf + k1 * (1.0 - b + b * norm / avgdl))
-                    break
 
 
 @njit(cache=True)
@@ -146,39 +79,41 @@ def query_idf(term_ids, df, n_live, term_weight):
     return uniq[:m], idf[:m]
 
 
-@njit(cache=True)
-def query_terms_batch(flat_ids, offsets, df, n_live, term_weight, q_indptr_out, ids_out,
-                      idf_out):
-    """:func:`query_idf` of every query (query ``q`` owns ``flat_ids[offsets[q]:offsets[q+1]]``),
-    as CSR: query ``q``'s terms, first seen first, are ``ids_out[q_indptr_out[q]:
-    q_indptr_out[q + 1]]``. The same order as one query alone, so the same sums. Returns the
-    total count. ``term_weight``: zeroed scratch over the vocabulary, zeroed again on return."""
-    m = 0
-    q_indptr_out[0] = 0
-    for q in range(offsets.shape[0] - 1):
-        uniq, idf = query_idf(flat_ids[offsets[q]:offsets[q + 1]], df, n_live, term_weight)
-        for j in range(uniq.shape[0]):
-            ids_out[m] = uniq[j]
-            idf_out[m] = idf[j]
-            term_weight[uniq[j]] = 0.0
-            m += 1
-        q_indptr_out[q + 1] = m
-    return m
-
-
 @njit(cache=True, nogil=True)
 def bm25_range(uniq, idf, p, out, d_lo, d_hi):
     """The documents ``d_lo..d_hi`` of :func:`bm25_query` for its terms ``uniq`` and ``idf``
-    (:func:`query_idf`'s): CSR postings below ``main_upto``, forward lists above. Releases the
-    GIL: a large index scores document ranges on several threads, each document summed in the
-    same order as in one pass, so the result is identical."""
-    _accumulate(uniq, idf, p.indptr, p.post_docs, p.post_tfs, p.doc_norm, p.doc_live,
-                p.doc_key, p.k1, p.b, p.avgdl, out, d_lo, d_hi)
-    lo_tail = max(p.main_upto, d_lo)
-    if lo_tail < d_hi:
-        bm25_scores_forward(uniq, idf, lo_tail, d_hi, p.doc_start, p.doc_nterms, p.fwd_terms,
-                            p.fwd_tfs, p.doc_norm, p.doc_live, p.doc_key, p.k1, p.b, p.avgdl,
-                            out)
+    (:func:`query_idf`'s): CSR postings below ``main_upto`` (a term's postings are sorted by
+    document), forward lists above. Each term's part is added in query-term order on either
+    side, so a document scores the same bits whichever holds it, and document ranges scored
+    on several threads (the GIL is released) equal one pass."""
+    k1, b, avgdl = p.k1, p.b, p.avgdl
+    n_terms = p.indptr.shape[0] - 1
+    for i in range(uniq.shape[0]):
+        t = uniq[i]
+        if t < 0 or t >= n_terms:
+            continue
+        w = idf[i] * (k1 + 1.0)
+        docs = p.post_docs[p.indptr[t]:p.indptr[t + 1]]
+        lo = p.indptr[t] + np.searchsorted(docs, d_lo)
+        hi = p.indptr[t] + np.searchsorted(docs, min(d_hi, p.main_upto))
+        for j in range(lo, hi):
+            d = p.post_docs[j]
+            if p.doc_live[d]:
+                # widen explicitly: without the JIT, float32 scalars would keep float32 math
+                tf = np.float64(p.post_tfs[j])
+                norm = np.float64(p.doc_norm[d])
+                out[p.doc_key[d]] += w * tf / (tf + k1 * (1.0 - b + b * norm / avgdl))
+    for d in range(max(p.main_upto, d_lo), d_hi):  # the tail: each document's own terms
+        if not p.doc_live[d]:
+            continue
+        for i in range(uniq.shape[0]):
+            for j in range(p.doc_start[d], p.doc_start[d] + p.doc_nterms[d]):
+                if p.fwd_terms[j] == uniq[i]:
+                    tf = np.float64(p.fwd_tfs[j])
+                    norm = np.float64(p.doc_norm[d])
+                    out[p.doc_key[d]] += idf[i] * (k1 + 1.0) * tf / (
+                        tf + k1 * (1.0 - b + b * norm / avgdl))
+                    break
 
 
 @njit(cache=True)
@@ -192,6 +127,14 @@ def bm25_query(term_ids, p, out):
     bm25_range(uniq, idf, p, out, np.int64(0), p.n_docs)  # not a literal: one compile
     p.term_weight[uniq] = 0.0
     return uniq.shape[0]
+
+
+@njit(cache=True, nogil=True)
+def bm25_block(q_indptr, term_ids, p, out):
+    """:func:`bm25_query` of each query ``q`` (vocabulary ids ``term_ids[q_indptr[q]:
+    q_indptr[q + 1]]``) into row ``out[q]``."""
+    for q in range(q_indptr.shape[0] - 1):
+        bm25_query(term_ids[q_indptr[q]:q_indptr[q + 1]], p, out[q])
 
 
 @njit(cache=True)

@@ -1,7 +1,7 @@
 """The forgetting curve (design §7) over strength / updated_at columns."""
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 
 @njit(cache=True, inline="always")
@@ -11,12 +11,13 @@ def _strength_now(strength, updated_at, now, rate):
     return strength * np.exp(-rate * max(now - updated_at, 0.0) / 3600.0)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def decay_pass(strength, updated_at, exempt, active, now, rate, threshold, out_strength,
                out_dormant):
     """``S = strength·exp(-rate·hours)``; rows that are ``active`` and not ``exempt`` (self
     identity) with ``S < threshold`` become dormant (``out_dormant``) and keep ``S`` as strength;
-    every other row keeps its stored strength. Returns how many became dormant."""
+    every other row keeps its stored strength. Returns how many became dormant. Releases the
+    GIL: a very large store runs row ranges on several threads."""
     count = 0
     for i in range(strength.shape[0]):
         out_strength[i] = strength[i]
@@ -29,22 +30,6 @@ def decay_pass(strength, updated_at, exempt, active, now, rate, threshold, out_s
             out_dormant[i] = True
             count += 1
     return count
-
-
-@njit(cache=True, parallel=True)
-def decay_pass_batch(strength, updated_at, exempt, active, now, rate, threshold, out_strength,
-                     out_dormant):
-    """:func:`decay_pass` with rows split across threads (for 10⁵+ entries)."""
-    for i in prange(strength.shape[0]):
-        out_strength[i] = strength[i]
-        out_dormant[i] = False
-        if exempt[i] or not active[i]:
-            continue
-        s = _strength_now(strength[i], updated_at[i], now, rate)
-        if s < threshold:
-            out_strength[i] = s
-            out_dormant[i] = True
-    return int(out_dormant.sum())
 
 
 @njit(cache=True)

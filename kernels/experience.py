@@ -7,7 +7,7 @@ tool at once, so routing pays for the window once per message, not once per tool
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 
 @njit(cache=True)
@@ -51,18 +51,6 @@ def experience_all(rec_uid, rec_tok, rec_ntok, rec_ts, rec_ok, head, count, q_id
             out[u] = min(max(out[u] / seen[u], 0.0), 1.0)
     for t in range(q_ids.shape[0]):
         qmask[q_ids[t]] = False
-
-
-@njit(cache=True, parallel=True)
-def experience_all_batch(rec_uid, rec_tok, rec_ntok, rec_ts, rec_ok, head, count, q_indptr,
-                         q_ids, q_sizes, now, decay, fail_w, max_per_tool, n_vocab, out):
-    """:func:`experience_all` for many queries: query ``q`` owns
-    ``q_ids[q_indptr[q]:q_indptr[q+1]]`` and writes ``out[q]``."""
-    for q in prange(q_indptr.shape[0] - 1):
-        qmask = np.zeros(max(n_vocab, 1), np.bool_)
-        experience_all(rec_uid, rec_tok, rec_ntok, rec_ts, rec_ok, head, count,
-                       q_ids[q_indptr[q]:q_indptr[q + 1]], q_sizes[q], now, decay, fail_w,
-                       max_per_tool, qmask, out[q])
 
 
 @njit(cache=True)
@@ -130,13 +118,13 @@ def experience_indexed(age_slot, seen, post_ptr, post_age, rec_uid, rec_ntok, re
             out[u] = min(max(out[u] / seen[u], 0.0), 1.0)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def experience_indexed_batch(age_slot, seen, post_ptr, post_age, rec_uid, rec_ntok, rec_ts,
                              rec_ok, count, q_indptr, q_ids, q_sizes, now, decay, fail_w, out):
     """:func:`experience_indexed` for many queries (query ``q`` owns
     ``q_ids[q_indptr[q]:q_indptr[q+1]]`` and writes ``out[q]``)."""
-    for q in prange(q_indptr.shape[0] - 1):
-        inter = np.zeros(max(count, 1), np.int32)
+    inter = np.zeros(max(count, 1), np.int32)  # left zeroed by each query
+    for q in range(q_indptr.shape[0] - 1):
         experience_indexed(age_slot, seen, post_ptr, post_age, rec_uid, rec_ntok, rec_ts, rec_ok,
                            count, q_ids[q_indptr[q]:q_indptr[q + 1]], q_sizes[q], now, decay,
                            fail_w, inter, out[q])

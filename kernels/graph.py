@@ -5,17 +5,11 @@ from numba import njit
 
 
 @njit(cache=True)
-def propagate_relevance(seeds, seed_values, nbr, edge_w, hops, hop_factor, eligible):
-    """Breadth-first from ``seeds``: a node reached gets ``value · edge · hop_factor`` per hop,
-    compounding, keeping the maximum when reached twice; seeds are never re-added. Returns a dense
-    array (0 where nothing arrived) over ``eligible`` rows only."""
-    return propagate_reached(seeds, seed_values, nbr, edge_w, hops, hop_factor, eligible)[0]
-
-
-@njit(cache=True)
 def propagate_reached(seeds, seed_values, nbr, edge_w, hops, hop_factor, eligible):
-    """:func:`propagate_relevance` and the rows it raised above 0, each once, in the order they
-    were first reached: a caller can visit those instead of every row."""
+    """Breadth-first from ``seeds``: a node reached gets ``value · edge · hop_factor`` per hop,
+    compounding, keeping the maximum when reached twice; seeds are never re-added. Returns the
+    dense values over the ``eligible`` rows (0 where nothing arrived) and the rows raised above 0,
+    each once, in the order they were first reached (a caller visits those, not every row)."""
     n = nbr.shape[0]
     best = np.zeros(n, dtype=np.float64)
     is_seed = np.zeros(n, dtype=np.bool_)

@@ -10,7 +10,7 @@ those of the full float32 scan.
 
 import numpy as np
 from maclaw_kernels.vectors import row_dot
-from numba import njit, prange
+from numba import njit
 
 
 @njit(cache=True)
@@ -54,10 +54,11 @@ def query_norm(query):
     return np.sqrt(total)
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=True, nogil=True)
 def bound_rows(codes, scale, err, has_vec, query, q_norm, slack, start, end, lo_out, hi_out):
     """Lower and upper bounds of the inner products of rows ``start..end`` with ``query``. Four
-    rows per step share each load of the query (as ``dot_scores`` does): 2.5× one at a time."""
+    rows per step share each load of the query (as ``dot_scores`` does): 2.5× one at a time.
+    Releases the GIL: a large column bounds row ranges on several threads."""
     d = query.shape[0]
     i = start
     while i + 4 <= end:
@@ -78,15 +79,6 @@ def bound_rows(codes, scale, err, has_vec, query, q_norm, slack, start, end, lo_
         for j in range(d):
             acc += query[j] * np.float32(codes[r, j])
         _bounds_of(scale, err, has_vec, r, acc, q_norm, slack, lo_out, hi_out)
-
-
-@njit(cache=True, parallel=True)
-def bound_scores(codes, scale, err, n_rows, has_vec, query, slack, lo_out, hi_out):
-    """:func:`bound_rows` for every row, 1,024-row chunks across numba's threads."""
-    q_norm = query_norm(query)
-    for c in prange((n_rows + 1023) // 1024):
-        bound_rows(codes, scale, err, has_vec, query, q_norm, slack, c * 1024,
-                   min(n_rows, c * 1024 + 1024), lo_out, hi_out)
 
 
 @njit(cache=True)
@@ -137,5 +129,5 @@ def warmup() -> None:
     quantize_rows(m, codes, scale, err)
     lo, hi, out = np.empty(8), np.empty(8), np.empty(8, np.float32)
     has = np.ones(8, np.bool_)
-    bound_scores(codes, scale, err, 8, has, m[0], 2e-4, lo, hi)
+    bound_rows(codes, scale, err, has, m[0], query_norm(m[0]), 2e-4, 0, 8, lo, hi)
     rescore_candidates(lo, hi, 8, 2, m, has, m[0], out)

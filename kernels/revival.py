@@ -41,14 +41,6 @@ def cue_strength(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, co
 
 
 @njit(cache=True)
-def cue_strengths(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, cos_floor, out):
-    """:func:`cue_strength` of every element of ``bm25``/``cos`` into ``out``."""
-    for i in range(bm25.shape[0]):
-        out[i] = cue_strength(bm25[i], cos[i], idf_total, bm25_w, cos_w, has_vector, needs_term,
-                              cos_floor)
-
-
-@njit(cache=True)
 def terms_idf_total(term_ids, df, n_live):
     """The ``idf_total`` of :func:`cue_strength` for one query given as vocabulary ids (-1 =
     unknown): Σ idf over its distinct known terms, plus ``idf(df = 0)`` for every word the
@@ -69,14 +61,6 @@ def terms_idf_total(term_ids, df, n_live):
             d = np.float64(df[t])
             total += np.log((n - d + 0.5) / (d + 0.5) + 1.0)
     return total
-
-
-@njit(cache=True)
-def idf_totals_batch(indptr, term_ids, df, n_live, out):
-    """:func:`terms_idf_total` of each query ``q``, whose vocabulary ids are
-    ``term_ids[indptr[q]:indptr[q + 1]]``, into ``out[q]``."""
-    for q in range(indptr.shape[0] - 1):
-        out[q] = terms_idf_total(term_ids[indptr[q]:indptr[q + 1]], df, n_live)
 
 
 @njit(cache=True)
@@ -122,6 +106,12 @@ def revived_masks(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, need
     return el, sc
 
 
+@njit(cache=True, inline="always")
+def ahead_of(a, b, cue, seq):
+    """Row ``a`` comes before row ``b`` in the archive's answer: a stronger cue, then older."""
+    return cue[a] > cue[b] or (cue[a] == cue[b] and seq[a] < seq[b])
+
+
 @njit(cache=True)
 def archive_cues(term_ids, postings, matrix, has_vec, query, alive, seq, knobs, limit, bm25_out,
                  cos_out, cue_out, rows_out):
@@ -149,11 +139,17 @@ def archive_cues(term_ids, postings, matrix, has_vec, query, alive, seq, knobs, 
         if alive[r] and c >= min_cue:
             rows_out[m] = r
             m += 1
-    # strongest first, then the older entry (seq): a stable sort by seq, then by cue
-    picked = rows_out[:m]
-    by_seq = picked[np.argsort(seq[picked], kind="mergesort")]
-    order = np.argsort(-cue_out[by_seq], kind="mergesort")
-    k = min(m, max(limit, 0))
-    for j in range(k):
-        rows_out[j] = by_seq[order[j]]
+    if limit <= 0:
+        return 0
+    k = 0  # strongest first, then the older entry (seq): an insertion into the best ``limit``
+    for j in range(m):
+        r = rows_out[j]
+        if k == limit and not ahead_of(r, rows_out[k - 1], cue_out, seq):
+            continue
+        pos = k if k < limit else k - 1
+        k = min(k + 1, limit)
+        while pos > 0 and ahead_of(r, rows_out[pos - 1], cue_out, seq):
+            rows_out[pos] = rows_out[pos - 1]
+            pos -= 1
+        rows_out[pos] = r
     return k

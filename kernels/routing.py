@@ -14,29 +14,6 @@ from numba import njit
 
 
 @njit(cache=True)
-def minmax_masked(x, mask, out):
-    """``out[i] = (x[i] − min)/(max − min)`` over rows with ``mask``; other rows get 0.
-
-    When every masked value is equal (a single one included) each becomes 1.0 if it is > 0,
-    else 0 (design §12 [D]: a lone hit keeps its lead).
-    """
-    lo = np.inf
-    hi = -np.inf
-    for i in range(x.shape[0]):
-        if mask[i]:
-            lo = min(lo, x[i])
-            hi = max(hi, x[i])
-    span = hi - lo
-    for i in range(x.shape[0]):
-        if not mask[i]:
-            out[i] = 0.0
-        elif span > 0.0:
-            out[i] = (x[i] - lo) / span
-        else:
-            out[i] = 1.0 if x[i] > 0.0 else 0.0
-
-
-@njit(cache=True)
 def _before(x, tie, i, j):
     """Row ``i`` ranks before row ``j``: larger ``x``, then smaller ``tie``."""
     return x[i] > x[j] or (x[i] == x[j] and tie[i] < tie[j])

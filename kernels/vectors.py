@@ -40,12 +40,3 @@ def row_dot(matrix, i, query):
     for j in range(query.shape[0]):
         acc += matrix[i, j] * query[j]
     return acc
-
-
-@njit(cache=True)
-def is_unit_vector(vector, tol):
-    """``|‖vector‖² − 1| < tol``, the squares summed in float64 (False for NaN or inf)."""
-    total = 0.0
-    for j in range(vector.shape[0]):
-        total += np.float64(vector[j]) * np.float64(vector[j])
-    return abs(total - 1.0) < tol

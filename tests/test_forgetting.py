@@ -19,7 +19,7 @@ from maclaw_fast.memory import MemoryStore
 from maclaw_fast.memory.archive import ArchiveColumns
 from maclaw_fast.memory.lifecycle import decay
 from maclaw_fast.text.tokenizer import analysed_text, tokenize
-from maclaw_kernels.revival import TERM_BM25, cue_strengths
+from maclaw_kernels.revival import TERM_BM25, cue_strength
 from tests.maint_helpers import H, Clock
 
 DAY = 24 * H
@@ -108,8 +108,8 @@ def test_cue_kernels_match_reference(pairs, idf_total, bw, cw, has_vector, needs
     cos = np.array([p[1] for p in pairs], np.float32)
     ref = [ref_cue(float(b), float(c), idf_total, bw, cw, has_vector, needs_term, floor)
            for b, c in zip(bm25, cos)]
-    out = np.empty(len(pairs))
-    cue_strengths(bm25, cos, idf_total, bw, cw, has_vector, needs_term, floor, out)
+    out = [cue_strength(b, c, idf_total, bw, cw, has_vector, needs_term, floor)
+           for b, c in zip(bm25, cos)]
     np.testing.assert_allclose(out, ref, rtol=1e-6, atol=1e-7)
 
 

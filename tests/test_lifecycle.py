@@ -13,7 +13,7 @@ from maclaw_fast.errors import DuplicateError, NotFoundError, ValidationError
 from maclaw_fast.memory import MemoryStore
 from maclaw_fast.memory.lifecycle import (decay, reinforce, replace_entries, restore, revive,
                                           strength_now)
-from maclaw_kernels.decay import decay_pass, decay_pass_batch
+from maclaw_kernels.decay import decay_pass
 
 from tests.maint_helpers import H, T0, Clock
 from tests.test_memory_kernels import ref_decay
@@ -139,13 +139,12 @@ def test_decay_kernels_match_reference(rows, now_h):
     exempt = np.array([r[2] for r in rows], np.bool_)
     active = np.array([r[3] for r in rows], np.bool_)
     ref_s, ref_d = ref_decay(strength, updated, exempt, active, now_h * H, 0.003, 0.1)
-    for kernel in (decay_pass, decay_pass_batch):
-        out_s = np.empty(len(rows))
-        out_d = np.empty(len(rows), np.bool_)
-        count = kernel(strength, updated, exempt, active, now_h * H, 0.003, 0.1, out_s, out_d)
-        np.testing.assert_allclose(out_s, ref_s, rtol=1e-12)
-        np.testing.assert_array_equal(out_d, ref_d)
-        assert count == sum(ref_d)
+    out_s = np.empty(len(rows))
+    out_d = np.empty(len(rows), np.bool_)
+    count = decay_pass(strength, updated, exempt, active, now_h * H, 0.003, 0.1, out_s, out_d)
+    np.testing.assert_allclose(out_s, ref_s, rtol=1e-12)
+    np.testing.assert_array_equal(out_d, ref_d)
+    assert count == sum(ref_d)
 
 
 def test_store_decay_parallel_and_serial_agree(clock):

@@ -25,12 +25,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from maclaw_kernels.bm25 import (Postings, bm25_query, bm25_range, bm25_scores, query_idf, bm25_scores_batch, bm25_scores_forward, query_terms_batch,
-                                 build_csr)
-from maclaw_kernels.decay import decay_pass, decay_pass_batch, touch_rows
-from maclaw_kernels.graph import propagate_reached, propagate_relevance
+from maclaw_kernels.bm25 import Postings, bm25_block, bm25_query, bm25_range, build_csr, query_idf
+from maclaw_kernels.decay import decay_pass, touch_rows
+from maclaw_kernels.graph import propagate_reached
 from maclaw_kernels.topk import top_k_desc
-from maclaw_kernels.vectors import dot_scores, is_unit_vector
+from maclaw_kernels.vectors import dot_scores
 
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.vectors import VectorColumn
@@ -174,64 +173,9 @@ def test_build_csr_matches_reference(seed):
     assert pd.tolist() == r_docs and pt.tolist() == r_tfs
 
 
-@pytest.mark.parametrize("seed", range(25))
-def test_bm25_scores_and_batch_match_reference(seed):
-    rng, n_terms, terms, docs, tfs, doc_norm, doc_live, doc_key, n_keys, avgdl = bm25_case(seed)
-    indptr, pd, pt = build_csr(n_terms, terms, docs, tfs)
-    queries = [query_terms(rng, n_terms) for _ in range(int(rng.integers(1, 6)))]
-    out0 = rng.uniform(0, 1, (len(queries), n_keys))  # the kernels add into ``out``
-    refs = [ref_bm25_scores(ids, idf, terms, docs, tfs, doc_norm, doc_live, doc_key, avgdl,
-                            out0[q]) for q, (ids, idf) in enumerate(queries)]
-    args = (indptr, pd, pt, doc_norm, doc_live, doc_key, K1, B, avgdl)
-    if seed % 5 == 0:
-        args = tuple(ro(*args[:6])) + args[6:]
-    for q, (ids, idf) in enumerate(queries):
-        out = out0[q].copy()
-        bm25_scores(ro(ids) if seed % 5 == 0 else ids, idf, *args, out)
-        np.testing.assert_allclose(out, refs[q], rtol=BM25_RTOL, atol=1e-12)
-    q_indptr = np.zeros(len(queries) + 1, np.int64)
-    q_indptr[1:] = np.cumsum([ids.size for ids, _ in queries])
-    all_ids = np.concatenate([ids for ids, _ in queries]).astype(np.int32)
-    all_idf = np.concatenate([idf for _, idf in queries])
-    out = out0.copy()
-    bm25_scores_batch(q_indptr, all_ids, all_idf, *args, out)
-    np.testing.assert_allclose(out, np.array(refs), rtol=BM25_RTOL, atol=1e-12)
-
-
-@pytest.mark.parametrize("seed", range(8))
-def test_bm25_scores_forward_matches_reference(seed):
-    """The forward scan over docs lo..hi (each doc's own terms) equals the postings reference
-    restricted to those docs."""
-    rng, n_terms, terms, docs, tfs, doc_norm, doc_live, doc_key, n_keys, avgdl = bm25_case(seed)
-    n_docs = doc_norm.size
-    order = np.lexsort((terms, docs))  # forward store: docs in order, their terms
-    fwd_terms = terms[order].astype(np.int32)
-    fwd_tfs = tfs[order]
-    doc_nterms = np.bincount(docs, minlength=n_docs).astype(np.int32)
-    doc_start = (np.cumsum(doc_nterms) - doc_nterms).astype(np.int64)
-    lo = int(rng.integers(0, n_docs + 1))
-    hi = int(rng.integers(lo, n_docs + 1))
-    ids, idf = query_terms(rng, n_terms)
-    ids, idf = ids[(ids >= 0) & (ids < n_terms)], idf[(ids >= 0) & (ids < n_terms)]
-    first = np.unique(ids, return_index=True)[1]  # the kernel takes distinct terms
-    keep = np.sort(first)
-    ids, idf = ids[keep], idf[keep]
-    in_range = (docs >= lo) & (docs < hi)
-    out0 = rng.uniform(0, 1, n_keys)
-    ref = ref_bm25_scores(ids, idf, terms[in_range], docs[in_range], tfs[in_range], doc_norm,
-                          doc_live, doc_key, avgdl, out0)
-    args = (ids, idf, lo, hi, doc_start, doc_nterms, fwd_terms, fwd_tfs, doc_norm, doc_live,
-            doc_key)
-    out = out0.copy()
-    bm25_scores_forward(*args, K1, B, avgdl, out)
-    np.testing.assert_allclose(out, ref, rtol=BM25_RTOL, atol=1e-12)
-
-
-@pytest.mark.parametrize("seed", range(25))
-def test_bm25_query_matches_reference(seed):
-    """One query end to end: duplicates, unknown ids and df = 0 terms skipped, idf from df, docs
-    below ``main_upto`` from the CSR and the rest from the forward lists; the scratch comes back
-    zeroed."""
+def postings_case(seed):
+    """A random index as :func:`bm25_query` reads it (documents from ``main_upto`` on in the
+    forward lists only) and the COO postings the reference scores from."""
     rng, n_terms, terms, docs, tfs, doc_norm, doc_live, doc_key, n_keys, avgdl = bm25_case(seed)
     n_docs = doc_norm.size
     main_upto = int(rng.integers(0, n_docs + 1))
@@ -243,45 +187,51 @@ def test_bm25_query_matches_reference(seed):
     doc_start = (np.cumsum(doc_nterms) - doc_nterms).astype(np.int64)
     df = np.bincount(terms, minlength=n_terms + 2).astype(np.int64)
     n_live = int(rng.integers(1, 80))
-    raw = rng.integers(-1, n_terms + 2, int(rng.integers(0, 9)))  # repeats and unknowns
+    p = Postings(df, n_live, indptr, pd, pt, main_upto, n_docs, doc_start, doc_nterms,
+                 fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key, K1, B, avgdl,
+                 np.zeros(n_terms + 8))
+    return rng, p, (terms, docs, tfs), n_keys
+
+
+def ref_query(raw, p, coo, out0):
+    """The reference BM25 of one query given as raw vocabulary ids."""
+    df, n_live = p.df, p.n_live
     uniq = [t for t in dict.fromkeys(raw.tolist()) if 0 <= t < df.size and df[t] > 0]
     idf = np.array([np.log((n_live - df[t] + 0.5) / (df[t] + 0.5) + 1.0) for t in uniq])
-    out0 = rng.uniform(0, 1, n_keys)
-    ref = ref_bm25_scores(np.array(uniq, np.int64), idf, terms, docs, tfs, doc_norm, doc_live,
-                          doc_key, avgdl, out0)
-    scratch = np.zeros(n_terms + 8)
+    return uniq, ref_bm25_scores(np.array(uniq, np.int64), idf, *coo, p.doc_norm, p.doc_live,
+                                 p.doc_key, p.avgdl, out0)
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_bm25_query_matches_reference(seed):
+    """One query end to end: duplicates, unknown ids and df = 0 terms skipped, idf from df, docs
+    below ``main_upto`` from the CSR and the rest from the forward lists; the scratch comes back
+    zeroed."""
+    rng, p, coo, n_keys = postings_case(seed)
+    raw = rng.integers(-1, p.df.size, int(rng.integers(0, 9)))  # repeats and unknowns
+    out0 = rng.uniform(0, 1, n_keys)  # the kernel adds into ``out``
+    uniq, ref = ref_query(raw, p, coo, out0)
     out = out0.copy()
-    got = bm25_query(raw.astype(np.int64), Postings(
-        df, n_live, indptr, pd, pt, main_upto, n_docs, doc_start, doc_nterms, fwd_terms,
-        fwd_tfs, doc_norm, doc_live, doc_key, K1, B, avgdl, scratch), out)
-    assert got == len(uniq)
+    assert bm25_query(raw.astype(np.int64), p, out) == len(uniq)
     np.testing.assert_allclose(out, ref, rtol=BM25_RTOL, atol=1e-12)
-    assert not scratch.any()
+    assert not p.term_weight.any()
 
 
 @pytest.mark.parametrize("seed", range(10))
-def test_query_terms_batch_matches_reference(seed):
-    """Per query: known terms with df > 0, first seen first, each once, with their idf; the
-    scratch comes back zeroed."""
-    rng = np.random.default_rng(seed)
-    n_terms = int(rng.integers(1, 40))
-    df = rng.integers(0, 6, n_terms).astype(np.int64)
-    n_live = int(rng.integers(6, 50))
-    queries = [rng.integers(-1, n_terms + 2, int(rng.integers(0, 9))).tolist()
-               for _ in range(int(rng.integers(0, 12)))]
-    offsets = np.cumsum([0] + [len(q) for q in queries]).astype(np.int64)
-    flat = np.array([t for q in queries for t in q], np.int64)
-    scratch = np.zeros(n_terms + 4)
-    q_indptr = np.full(len(queries) + 1, -7, np.int64)
-    ids, idf = np.empty(flat.size, np.int64), np.empty(flat.size)
-    m = query_terms_batch(flat, offsets, df, n_live, scratch, q_indptr, ids, idf)
-    want = [[t for t in dict.fromkeys(q) if 0 <= t < n_terms and df[t] > 0] for q in queries]
-    assert m == sum(map(len, want)) and not scratch.any()
-    for qi, terms in enumerate(want):
-        lo, hi = q_indptr[qi], q_indptr[qi + 1]
-        assert ids[lo:hi].tolist() == terms
-        ref = [np.log((n_live - df[t] + 0.5) / (df[t] + 0.5) + 1.0) for t in terms]
-        np.testing.assert_allclose(idf[lo:hi], ref, rtol=1e-15)
+def test_bm25_block_matches_reference(seed):
+    """Many queries, each into its own row (read-only inputs accepted)."""
+    rng, p, coo, n_keys = postings_case(seed)
+    raws = [rng.integers(-1, p.df.size, int(rng.integers(0, 9))) for _ in range(4)]
+    out0 = rng.uniform(0, 1, (len(raws), n_keys))
+    refs = [ref_query(raw, p, coo, out0[q])[1] for q, raw in enumerate(raws)]
+    indptr = np.cumsum([0] + [r.size for r in raws]).astype(np.int64)
+    ids = np.concatenate(raws).astype(np.int64)
+    if seed % 3 == 0:
+        p = p._replace(post_docs=ro(p.post_docs), doc_norm=ro(p.doc_norm))
+        ids = ro(ids)
+    out = out0.copy()
+    bm25_block(indptr, ids, p, out)
+    np.testing.assert_allclose(out, np.array(refs), rtol=BM25_RTOL, atol=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -337,9 +287,11 @@ def test_bm25_kernel_is_float64():
     indptr, pd, pt = build_csr(1, np.array([0], np.int64), np.array([0], np.int32),
                                np.array([3.0], np.float32))
     out = np.zeros(1)
-    bm25_scores(np.array([0], np.int32), np.array([0.1]), indptr, pd, pt,
-                np.array([7.0], np.float32), np.ones(1, np.bool_), np.zeros(1, np.int64),
-                K1, B, 3.0, out)
+    p = Postings(np.ones(1, np.int64), 1, indptr, pd, pt, 1, 1, np.zeros(1, np.int64),
+                 np.zeros(1, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float32),
+                 np.array([7.0], np.float32), np.ones(1, np.bool_), np.zeros(1, np.int64), K1, B,
+                 3.0, np.zeros(1))
+    bm25_range(np.array([0], np.int64), np.array([0.1]), p, out, np.int64(0), np.int64(1))
     want = 0.1 * (K1 + 1) * 3.0 / (3.0 + K1 * (1 - B + B * 7.0 / 3.0))
     assert out[0] == pytest.approx(want, rel=1e-13)
 
@@ -711,7 +663,7 @@ def test_propagate_relevance_matches_reference(seed):
             args = (seeds, vals, nbr, w, hops, factor, eligible)
             if seed % 5 == 0:
                 args = (ro(seeds), ro(vals), ro(nbr), ro(w), hops, factor, ro(eligible))
-            got = propagate_relevance(*args)
+            got = propagate_reached(*args)[0]
             ref = ref_propagate(seeds, vals, nbr, w, hops, factor, eligible)
             np.testing.assert_allclose(got, ref, rtol=1e-12, atol=0, err_msg=f"hops {hops}")
             best, reached = propagate_reached(*args)
@@ -747,14 +699,13 @@ def test_decay_pass_and_batch_match_reference(seed):
     exempt = rng.random(n) < 0.1
     active = rng.random(n) < 0.85
     ref_s, ref_d = ref_decay(strength, updated, exempt, active, now, 0.003, 0.1)
-    for fn in (decay_pass, decay_pass_batch):
-        out_s, out_d = np.full(n, np.nan), np.ones(n, np.bool_)
-        args = (strength, updated, exempt, active)
-        if seed % 4 == 0:
-            args = ro(*args)
-        count = fn(*args, now, 0.003, 0.1, out_s, out_d)
-        np.testing.assert_allclose(out_s, ref_s, rtol=1e-12, atol=0)
-        assert out_d.tolist() == ref_d and count == sum(ref_d)
+    out_s, out_d = np.full(n, np.nan), np.ones(n, np.bool_)
+    args = (strength, updated, exempt, active)
+    if seed % 4 == 0:
+        args = ro(*args)
+    count = decay_pass(*args, now, 0.003, 0.1, out_s, out_d)
+    np.testing.assert_allclose(out_s, ref_s, rtol=1e-12, atol=0)
+    assert out_d.tolist() == ref_d and count == sum(ref_d)
 
 
 @pytest.mark.parametrize("seed", range(10))

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from maclaw_kernels.quantized import bound_scores, kth_largest, quantize_rows, rescore_candidates
+from maclaw_kernels.quantized import (bound_rows, kth_largest, query_norm, quantize_rows,
+                                      rescore_candidates)
 from maclaw_kernels.vectors import dot_scores
 from maclaw_kernels.workspace import top_k
 
@@ -41,7 +42,9 @@ def test_bounds_hold_and_the_top_k_is_the_full_scans(seed):
     codes, scale, err = np.zeros((n, d), np.int8), np.zeros(n, np.float32), np.zeros(n)
     quantize_rows(m, codes, scale, err)
     lo, hi = np.empty(n), np.empty(n)
-    bound_scores(codes, scale, err, n, has, q, BOUND_SLACK, lo, hi)
+    cut = int(rng.integers(0, n + 1))  # two ranges: the bounds do not depend on the cut
+    for a, b in ((0, cut), (cut, n)):
+        bound_rows(codes, scale, err, has, q, query_norm(q), BOUND_SLACK, a, b, lo, hi)
     dense = np.empty(n, np.float32)
     dot_scores(m, n, has, q, dense)
     exact = (m.astype(np.float64) @ q.astype(np.float64)) * has

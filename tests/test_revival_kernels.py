@@ -96,24 +96,6 @@ def test_cued_rows_match_reference(seed):
 
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_idf_totals_of_a_batch_equal_each_query_alone(seed):
-    """``Bm25Index.idf_totals`` (one kernel call for a batch's cue scales) gives each token
-    list exactly its ``idf_total``, and that is the plain sum over distinct known terms plus
-    idf(df = 0) per unknown word."""
-    rng = random.Random(seed)
-    index = Bm25Index(tantivy_index=False)
-    n = rng.randint(0, 60)
-    index.add_many(list(range(n)), [zipf_doc(rng, rng.randint(0, 10)) for _ in range(n)])
-    lists = [[rng.choice(WORDS[:50] + ["zzunknown", "qqnever"]) for _ in range(rng.randint(0, 6))]
-             for _ in range(rng.randint(0, 25))]
-    got = index.idf_totals(lists)
-    assert got.shape == (len(lists),)
-    assert got.tolist() == [index.idf_total(t) for t in lists]
-    for t, g in zip(lists, got.tolist()):
-        assert g == pytest.approx(ref_idf_total(index, t), rel=1e-12)
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_archive_cues_against_a_plain_reference(seed):
     """``archive_cues`` gives every row's BM25 (as the index scores it) and cosine (as

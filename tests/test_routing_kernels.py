@@ -8,11 +8,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from maclaw_kernels.experience import (experience_all, experience_all_batch, experience_indexed,
+from maclaw_kernels.experience import (experience_all, experience_indexed,
                                       experience_indexed_batch, experience_postings)
 from maclaw_kernels.vectors import dot_scores
 from maclaw_kernels.routing import (NORM_MINMAX, NORM_RAW_COS, NORM_ZSCORE,
-                                    fill_select, fuse_scores, minmax_masked, rank_keys,
+                                    fill_select, fuse_scores, rank_keys,
                                     route_one, route_rows, selected_fields, topk_masked,
                                     Catalog, RouteKnobs, RouteOut)
 
@@ -125,26 +125,6 @@ def scored(draw):
 def shuffled_ties(rng, n):
     """A tie-break rank per row (a permutation: the router's rank by tool name)."""
     return rng.permutation(n).astype(np.int64)
-
-
-@given(scored())
-@settings(max_examples=150, deadline=None)
-def test_minmax_matches_reference(data):
-    bm, _, cand, _ = data
-    out = np.empty_like(bm)
-    minmax_masked(bm, cand, out)
-    np.testing.assert_allclose(out, ref_minmax(bm, cand), atol=1e-12)
-
-
-def test_minmax_spec_examples():
-    out = np.empty(3)
-    minmax_masked(np.array([1.0, 3.0, 2.0]), np.ones(3, np.bool_), out)
-    assert out.tolist() == [0.0, 1.0, 0.5]
-    one = np.empty(1)
-    minmax_masked(np.array([2.0]), np.ones(1, np.bool_), one)
-    assert one.tolist() == [1.0]
-    minmax_masked(np.array([0.0]), np.ones(1, np.bool_), one)
-    assert one.tolist() == [0.0]
 
 
 @given(scored(), st.integers(0, 70))
@@ -350,29 +330,7 @@ def test_experience_matches_python_sets(win):
     assert not qmask.any()
 
 
-def test_experience_batch_equals_serial():
-    rng = np.random.default_rng(3)
-    w, n_uid, n_vocab = 300, 20, 40
-    uid = rng.integers(0, n_uid, w).astype(np.int32)
-    tok = rng.integers(0, n_vocab, (w, 5)).astype(np.int32)
-    tok[:, 3:] = -1
-    for r in range(w):  # sets: no repeated token within a record
-        tok[r, :3] = rng.choice(n_vocab, 3, replace=False)
-    ntok = np.full(w, 3, np.int32)
-    ts = rng.uniform(0, 1e5, w)
-    ok = rng.random(w) < 0.8
-    qs = [rng.choice(n_vocab, k, replace=False).astype(np.int32) for k in (0, 1, 3, 6)]
-    indptr = np.cumsum([0] + [q.size for q in qs]).astype(np.int64)
-    sizes = np.array([q.size for q in qs], np.int64)
-    out = np.zeros((len(qs), n_uid))
-    experience_all_batch(uid, tok, ntok, ts, ok, 17, w, indptr, np.concatenate(qs), sizes, 1e5,
-                         0.01, -0.3, 200, n_vocab, out)
-    for i, q in enumerate(qs):
-        one = np.zeros(n_uid)
-        experience_all(uid, tok, ntok, ts, ok, 17, w, q, q.size, 1e5, 0.01, -0.3, 200,
-                       np.zeros(n_vocab, np.bool_), one)
-        assert np.array_equal(one, out[i])
-    assert out[0].sum() == 0 and out[3].sum() > 0
+
 
 
 

@@ -91,7 +91,6 @@ class Bm25Index(Bm25Queries, Bm25Persist):
         self._main_nnz = 0
         self._tail_work = 0  # tail postings scanned by queries since the last rebuild
         self._bulk_depth = 0  # inside bulk(): adds leave the postings rebuild to its end
-        self._delta = None  # rebuilt lazily
         self._dead_in_main = 0
         # the tantivy index is built from the forward store the first time it is asked
         # (tantivy_scores), then kept in step: an index nobody queries through tantivy (every
@@ -144,7 +143,6 @@ class Bm25Index(Bm25Queries, Bm25Persist):
             self._df = grow(self._df, len(self.vocab))
             self._df[terms] += 1
             self._total_len += len(tokens)
-            self._delta = None
             if self._tantivy is not None:
                 self._tantivy.add(key, tokens, replace=False)  # _remove deleted any old copy
             if need - self._main_nnz > max(1024, self._main_nnz // 8):
@@ -212,7 +210,6 @@ class Bm25Index(Bm25Queries, Bm25Persist):
         new_terms = self._fwd_terms[start:start + used]
         self._df[: len(self.vocab)] += np.bincount(new_terms, minlength=len(self.vocab))
         self._total_len += int(lengths.sum())
-        self._delta = None
         if self._tantivy is not None:
             words = self.vocab.tokens
             for i, key in enumerate(keys):
@@ -287,8 +284,6 @@ class Bm25Index(Bm25Queries, Bm25Persist):
             self._dead_in_main += 1
             if self._dead_in_main * 4 > max(len(self._key_doc), 64):
                 self._compact()
-        else:
-            self._delta = None
         if self._tantivy is not None:
             self._tantivy.remove(key)
 
@@ -321,7 +316,6 @@ class Bm25Index(Bm25Queries, Bm25Persist):
         self._main_nnz = self._fwd_used
         self._tail_work = 0
         self._dead_in_main = 0
-        self._delta = None
 
     def _compact(self) -> None:
         """Renumber the live docs densely and drop the dead ones' postings."""

@@ -106,7 +106,7 @@ class Bm25Persist:
                     or not self.vocab.fill(p.words)):  # ids 0..len-1, as saved
                 return False
             n, nnz = keys.shape[0], p.terms.shape[0]
-            self._args = self._tail_args = self._delta = None
+            self._args = self._tail_args = None
             # owned, writable copies: later edits write into these arrays in place
             self._fwd_terms = np.array(p.terms, np.int32)
             self._fwd_tfs = np.array(p.tfs, np.float32)

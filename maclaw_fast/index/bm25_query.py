@@ -4,16 +4,8 @@ for one query or a batch, and tantivy's own scores for the parity checks."""
 from __future__ import annotations
 
 import numpy as np
-from maclaw_kernels.bm25 import (
-    Postings,
-    bm25_query,
-    bm25_range,
-    bm25_scores_batch,
-    build_csr,
-    query_idf,
-    query_terms_batch,
-)
-from maclaw_kernels.revival import idf_totals_batch, terms_idf_total
+from maclaw_kernels.bm25 import Postings, bm25_block, bm25_query, bm25_range, query_idf
+from maclaw_kernels.revival import terms_idf_total
 
 from maclaw_fast.threads import in_ranges as split_ranges
 
@@ -23,27 +15,6 @@ class Bm25Queries:
     store, CSR postings and lock)."""
 
     # ------------------------------------------------------------------ scoring
-    def _delta_csr(self):
-        if self._delta is None:
-            terms, docs, tfs = self._coo(self._main_upto, self._n_docs)
-            self._delta = build_csr(len(self.vocab), terms, docs, tfs)
-        return self._delta
-
-    def _query_terms_batch(self, token_lists: list[list[str]]):
-        """Unique known terms of many queries at once, as CSR (q_indptr, term ids, idf), each
-        query's terms in the order :meth:`scores` sums them."""
-        get = self.vocab.ids_dict.get
-        lengths = np.fromiter(map(len, token_lists), np.int64, len(token_lists))
-        offsets = np.zeros(len(token_lists) + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        flat = np.fromiter((get(tok, -1) for toks in token_lists for tok in toks), np.int64,
-                           int(offsets[-1]))
-        q_indptr = np.empty(len(token_lists) + 1, np.int64)
-        ids, idf = np.empty(flat.shape[0], np.int64), np.empty(flat.shape[0])
-        m = query_terms_batch(flat, offsets, self._df, len(self._key_doc),
-                              self._term_weight_scratch(), q_indptr, ids, idf)
-        return q_indptr, ids[:m], idf[:m]
-
     @property
     def avgdl(self) -> float:
         n = len(self._key_doc)
@@ -76,17 +47,6 @@ class Bm25Queries:
         term once at the average length, the scale of an absolute cue strength."""
         p = self.query_postings()
         return float(terms_idf_total(self.term_ids(tokens), p.df, p.n_live))
-
-    def idf_totals(self, token_lists: list[list[str]]) -> np.ndarray:
-        """:meth:`idf_total` of each token list, in one kernel call (a batch's cue scales)."""
-        get = self.vocab.ids_dict.get
-        ids = np.array([get(tok, -1) for tokens in token_lists for tok in tokens], np.int64)
-        indptr = np.zeros(len(token_lists) + 1, np.int64)
-        np.cumsum([len(t) for t in token_lists], out=indptr[1:])
-        out = np.zeros(len(token_lists))
-        p = self.query_postings()
-        idf_totals_batch(indptr, ids, p.df, p.n_live, out)
-        return out
 
     def term_ids(self, tokens: list[str]) -> np.ndarray:
         """The vocabulary ids of ``tokens`` (-1 for a token it lacks), as the kernels take them."""
@@ -138,17 +98,13 @@ class Bm25Queries:
             out = np.zeros((len(token_lists), n_keys), dtype=np.float64)
         else:
             out.fill(0.0)
+        get = self.vocab.getter()
+        indptr = np.zeros(len(token_lists) + 1, np.int64)
+        np.cumsum([len(t) for t in token_lists], out=indptr[1:])
+        ids = np.fromiter((get(tok, -1) for toks in token_lists for tok in toks), np.int64,
+                          int(indptr[-1]))
         with self._lock:
-            q_indptr, ids, idf = self._query_terms_batch(token_lists)
-            if ids.size == 0:
-                return out
-            args = (self._doc_norm, self._doc_live, self._doc_key, self.k1, self.b,
-                    max(self.avgdl, 1e-9), out)
-            ip, pd, pt = self._main
-            bm25_scores_batch(q_indptr, ids, idf, ip, pd, pt, *args)
-            if self._main_upto < self._n_docs:
-                ip, pd, pt = self._delta_csr()
-                bm25_scores_batch(q_indptr, ids, idf, ip, pd, pt, *args)
+            bm25_block(indptr, ids, self.query_postings(), out)
         return out
 
     def tantivy_scores(self, tokens: list[str]) -> dict[int, float]:

@@ -13,7 +13,7 @@ reading a quarter of the bytes: what a search over a matrix larger than the cach
 from __future__ import annotations
 
 import numpy as np
-from maclaw_kernels.quantized import bound_scores, quantize_rows, rescore_candidates
+from maclaw_kernels.quantized import bound_rows, query_norm, quantize_rows, rescore_candidates
 from maclaw_kernels.vectors import dot_scores, dot_tile
 
 from maclaw_fast.index.arrays import aligned_zeros
@@ -192,6 +192,14 @@ class VectorColumn:
         if lo.shape[0] < n_rows:
             lo = np.empty(max(n_rows, 2 * lo.shape[0]))
             self._bounds = lo, hi = lo, np.empty(lo.shape[0])
-        bound_scores(self.codes, self.scale, self.err, n_rows, self.has_vec, query, BOUND_SLACK,
-                     lo, hi)
+        q_norm = query_norm(query)
+
+        def bound(lo_row: int, hi_row: int) -> None:
+            bound_rows(self.codes, self.scale, self.err, self.has_vec, query, q_norm, BOUND_SLACK,
+                       lo_row, hi_row, lo, hi)
+
+        if n_rows * self.dim >= PARALLEL_ELEMENTS:
+            in_ranges(n_rows, bound)
+        else:
+            bound(0, n_rows)
         return rescore_candidates(lo, hi, n_rows, k, self.matrix, self.has_vec, query, out)

@@ -23,7 +23,8 @@ from maclaw_fast.memory.linking import relink_restored
 from maclaw_fast.persist.journal import DeleteOp, PutOp, TouchOp
 from maclaw_fast.records import Entry, GcReport, replace_entry, vec_bytes
 from maclaw_fast.text.tokenizer import analysed_text
-from maclaw_kernels.decay import decay_pass, decay_pass_batch
+from maclaw_fast.threads import in_ranges
+from maclaw_kernels.decay import decay_pass
 
 # The serial kernel does 100k rows in ~1.5 ms and decay runs every 6 h; the prange kernel is
 # ~2x faster on an idle 2-core machine but 20-40x slower when other processes hold the cores
@@ -127,10 +128,16 @@ def decay(store, *, now: float | None = None, parallel: bool | None = None) -> D
         active = np.ascontiguousarray(t.alive[:n] & (t.status[:n] == 0))
         out_strength = np.empty(n, np.float64)
         out_dormant = np.empty(n, np.bool_)
-        use_batch = parallel if parallel is not None else n >= PARALLEL_DECAY_ROWS
-        kernel = decay_pass_batch if use_batch else decay_pass
-        kernel(t.strength[:n], t.updated_at[:n], exempt, active, now, cfg.decay_per_hour,
-               cfg.dormant_below, out_strength, out_dormant)
+        cols = (t.strength[:n], t.updated_at[:n], exempt, active)
+
+        def run(lo: int, hi: int) -> None:
+            decay_pass(*(c[lo:hi] for c in cols), now, cfg.decay_per_hour, cfg.dormant_below,
+                       out_strength[lo:hi], out_dormant[lo:hi])
+
+        if parallel if parallel is not None else n >= PARALLEL_DECAY_ROWS:
+            in_ranges(n, run)
+        else:
+            run(0, n)
         may_sleep = dormant_mask(store.config, t.category[:n])
         faded = int((out_dormant & ~may_sleep).sum())
         rows = np.flatnonzero(out_dormant & may_sleep)

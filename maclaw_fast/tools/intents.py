@@ -31,7 +31,7 @@ def clause_bests(bm25_index, texts: list[str], clause_cos: np.ndarray | None, n:
     if bm25_index is not None:
         for j, t in enumerate(texts):
             bm25_index.scores(tokenize(t), n, out=bm[j])
-    cos = clause_cos if clause_cos is not None else np.zeros((len(texts), n), np.float32)
+    cos = np.zeros((len(texts), n)) if clause_cos is None else clause_cos.astype(np.float64)
     hit, fused = np.empty(n, np.bool_), np.empty(n)
     scratch, best = np.empty(max(n_vec, 1), np.int64), np.empty(1, np.int64)
     out = []

@@ -212,7 +212,8 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
         if self.usage is not None and len(self.usage) > 0:
             exp = (self.usage.experience_all(tokens[0])[None] if single
                    else self.usage.experience_batch(tokens))
-        return bm, cos, exp, clause_cos
+        # float64 like every other score the kernels take: one compiled version each
+        return bm, cos.astype(np.float64), exp, clause_cos
 
     def _compute(self, messages, session, query_vectors, single, clause_vectors=None,
                  checked=False) -> RouteBatch:

@@ -304,8 +304,9 @@ def _search_locked(ix, query: str, n_max: int, floor: float) -> SearchResponse:
             ix.vectors.scores(qvec, n, out=dense_v)
         else:
             dot_scores(ix.vectors.matrix, n, ix.vectors.has_vec, qvec, dense_v)
+        dense_v = dense_v.astype(np.float64)  # one compiled top_k, for float64 scores
         v_idx = top_k(dense_v, cand, 0.0)
-        v_sc = dense_v[v_idx].astype(np.float64)
+        v_sc = dense_v[v_idx]
     if mode == "hybrid":
         wv, wt = normalise_weights(cfg.vector_weight, cfg.text_weight, cfg.fusion)
     else:

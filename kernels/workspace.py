@@ -1,4 +1,4 @@
-"""Workspace search kernels (design §14): top-k selection, the hybrid merge, temporal decay and MMR.
+"""Workspace search kernels (design §14): top-k selection and MMR.
 
 Each works on the few hundred candidates of one query (top-k on the dense score column of every
 chunk), so all are serial: a thread pool would cost more to wake than the work.
@@ -63,47 +63,6 @@ def top_k(scores, k, floor):
         heap_i[0] = heap_i[pos]
         _sift_down(heap_s, heap_i, pos, np.int64(0))
     return out
-
-
-@njit(cache=True)
-def merge_hybrid(vec_idx, vec_score, txt_idx, txt_score, wv, wt):
-    """Union of two candidate lists by row id (each list holds a row at most once); a side that
-    lacks a row scores 0 there. Returns ``(rows ascending, merged, vector score, text score)`` with
-    ``merged = wv·vector + wt·text``."""
-    nv = vec_idx.shape[0]
-    n = nv + txt_idx.shape[0]
-    rows = np.empty(n, np.int64)
-    for i in range(n):  # a loop, not slice copies (those compile a shape-error formatter)
-        rows[i] = vec_idx[i] if i < nv else txt_idx[i - nv]
-    order = np.argsort(rows, kind="mergesort")
-    out_r = np.empty(n, np.int64)
-    out_v = np.zeros(n, np.float64)
-    out_t = np.zeros(n, np.float64)
-    m = 0
-    for o in order:
-        if m == 0 or out_r[m - 1] != rows[o]:
-            out_r[m] = rows[o]
-            m += 1
-        if o < nv:
-            out_v[m - 1] = vec_score[o]
-        else:
-            out_t[m - 1] = txt_score[o - nv]
-    merged = wv * out_v[:m] + wt * out_t[:m]
-    return out_r[:m], merged, out_v[:m], out_t[:m]
-
-
-@njit(cache=True)
-def apply_decay(scores, ts_days, now_days, half_life_days):
-    """``scores[i] *= exp(-ln2/half_life · max(0, now − ts[i]))`` in place; ``ts`` NaN = no decay
-    (evergreen or no timestamp)."""
-    lam = np.log(2.0) / half_life_days
-    for i in range(scores.shape[0]):
-        t = ts_days[i]
-        if np.isnan(t):
-            continue
-        age = now_days - t
-        age = max(age, 0.0)
-        scores[i] *= np.exp(-lam * age)
 
 
 @njit(cache=True, inline="always")

@@ -6,7 +6,9 @@ import math
 
 import numpy as np
 import pytest
-from maclaw_kernels.workspace import apply_decay, merge_hybrid, mmr_order, top_k
+from maclaw_kernels.workspace import mmr_order, top_k
+
+from maclaw_fast.workspace.search import apply_decay, merge_hybrid
 
 
 # ---------------------------------------------------------------- plain references

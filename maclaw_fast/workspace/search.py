@@ -30,7 +30,7 @@ import unicodedata
 import msgspec
 import numpy as np
 from maclaw_kernels.vectors import dot_scores
-from maclaw_kernels.workspace import apply_decay, merge_hybrid, mmr_order, top_k
+from maclaw_kernels.workspace import mmr_order, top_k
 
 from maclaw_fast.config import SearchConfig
 from maclaw_fast.embedding.base import cosine_floor
@@ -77,6 +77,26 @@ class SearchResponse(msgspec.Struct, kw_only=True):
     degraded: str | None = None
     reason: str | None = None
     synced: bool = False
+
+
+
+def merge_hybrid(vec_idx: np.ndarray, vec_score: np.ndarray, txt_idx: np.ndarray,
+                 txt_score: np.ndarray, wv: float, wt: float):
+    """Union of two candidate lists by row id (each holds a row at most once; a side that lacks
+    a row scores 0 there): ``(rows ascending, wv·vector + wt·text, vector score, text score)``."""
+    rows, where = np.unique(np.concatenate([vec_idx, txt_idx]), return_inverse=True)
+    vs, ts = np.zeros(rows.shape[0]), np.zeros(rows.shape[0])
+    vs[where[:vec_idx.shape[0]]] = vec_score
+    ts[where[vec_idx.shape[0]:]] = txt_score
+    return rows.astype(np.int64), wv * vs + wt * ts, vs, ts
+
+
+def apply_decay(scores: np.ndarray, ts_days: np.ndarray, now_days: float,
+                half_life_days: float) -> None:
+    """``scores[i] *= exp(-ln2/half_life · max(0, now − ts[i]))`` in place; ``ts`` NaN = no decay
+    (evergreen or no timestamp)."""
+    age = np.maximum(now_days - ts_days, 0.0)
+    scores *= np.where(np.isnan(ts_days), 1.0, np.exp(-np.log(2.0) / half_life_days * age))
 
 
 def normalise_weights(vector_weight: float | None, text_weight: float | None,

@@ -21,7 +21,7 @@ from maclaw_kernels.bm25 import Postings, bm25_query
 from maclaw_kernels.graph import propagate_linked
 from maclaw_kernels.recall_assemble import (KIND_RANKED, cos_range, kth_relevance, lead_facts,
                                             norm_cos, pick_identity, select_hits)
-from maclaw_kernels.revival import count_cued, cue_strength, revived_masks, terms_idf_total
+from maclaw_kernels.revival import cue_strength, revived_masks, terms_idf_total
 from maclaw_kernels.thread_prior import thread_bm25, thread_prior
 from maclaw_kernels.topk import top_k_desc, top_k_known
 from maclaw_kernels.vectors import dot_tile
@@ -177,39 +177,12 @@ def linked_relevance(own, sim, link, mix):
 
 
 @njit(cache=True)
-def walk_graph(top, rows, knobs, base, rel, scored, k, score, graph):
-    """Propagate relevance from the first ``n_seeds`` of ``top`` (the best rows by ``score``)
-    along the similarity edges and conversation links, raise the rows reached, return the new
-    top ``k``. A walk only raises scores, so the new top lies within ``top`` and those rows."""
-    n_seeds = int(knobs.n_seeds)
-    hops, adj_hops = int(knobs.hops), int(knobs.adj_hops)
-    seeds = top[:min(n_seeds, top.shape[0])]
-    if (hops <= 0 and adj_hops <= 0) or seeds.shape[0] == 0:
-        return top[:k]
-    sim, link, reached = propagate_linked(seeds, rel[seeds], rows.nbr, rows.edge_w, hops,
-                                          knobs.hop_factor, rows.prev, rows.nxt, adj_hops,
-                                          knobs.adj_factor, scored)
-    cand = np.zeros(rows.access.shape[0], np.bool_)  # the rows the new top is among
-    for r in top:
-        cand[r] = True
-    raised = False
-    for r in reached:
-        g = linked_relevance(rel[r], sim[r], link[r], knobs.adj_mix)
-        if g > rel[r]:
-            graph[r] = g - rel[r]
-            score[r] = base[r] + knobs.w_rel * g
-            cand[r] = True
-            raised = True
-    if not raised:
-        return top[:k]
-    return top_k_desc(score, rows.access, rows.seq, cand, k)
-
-
-@njit(cache=True)
 def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
     """Score every ``scored`` row (``base + w_rel·rel``; −inf elsewhere), take the best
-    ``max(k, n_seeds)``, walk the graph from the seeds and return the top ``k`` (score desc,
-    access desc, seq asc)."""
+    ``max(k, n_seeds)``, propagate relevance from the first ``n_seeds`` along the similarity
+    edges and conversation links, raise the rows reached and return the top ``k`` (score desc,
+    access desc, seq asc) with the count of scored rows. A walk only raises scores, so the new
+    top lies within the first top and the rows it reached."""
     lo = np.inf
     hi = -np.inf
     count = np.int64(0)  # not the literal 0: a callee would compile once more for it
@@ -222,9 +195,28 @@ def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
             hi = max(hi, score[i])
             count += 1
     k = min(k, count)
-    top = top_k_known(score, rows.access, rows.seq, scored, max(k, int(knobs.n_seeds)), lo, hi,
-                      count)
-    return walk_graph(top, rows, knobs, base, rel, scored, k, score, graph), count
+    n_seeds, hops, adj_hops = int(knobs.n_seeds), int(knobs.hops), int(knobs.adj_hops)
+    top = top_k_known(score, rows.access, rows.seq, scored, max(k, n_seeds), lo, hi, count)
+    seeds = top[:min(n_seeds, top.shape[0])]
+    if (hops <= 0 and adj_hops <= 0) or seeds.shape[0] == 0:
+        return top[:k], count
+    sim, link, reached = propagate_linked(seeds, rel[seeds], rows.nbr, rows.edge_w, hops,
+                                          knobs.hop_factor, rows.prev, rows.nxt, adj_hops,
+                                          knobs.adj_factor, scored)
+    cand = np.zeros(base.shape[0], np.bool_)  # the rows the new top is among
+    for r in top:
+        cand[r] = True
+    raised = False
+    for r in reached:
+        g = linked_relevance(rel[r], sim[r], link[r], knobs.adj_mix)
+        if g > rel[r]:
+            graph[r] = g - rel[r]
+            score[r] = base[r] + knobs.w_rel * g
+            cand[r] = True
+            raised = True
+    if not raised:
+        return top[:k], count
+    return top_k_desc(score, rows.access, rows.seq, cand, k), count
 
 
 @njit(cache=True)
@@ -240,14 +232,12 @@ def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, 
     for i in range(n):  # loops, not slice copies: those compile a shape-error formatter
         base_q[i] = base[2, i] + (knobs.w_rel * prior[i] if with_prior else 0.0)
     eligible, scored = scope.eligible, scope.scored
-    revived = False
     cue = (idf_total, knobs.bm25_w, knobs.cos_w, has_vector, knobs.revive_needs_term != 0.0,
            knobs.cos_floor)
-    if count_cued(scope.dormant, bm25, cos, *cue, knobs.revive_bar) > 0:
-        eligible, scored = revived_masks(scope.dormant, bm25, cos, *cue, knobs.revive_bar,
-                                         rows.prev, rows.nxt, int(knobs.adj_hops), eligible,
-                                         scored)
-        revived = True
+    n_cued, eligible, scored = revived_masks(scope.dormant, bm25, cos, *cue, knobs.revive_bar,
+                                             rows.prev, rows.nxt, int(knobs.adj_hops),
+                                             eligible, scored)
+    revived = n_cued > 0
     fuse(bm25, cos, scope.affinity, eligible, knobs, bm25n, rel)
     max_entries = int(knobs.max_entries)
     lead_window = int(knobs.lead_window)

@@ -64,34 +64,25 @@ def terms_idf_total(term_ids, df, n_live):
 
 
 @njit(cache=True)
-def count_cued(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, cos_floor,
-               min_cue):
-    """How many ``dormant`` rows the query cues at least ``min_cue`` strongly
-    (:func:`cue_strength`); 0 when ``dormant`` is shorter than ``bm25`` (revival off)."""
-    n = bm25.shape[0]
-    if dormant.shape[0] < n:
-        return 0
-    count = 0
-    for i in range(n):
-        if dormant[i] and cue_strength(bm25[i], cos[i], idf_total, bm25_w, cos_w,
-                                       has_vector, needs_term, cos_floor) >= min_cue:
-            count += 1
-    return count
-
-
-@njit(cache=True)
 def revived_masks(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term,
                   cos_floor, min_cue, prev, nxt, adj_hops, eligible, scored):
-    """Copies of ``eligible`` and ``scored`` plus every ``dormant`` row the query cues at least
-    ``min_cue`` strongly and the dormant rows within ``adj_hops`` conversation links
-    (``prev``/``nxt``, -1 = none) of one (a walk stops at a row that is not dormant): the reply
-    to a cued question competes with it, as it would had neither gone dormant."""
-    el = eligible.copy()
-    sc = scored.copy()
+    """How many ``dormant`` rows the query cues at least ``min_cue`` strongly
+    (:func:`cue_strength`), and ``eligible`` and ``scored`` with those rows added, and the
+    dormant rows within ``adj_hops`` conversation links (``prev``/``nxt``, -1 = none) of one (a
+    walk stops at a row that is not dormant): the reply to a cued question competes with it, as
+    it would had neither gone dormant. The masks are copies when a row came back, the given
+    arrays when none did; ``dormant`` shorter than ``bm25`` turns revival off."""
+    el, sc = eligible, scored
+    count = 0
+    if dormant.shape[0] < bm25.shape[0]:
+        return count, el, sc
     for i in range(bm25.shape[0]):
         if not dormant[i] or cue_strength(bm25[i], cos[i], idf_total, bm25_w, cos_w,
                                           has_vector, needs_term, cos_floor) < min_cue:
             continue
+        if count == 0:
+            el, sc = eligible.copy(), scored.copy()
+        count += 1
         el[i] = True
         sc[i] = True
         for direction in range(2):
@@ -103,7 +94,7 @@ def revived_masks(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, need
                     break
                 el[node] = True
                 sc[node] = True
-    return el, sc
+    return count, el, sc
 
 
 @njit(cache=True, inline="always")

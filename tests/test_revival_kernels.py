@@ -1,5 +1,5 @@
 """Cue strength and revival (docs/design.md, "Forgetting") against plain references:
-``count_cued`` / ``revived_masks`` against a Python loop, a batch's cue scales, and the archive
+``revived_masks`` against a Python loop, a batch's cue scales, and the archive
 search kernel; the ranking's use of them is in ``test_recall_kernels.test_rank_one_*``."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from maclaw_fast.index.bm25 import Bm25Index
-from maclaw_kernels.revival import TERM_BM25, archive_cues, count_cued, revived_masks
+from maclaw_kernels.revival import TERM_BM25, archive_cues, revived_masks
 from maclaw_kernels.vectors import dot_scores
 from tests.test_memory_kernels import WORDS, zipf_doc
 
@@ -80,13 +80,14 @@ def test_cued_rows_match_reference(seed):
             idf, bar = float(rng.uniform(0.5, 8)), float(rng.choice([0.0, 0.2, 0.3, 0.6]))
             want = ref_revived(dormant, bm25, cos, idf, 0.4, 0.6, has_vector, bar, prev, nxt,
                                hops, term, floor)
-            k = count_cued(dormant, bm25, cos, idf, 0.4, 0.6, has_vector, term, floor, bar)
+            args = (bm25, cos, idf, 0.4, 0.6, has_vector, term, floor, bar, prev, nxt, hops,
+                    eligible, scored)
+            k, el, sc = revived_masks(dormant, *args)
             assert k == sum(1 for i in range(n) if dormant[i] and ref_cue(
                 bm25[i], float(cos[i]), idf, 0.4, 0.6, has_vector, term, floor) >= bar)
-            assert count_cued(np.zeros(0, np.bool_), bm25, cos, idf, 0.4, 0.6, has_vector,
-                              term, floor, bar) == (k if n == 0 else 0)
-            el, sc = revived_masks(dormant, bm25, cos, idf, 0.4, 0.6, has_vector, term, floor,
-                                   bar, prev, nxt, hops, eligible, scored)
+            assert (el is eligible) == (k == 0)
+            off, el_off, _ = revived_masks(np.zeros(0, np.bool_), *args)
+            assert off == (k if n == 0 else 0) and el_off is eligible
             assert set(np.flatnonzero(el & ~eligible).tolist()) == want
             if term and bar > 0.0 and hops == 0:  # only rows holding a query term come back
                 assert all(bm25[i] > 0 for i in want)

@@ -1,4 +1,4 @@
-"""Deliberate thread counts for the numba batch kernels and the BLAS product around them.
+"""Thread counts for the kernels that release the GIL and the BLAS product around them.
 
 On 2 cores a parallel region waits for its slowest thread and OpenMP workers keep spinning after
 it, taking the second core from the serial Python around the kernels: while another job holds a
@@ -98,36 +98,6 @@ def batch_threads(setting) -> int:
     if isinstance(setting, bool) or not isinstance(setting, int) or setting < 0:
         raise ValidationError(f'batch_threads must be "auto" or an integer ≥ 0, got {setting!r}')
     return setting
-
-
-class numba_threads:
-    """Run the enclosed numba parallel kernels with ``n`` threads (0 = every core numba has).
-
-    Examples
-    --------
-    >>> import numba
-    >>> with numba_threads(1):
-    ...     numba.get_num_threads()
-    1
-    """
-
-    def __init__(self, n: int) -> None:
-        self.n = int(n)
-        self.before = None
-
-    def __enter__(self) -> numba_threads:
-        import numba
-
-        self.before = numba.get_num_threads()
-        limit = numba.config.NUMBA_NUM_THREADS
-        numba.set_num_threads(min(self.n, limit) if self.n > 0 else limit)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.before is not None:
-            import numba
-
-            numba.set_num_threads(self.before)
 
 
 _BLAS: dict = {"depth": 0}

@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # tantivy is imported where a mirror is first made
 
 __all__ = ["FIELDNORM_TABLE", "PARALLEL_POSTINGS", "Bm25Index", "encode_length"]
 
-# above this many postings one query splits its documents across numba's threads: ~100k
+# above this many postings one query splits its documents across the thread pool: ~100k
 # memories of 15 terms score in 0.35 ms serially, half of that on two cores
 PARALLEL_POSTINGS = 500_000
 

@@ -26,9 +26,8 @@ from maclaw_fast.text.tokenizer import analysed_text
 from maclaw_fast.threads import in_ranges
 from maclaw_kernels.decay import decay_pass
 
-# The serial kernel does 100k rows in ~1.5 ms and decay runs every 6 h; the prange kernel is
-# ~2x faster on an idle 2-core machine but 20-40x slower when other processes hold the cores
-# (measured at load 9: OpenMP workers wait for a core), so threads are opt-in below this size.
+# The serial kernel does 100k rows in ~1.5 ms and decay runs every 6 h: row ranges go to the
+# thread pool only from this size (or when asked).
 PARALLEL_DECAY_ROWS = 2_000_000
 
 

@@ -21,7 +21,7 @@ from maclaw_fast.embedding import DiskEmbeddingCache, QueryCache, resolve_embedd
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.index import Bm25Index, VectorColumn
 from maclaw_fast.text import tokenize
-from maclaw_fast.threads import batch_threads, in_ranges, numba_threads
+from maclaw_fast.threads import batch_threads, in_ranges
 from maclaw_fast.tools.assemble import gather, selected, tool_scores
 from maclaw_fast.tools.catalog import CatalogMixin, new_columns
 from maclaw_fast.tools.fusion import (clause_texts, foreign_query_scale, foreign_scaling,
@@ -177,8 +177,7 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
             raise ValidationError("messages must be a list of strings")
         if not messages:
             return []
-        with numba_threads(self.config.batch_threads):
-            return self._route(list(messages), session, query_vectors, single=False)
+        return self._route(list(messages), session, query_vectors, single=False)
 
     def route_batch_arrow(self, messages: list[str], *, session: str | None = None,
                           query_vectors: np.ndarray | None = None):
@@ -188,7 +187,7 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
         import pyarrow as pa
 
         if self.reranker is None and self.recommender is None and self.route_log is None:
-            with self._lock, numba_threads(self.config.batch_threads):
+            with self._lock:
                 b = self._compute(list(messages), session, query_vectors, single=False)
                 if b.st.total > self.config.max_tools:
                     return pa.table(arrow_columns(b, np.array(self._names, dtype=object),

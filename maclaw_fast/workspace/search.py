@@ -36,7 +36,7 @@ from maclaw_fast.config import SearchConfig
 from maclaw_fast.embedding.base import cosine_floor
 from maclaw_fast.errors import EmbeddingError, ValidationError
 from maclaw_fast.text import tokenize
-from maclaw_fast.threads import numba_threads, spare_core
+from maclaw_fast.threads import spare_core
 
 # each fusion's vector/text weights when the config leaves them unset (None)
 FUSION_WEIGHTS = {"openclaw": (0.7, 0.3), "normalised": (0.4, 0.6), "calibrated": (0.5, 0.5)}
@@ -308,8 +308,8 @@ def _search_locked(ix, query: str, n_max: int, floor: float) -> SearchResponse:
     t_idx, t_sc = empty
     spare = spare_core()
     if ix.bm25 is not None and tokens and n:
-        with numba_threads(0 if spare else 1):  # a big index splits BM25 across the threads
-            dense = ix.bm25.scores(tokens, n)
+        # a big index splits BM25 across the cores while they are idle
+        dense = ix.bm25.scores(tokens, n, in_ranges=spare and ix.bm25.is_large)
         t_idx = top_k(dense, cand, 0.0)
         t_sc = text_score(dense[t_idx])
     v_idx, v_sc = empty
@@ -318,8 +318,7 @@ def _search_locked(ix, query: str, n_max: int, floor: float) -> SearchResponse:
             ix.vec_out = np.empty(max(n, 2 * ix.vec_out.shape[0]), np.float32)
         dense_v = ix.vec_out[:n]
         if ix.vectors.quantized and n >= QUANTIZED_MIN_ROWS:
-            with numba_threads(0 if spare else 1):  # exact scores for the rows that can win
-                ix.vectors.top_scores(qvec, n, cand, dense_v)
+            ix.vectors.top_scores(qvec, n, cand, dense_v)  # exact for the rows that can win
         elif spare:
             ix.vectors.scores(qvec, n, out=dense_v)
         else:

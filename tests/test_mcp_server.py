@@ -110,6 +110,19 @@ async def _exercise(session, *, workspace: bool) -> dict:
     again = _data(await session.call_tool("route_tools", {"message": "hello", "session": "s1"}))
     assert "kubectl_get" in [t["name"] for t in again["tools"]]
 
+    # a 120 KB message: each call answers within seconds (a result or a clear error)
+    long_text = "the deploy failed on staging because a key was missing; " * 2200
+    for tool, args in (("route_tools", {"message": long_text}),
+                       ("memory_recall", {"query": long_text}),
+                       ("memory_save", {"content": long_text, "category": "project"})):
+        t = time.perf_counter()
+        result = await session.call_tool(tool, args)
+        assert time.perf_counter() - t < 10.0, tool
+        assert result.is_error or result.structured_content, tool
+        if tool == "memory_save" and not result.is_error:  # kept out of the later counts
+            assert _data(await session.call_tool("memory_forget", {
+                "id": result.structured_content["saved"]["id"]}))["ok"]
+
     # invalid arguments: MCP tool errors, and the server keeps serving
     assert "category" in _error(await session.call_tool(
         "memory_save", {"content": "x", "category": "bogus"}))

@@ -1,68 +1,7 @@
-"""Workspace search kernels (design §14): top-k selection and MMR.
-
-Each works on the few hundred candidates of one query (top-k on the dense score column of every
-chunk), so all are serial: a thread pool would cost more to wake than the work.
-"""
+"""Workspace search kernels (design §14): MMR over the few dozen candidates of one query."""
 
 import numpy as np
 from numba import njit
-
-
-@njit(cache=True, inline="always")
-def _worse(s_a, i_a, s_b, i_b):
-    # ranking order: higher score first, then lower index; "worse" sorts later
-    return s_a < s_b or (s_a == s_b and i_a > i_b)
-
-
-@njit(cache=True)
-def _sift_down(heap_s, heap_i, size, j):
-    while True:
-        c = 2 * j + 1
-        if c >= size:
-            return
-        if c + 1 < size and _worse(heap_s[c + 1], heap_i[c + 1], heap_s[c], heap_i[c]):
-            c += 1
-        if not _worse(heap_s[c], heap_i[c], heap_s[j], heap_i[j]):
-            return
-        heap_s[c], heap_s[j] = heap_s[j], heap_s[c]
-        heap_i[c], heap_i[j] = heap_i[j], heap_i[c]
-        j = c
-
-
-@njit(cache=True)
-def top_k(scores, k, floor):
-    """Indices of the ``k`` largest ``scores`` strictly above ``floor`` (NaN never counts), best
-    first, ties by lower index. A size-``k`` heap whose root is the worst kept item."""
-    heap_s = np.empty(max(k, 1), np.float64)
-    heap_i = np.empty(max(k, 1), np.int64)
-    size = np.int64(0)  # not the literal 0: _sift_down would compile once more for it
-    for i in range(scores.shape[0]):
-        s = np.float64(scores[i])
-        if not s > floor or k <= 0:
-            continue
-        if size < k:
-            j = size
-            size += 1
-            heap_s[j] = s
-            heap_i[j] = i
-            while j > 0:
-                p = (j - 1) // 2
-                if not _worse(heap_s[j], heap_i[j], heap_s[p], heap_i[p]):
-                    break
-                heap_s[p], heap_s[j] = heap_s[j], heap_s[p]
-                heap_i[p], heap_i[j] = heap_i[j], heap_i[p]
-                j = p
-        elif _worse(heap_s[0], heap_i[0], s, i):
-            heap_s[0] = s
-            heap_i[0] = i
-            _sift_down(heap_s, heap_i, size, np.int64(0))
-    out = np.empty(size, np.int64)
-    for pos in range(size - 1, -1, -1):  # popping the worst fills the output from the back
-        out[pos] = heap_i[0]
-        heap_s[0] = heap_s[pos]
-        heap_i[0] = heap_i[pos]
-        _sift_down(heap_s, heap_i, pos, np.int64(0))
-    return out
 
 
 @njit(cache=True, inline="always")

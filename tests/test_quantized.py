@@ -8,7 +8,7 @@ import pytest
 from maclaw_kernels.quantized import (bound_rows, kth_largest, query_norm, quantize_rows,
                                       rescore_candidates)
 from maclaw_kernels.vectors import dot_scores
-from maclaw_kernels.workspace import top_k
+from maclaw_fast.workspace.search import best_rows
 
 from maclaw_fast.index.vectors import BOUND_SLACK, VectorColumn
 
@@ -54,8 +54,8 @@ def test_bounds_hold_and_the_top_k_is_the_full_scans(seed):
         out = np.full(n, np.nan, np.float32)
         scored = rescore_candidates(lo, hi, n, k, m, has, q, out)
         assert scored >= min(k, n)
-        want = top_k(dense, k, 0.0)
-        got = top_k(out, k, 0.0)
+        want = best_rows(dense.astype(np.float64), k)
+        got = best_rows(out.astype(np.float64), k)
         assert got.tolist() == want.tolist(), (seed, k)
         assert out[got].tolist() == dense[want].tolist()  # the same bits
 
@@ -96,6 +96,7 @@ def test_the_column_keeps_its_codes_in_step_with_the_matrix(from_start):
     q = unit_rows(rng, 1, 16)[0]
     out = np.empty(n, np.float32)
     col.top_scores(q, n, 5, out)
-    assert top_k(out, 5, 0.0).tolist() == top_k(col.scores(q, n), 5, 0.0).tolist()
+    assert best_rows(out.astype(np.float64), 5).tolist() == \
+        best_rows(col.scores(q, n).astype(np.float64), 5).tolist()
     with pytest.raises(ValueError, match="quantized"):
         VectorColumn(16).top_scores(q, 1, 1, out)

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 import pytest
-from maclaw_kernels.workspace import mmr_order, top_k
+from maclaw_kernels.workspace import mmr_order
 
-from maclaw_fast.workspace.search import apply_decay, merge_hybrid
+from maclaw_fast.workspace.search import apply_decay, best_rows, merge_hybrid
 
 
 # ---------------------------------------------------------------- plain references
@@ -80,14 +80,12 @@ def test_top_k_matches_reference(seed):
     if seed % 5 == 0 and n:
         scores[rng.integers(0, n)] = np.nan
     k = int(rng.integers(0, 60))
-    floor = 0.0 if seed % 2 else -0.5
-    assert top_k(scores, k, floor).tolist() == ref_top_k(scores, k, floor)
+    assert best_rows(scores, k).tolist() == ref_top_k(scores, k, 0.0)
 
 
-def test_top_k_float32_and_all_below_floor():
-    assert top_k(np.zeros(10, np.float32), 5, 0.0).tolist() == []
-    s = np.array([0.1, 0.9, 0.5], np.float32)
-    assert top_k(s, 2, 0.0).tolist() == [1, 2]
+def test_top_k_all_below_floor():
+    assert best_rows(np.zeros(10), 5).tolist() == []
+    assert best_rows(np.array([0.1, 0.9, 0.5]), 2).tolist() == [1, 2]
 
 
 @pytest.mark.parametrize("seed", range(20))

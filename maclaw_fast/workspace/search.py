@@ -30,7 +30,8 @@ import unicodedata
 import msgspec
 import numpy as np
 from maclaw_kernels.vectors import dot_scores
-from maclaw_kernels.workspace import mmr_order, top_k
+from maclaw_kernels.routing import topk_masked
+from maclaw_kernels.workspace import mmr_order
 
 from maclaw_fast.config import SearchConfig
 from maclaw_fast.embedding.base import cosine_floor
@@ -78,6 +79,14 @@ class SearchResponse(msgspec.Struct, kw_only=True):
     reason: str | None = None
     synced: bool = False
 
+
+
+def best_rows(scores: np.ndarray, k: int) -> np.ndarray:
+    """Rows of the ``k`` largest ``scores`` above 0 (NaN never counts), best first, ties to the
+    lower row (the router's top-k kernel)."""
+    rows = np.empty(max(k, 1), np.int64)
+    m = topk_masked(scores, scores > 0.0, np.arange(scores.shape[0]), k, rows)
+    return rows[:m]
 
 
 def merge_hybrid(vec_idx: np.ndarray, vec_score: np.ndarray, txt_idx: np.ndarray,
@@ -310,7 +319,7 @@ def _search_locked(ix, query: str, n_max: int, floor: float) -> SearchResponse:
     if ix.bm25 is not None and tokens and n:
         # a big index splits BM25 across the cores while they are idle
         dense = ix.bm25.scores(tokens, n, in_ranges=spare and ix.bm25.is_large)
-        t_idx = top_k(dense, cand, 0.0)
+        t_idx = best_rows(dense, cand)
         t_sc = text_score(dense[t_idx])
     v_idx, v_sc = empty
     if qvec is not None and n:
@@ -323,8 +332,8 @@ def _search_locked(ix, query: str, n_max: int, floor: float) -> SearchResponse:
             ix.vectors.scores(qvec, n, out=dense_v)
         else:
             dot_scores(ix.vectors.matrix, n, ix.vectors.has_vec, qvec, dense_v)
-        dense_v = dense_v.astype(np.float64)  # one compiled top_k, for float64 scores
-        v_idx = top_k(dense_v, cand, 0.0)
+        dense_v = dense_v.astype(np.float64)  # float64 scores: one compiled top-k kernel
+        v_idx = best_rows(dense_v, cand)
         v_sc = dense_v[v_idx]
     if mode == "hybrid":
         wv, wt = normalise_weights(cfg.vector_weight, cfg.text_weight, cfg.fusion)

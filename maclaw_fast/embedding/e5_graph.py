@@ -184,7 +184,6 @@ def build_model(w: E5Weights) -> bytes:
     """The encoder as a serialised ONNX model (inputs ``embedded`` float (B, T, H) and ``mask``
     int32 (B, T); output ``pooled`` float (B, H): each row's mean over its unmasked tokens)."""
     try:
-        import onnx
         from onnx import TensorProto, helper, numpy_helper
     except ImportError as exc:
         raise EmbeddingError("building the e5 onnxruntime graph needs the onnx package "

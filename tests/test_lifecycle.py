@@ -9,10 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from maclaw_fast.errors import DuplicateError, NotFoundError, ValidationError
+from maclaw_fast.errors import DuplicateError, NotFoundError
 from maclaw_fast.memory import MemoryStore
-from maclaw_fast.memory.lifecycle import (decay, reinforce, replace_entries, restore, revive,
-                                          strength_now)
+from maclaw_fast.memory.lifecycle import decay, replace_entries, restore, strength_now
 from maclaw_kernels.decay import decay_pass
 
 from tests.maint_helpers import H, T0, Clock
@@ -109,24 +108,6 @@ def test_recall_reinforcement_postpones_dormancy(store, clock):
     assert decay(store).dormant == 0
     clock.t += 240 * H
     assert decay(store).dormant_ids == [e.id]
-
-
-def test_reinforce_and_revive_helpers(store, clock):
-    e = store.save("ran pytest over unittest", category="conversation_summary")
-    reinforce(store, [e.id], now=clock.t + 5)
-    got = store.get(e.id)
-    assert (got.strength, got.access_count, got.updated_at) == (2.0, 2, clock.t + 5)
-    clock.t += 5000 * H
-    decay(store)
-    assert store.get(e.id).status == "dormant"
-    back = revive(store, e.id)
-    assert back.status == "active" and back.strength == 1.0 and back.updated_at == clock.t
-    assert revive(store, e.id) == store.get(e.id)
-    store.set_fields(e.id, status="superseded")
-    with pytest.raises(ValidationError):
-        revive(store, e.id)
-    with pytest.raises(NotFoundError):
-        reinforce(store, ["nope"])
 
 
 @settings(max_examples=60, deadline=None)

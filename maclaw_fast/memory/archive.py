@@ -291,6 +291,13 @@ class Archive:
                 self._columns.remove(entry_id)
             return entry, vec
 
+    def remove_held(self, held) -> None:
+        """Drop the archived copies of entries the store holds (``held``: its ids): a crash in
+        the middle of a move leaves an entry on both sides, and the store's copy is the live one."""
+        with self._lock:
+            for entry_id in [i for i in self._entries if i in held]:
+                self.remove(entry_id)
+
     def list(self) -> list[Entry]:
         """Archived entries, newest first."""
         with self._lock:

@@ -14,13 +14,12 @@ import math
 import msgspec
 import numpy as np
 
-from maclaw_fast.embedding import embed_checked
-from maclaw_fast.errors import DuplicateError, NotFoundError, ValidationError
+from maclaw_fast.config import CATEGORIES, CATEGORY_ALIASES
+from maclaw_fast.errors import DuplicateError, ValidationError
 from maclaw_fast.memory import validate
-from maclaw_fast.config import CATEGORY_ALIASES
 from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY
-from maclaw_fast.memory.linking import relink_restored
-from maclaw_fast.persist.journal import DeleteOp, PutOp, TouchOp
+from maclaw_fast.memory.linking import least_used, relink_restored
+from maclaw_fast.persist.journal import DeleteOp, PutOp
 from maclaw_fast.records import Entry, GcReport, replace_entry, vec_bytes
 from maclaw_fast.text.tokenizer import analysed_text
 from maclaw_fast.threads import in_ranges
@@ -32,13 +31,9 @@ PARALLEL_DECAY_ROWS = 2_000_000
 
 
 class DecayReport(msgspec.Struct, kw_only=True):
-    """What one decay pass did (design §7, §0 R9).
-
-    ``checked`` counts the entries the curve applies to (active, not self_identity);
-    ``dormant_ids`` are the entries that fell below the threshold in this pass and turned
-    dormant (only categories of ``ForgettingConfig.dormant_categories``); ``faded`` counts the
-    entries below the threshold that stay active because their category is semantic.
-    """
+    """What one decay pass did (design §7, §0 R9): ``checked`` entries the curve applies to
+    (active, not self_identity), the ``dormant_ids`` that turned dormant in this pass, and the
+    ``faded`` ones below the threshold that stay active because their category is semantic."""
 
     checked: int = 0
     dormant: int = 0
@@ -92,20 +87,9 @@ def decay(store, *, now: float | None = None, parallel: bool | None = None) -> D
     category is one of ``forgetting.dormant_categories`` (the episodic ones by default, design
     §0 R9). Semantic entries below it stay active (counted as ``faded``): their strength keeps
     decaying, recomputed from ``updated_at`` like every active entry's, so recency still ranks
-    them. Everything else keeps its stored (peak) strength.
-
-    Parameters
-    ----------
-    store : MemoryStore
-    now : float, optional
-        Unix seconds; the store's clock when omitted.
-    parallel : bool, optional
-        Force the threaded kernel on or off; by default it is used from
-        ``PARALLEL_DECAY_ROWS`` rows on.
-
-    Returns
-    -------
-    DecayReport
+    them. Everything else keeps its stored (peak) strength. ``now``: unix seconds (default the
+    store's clock); ``parallel``: force the threaded kernel on or off (default: from
+    ``PARALLEL_DECAY_ROWS`` rows on).
 
     Examples
     --------
@@ -151,64 +135,9 @@ def decay(store, *, now: float | None = None, parallel: bool | None = None) -> D
                            dormant_ids=[t.ids[r] for r in rows.tolist()], faded=faded)
 
 
-def reinforce(store, ids, *, now: float | None = None) -> None:
-    """Strengthen entries the way recall does: ``strength += reinforce_step``,
-    ``updated_at = now``, ``access_count += 1`` (design §6 step 5).
-
-    Examples
-    --------
-    >>> from maclaw_fast.memory import MemoryStore
-    >>> s = MemoryStore.in_memory(embedder=None)
-    >>> e = s.save("uses vim", category="preference")
-    >>> reinforce(s, [e.id]); s.get(e.id).strength
-    2.0
-    """
-    ids = [ids] if isinstance(ids, str) else list(ids)
-    step = store.config.forgetting.reinforce_step
-    with store.lock:
-        store.check_writable()
-        now = _now(store, now)
-        rows = [store.row_of_id(i) for i in ids]
-        store.apply_touch(rows, 1, step, now)
-        store.journal(TouchOp(ids, 1, step, now))
-
-
-def revive(store, entry_id: str, *, now: float | None = None) -> Entry:
-    """Bring a dormant entry back: ``active``, strength 1.0, ``updated_at = now``.
-
-    Active entries are returned unchanged; superseded ones raise ``ValidationError``.
-
-    Examples
-    --------
-    >>> from maclaw_fast.memory import MemoryStore
-    >>> s = MemoryStore.in_memory(embedder=None, clock=lambda: 0.0)
-    >>> e = s.save("old habit", category="preference")
-    >>> _ = decay(s, now=768 * 3600.0)
-    >>> revive(s, e.id).status
-    'active'
-    """
-    with store.lock:
-        store.check_writable()
-        entry = store.get(entry_id)
-        if entry.status == "active":
-            return entry
-        if entry.status == "superseded":
-            raise ValidationError(f"memory {entry_id!r} was superseded; it cannot be revived")
-        return store.set_fields(entry_id, status="active", strength=1.0,
-                                updated_at=_now(store, now))
-
-
-def _fresh_vector(store, entry: Entry):
-    # Archived vectors carry no fingerprint, so one made by an earlier model could slip back in
-    # (design §3 forbids mixing); re-embedding the few restored entries is cheap and always right.
-    if store.embedder is None:
-        return None
-    return embed_checked(store.embedder, [analysed_text(entry.content, entry.tags)])[0]
-
-
-def _restore_locked(store, entry_id: str, now: float, vec) -> tuple[Entry, list[Entry]]:
-    """Move one archived entry into the store (lock held); returns it and what the capacity
-    check then archived."""
+def restore_locked(store, entry_id: str, now: float, vec=None) -> tuple[Entry, list[Entry]]:
+    """:func:`restore` for a caller that holds the store's lock (``vec``: the entry's fresh
+    embedding, made here when None); returns it and what the capacity check then archived."""
     archive, t = store.archive, store.table
     if entry_id in t.row_of:
         # An earlier restore died between the store write and the archive removal: finish it.
@@ -220,6 +149,8 @@ def _restore_locked(store, entry_id: str, now: float, vec) -> tuple[Entry, list[
     if other is not None:
         raise DuplicateError(f"archived memory {entry_id!r} duplicates memory "
                              f"{t.ids[other]!r} in the store")
+    if vec is None:
+        vec = embed_text(store, old.content, old.tags)
     status = "superseded" if old.status == "superseded" else "active"
     entry = replace_entry(old, updated_at=now, access_count=1, status=status, strength=1.0,
                      related_ids=(), related_strengths=())
@@ -233,26 +164,13 @@ def _restore_locked(store, entry_id: str, now: float, vec) -> tuple[Entry, list[
     return result, store.enforce_capacity()
 
 
-def restore_locked(store, entry_id: str, now: float) -> Entry:
-    """:func:`restore` for a caller that holds the store's lock (a reinforcing recall that
-    returned an archived entry); the entry is re-embedded under the lock."""
-    vec = _fresh_vector(store, store.archive.get(entry_id))
-    return _restore_locked(store, entry_id, now, vec)[0]
-
-
 def restore(store, entry_id: str, *, now: float | None = None) -> Entry:
     """Move an archived entry back into the store (design §9).
 
     It comes back with ``updated_at = now``, ``access_count = 1``, strength 1.0, ``active``
     (a superseded entry stays superseded), fully re-indexed and re-linked in the graph; then
-    the capacity check runs.
-
-    Raises
-    ------
-    NotFoundError
-        No archived entry has this id.
-    DuplicateError
-        The store already holds an entry with the same content.
+    the capacity check runs. NotFoundError when no archived entry has this id, DuplicateError
+    when the store holds its content.
 
     Examples
     --------
@@ -268,14 +186,10 @@ def restore(store, entry_id: str, *, now: float | None = None) -> Entry:
     with store.lock:
         store.check_writable()
         archived = store.archive.get(entry_id) if entry_id not in store else None
-    vec = _fresh_vector(store, archived) if archived is not None else None  # outside the lock
+    vec = embed_text(store, archived.content, archived.tags) if archived else None  # unlocked
     with store.lock:
         store.check_writable()
-        if entry_id not in store and entry_id not in store.archive:
-            raise NotFoundError(f"no archived memory with id {entry_id!r}")
-        if vec is None and entry_id not in store:
-            vec = _fresh_vector(store, store.archive.get(entry_id))
-        return _restore_locked(store, entry_id, _now(store, now), vec)[0]
+        return restore_locked(store, entry_id, _now(store, now), vec)[0]
 
 
 def gc(store, *, now: float | None = None) -> GcReport:
@@ -285,9 +199,8 @@ def gc(store, *, now: float | None = None) -> GcReport:
     self_identity, not pinned) are archived by (access_count asc, updated_at asc, store order)
     until it holds fewer than the threshold. Then the tags and categories of the top
     ``revive_top`` (20) active entries by (access_count desc, updated_at desc) select up to
-    ``revive_max`` (10) archived entries to restore — never one archived in this same run
-   , never a superseded or dormant one, never one whose content is already in
-    the store.
+    ``revive_max`` (10) archived entries to restore — never one archived in this same run,
+    never a superseded or dormant one, never one whose content is already in the store.
 
     Returns
     -------
@@ -307,39 +220,25 @@ def gc(store, *, now: float | None = None) -> GcReport:
         store.check_writable()
         now = _now(store, now)
         t = store.table
-        # A crash in the middle of moving an entry leaves a copy on both sides; the store's is
-        # the live one.
-        for e in store.archive.list():
-            if e.id in t.row_of:
-                store.archive.remove(e.id)
+        store.archive.remove_held(t.row_of)
         before = len(t)
         archived_ids: set[str] = set()
         if before >= cap.gc_threshold:
-            rows = t.live_rows()
-            protected = (t.category[rows] == SELF_IDENTITY) | t.pinned[rows]
-            rows = rows[~protected]
-            excess = before - cap.gc_threshold + 1
-            order = np.lexsort((t.seq[rows], t.updated_at[rows], t.access[rows]))[:excess]
-            moved = store.archive_rows([int(rows[i]) for i in order])
+            moved = store.archive_rows(least_used(store, before - cap.gc_threshold + 1))
             archived_ids.update(e.id for e in moved)
         candidates = _revival_candidates(store, archived_ids, cap)
         room = cap.gc_threshold - 1 - len(t)
         if before >= cap.gc_threshold and len(candidates) > room:
             # archive as many more as will be revived, so the store ends below the
             # threshold (design §9) and the next run does not archive again at once
-            rows = t.live_rows()
-            rows = rows[~((t.category[rows] == SELF_IDENTITY) | t.pinned[rows])]
-            order = np.lexsort((t.seq[rows], t.updated_at[rows], t.access[rows]))
-            moved = store.archive_rows([int(rows[i]) for i in order[:len(candidates) - room]])
+            moved = store.archive_rows(least_used(store, len(candidates) - room))
             archived_ids.update(e.id for e in moved)
             room = cap.gc_threshold - 1 - len(t)
         archived = len(archived_ids)
         revived = 0
         for entry_id in candidates[:max(room, 0)]:
-            vec = _fresh_vector(store, store.archive.get(entry_id))
-            _, evicted = _restore_locked(store, entry_id, now, vec)
+            archived += len(restore_locked(store, entry_id, now)[1])
             revived += 1
-            archived += len(evicted)
         return GcReport(archived=archived, revived=revived, before=before, after=len(t))
 
 
@@ -351,8 +250,6 @@ def _revival_candidates(store, exclude: set[str], cap) -> list[str]:
         return []
     top = rows[np.lexsort((t.seq[rows], -t.updated_at[rows], -t.access[rows]))[: cap.revive_top]]
     tags = {tag for r in top.tolist() for tag in t.tags[r]}
-    from maclaw_fast.config import CATEGORIES
-
     cats = {CATEGORIES[t.category[r]] for r in top.tolist()}
     out: list[str] = []
     seen_content: set[str] = set()
@@ -375,15 +272,9 @@ def replace_entries(store, survivor_id: str, *, content: str, tags, remove_ids=(
     """Rewrite one entry's content/tags and delete others in one journal record.
 
     The building block of merge and compression: a crash keeps either the old entries or the
-    finished result, never a survivor without its deletions. ``compact_form`` is cleared, the
-    entry is re-indexed, and ``updated_at`` is kept unless given, so that rewording a memory
-    does not make it look recently used. ``vec`` must be the embedding of the new text (or None
-    for a store without an embedder).
-
-    Raises
-    ------
-    DuplicateError
-        ``content`` is the content of an entry that is not part of the change.
+    finished result. ``compact_form`` is cleared and ``updated_at`` kept unless given, so that
+    rewording a memory does not make it look recently used; ``vec`` is the new text's
+    embedding (None without an embedder). DuplicateError when ``content`` is another entry's.
     """
     content = validate.content(content)
     tags = validate.tags(tags)
@@ -440,6 +331,6 @@ def delete_many(store, ids) -> list[Entry]:
 
 def embed_text(store, content: str, tags=()):
     """The store's embedding of an entry's analysed text, or None without an embedder."""
-    if store.embedder is None:
-        return None
-    return embed_checked(store.embedder, [analysed_text(content, tuple(tags))])[0]
+    # also for a restored entry: archived vectors carry no fingerprint, so one made by an
+    # earlier model could slip back in (design §3 forbids mixing)
+    return store.embed_text(analysed_text(content, tuple(tags)), None)

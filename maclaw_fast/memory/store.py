@@ -100,9 +100,7 @@ class MemoryStore:
                 self.archive = Archive(Path(path) / "archive", config, read_only=self.read_only,
                                        accept_loss=self.durability.accept_loss)
                 if not self.read_only:
-                    for entry_id in [e.id for e in self.archive.list()
-                                     if e.id in self.table.row_of]:
-                        self.archive.remove(entry_id)  # a crash mid-move left a copy in both
+                    self.archive.remove_held(self.table.row_of)
                     with self.lock:  # a smaller capacity than the store was written with
                         self.enforce_capacity()
             except BaseException:

@@ -292,8 +292,8 @@ class Archive:
             return entry, vec
 
     def remove_held(self, held) -> None:
-        """Drop the archived copies of entries the store holds (``held``: its ids): a crash in
-        the middle of a move leaves an entry on both sides, and the store's copy is the live one."""
+        """Drop the archived copies of entries the store holds (``held``: the store, or its ids):
+        a crash in the middle of a move leaves an entry on both sides; the store's is the live one."""
         with self._lock:
             for entry_id in [i for i in self._entries if i in held]:
                 self.remove(entry_id)

@@ -220,7 +220,7 @@ def gc(store, *, now: float | None = None) -> GcReport:
         store.check_writable()
         now = _now(store, now)
         t = store.table
-        store.archive.remove_held(t.row_of)
+        store.archive.remove_held(store)
         before = len(t)
         archived_ids: set[str] = set()
         if before >= cap.gc_threshold:

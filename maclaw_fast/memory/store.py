@@ -102,7 +102,7 @@ class MemoryStore:
                 self.archive = Archive(Path(path) / "archive", config, read_only=self.read_only,
                                        accept_loss=self.durability.accept_loss)
                 if not self.read_only:
-                    self.archive.remove_held(self.table.row_of)
+                    self.archive.remove_held(self)
                     with self.lock:  # a smaller capacity than the store was written with
                         self.enforce_capacity()
             except BaseException:

@@ -34,18 +34,18 @@ _ARRAYS = (("terms", "<i4"), ("tfs", "<f4"), ("offsets", "<i8"), ("lengths", "<i
            ("indptr", "<i8"), ("docs", "<i4"), ("doc_tfs", "<f4"))
 
 
-def tokenizer_version() -> str:
-    """What decides whether saved term ids still hold: the analysis that made them (its rules,
-    stop list and stemmer, :data:`~maclaw_fast.text.tokenizer.TOKENIZER_VERSION`)."""
-    return TOKENIZER_VERSION
-
-
 class TermsMeta(msgspec.Struct, kw_only=True):
     seq: int
     rows: int
     snapshot: str  # the snapshot file's identity (persist.snapshot.open_snapshot)
-    tokenizer: str
+    tokenizer: str  # the analysis that made the term ids (its rules, stop list and stemmer)
     layout: int = LAYOUT
+
+
+def terms_meta(seq: int, rows: int, snapshot_id: str) -> TermsMeta:
+    """What a ``terms.bin`` must match: the snapshot at ``seq`` of ``rows`` rows whose checksum
+    is ``snapshot_id``, and this tokenizer."""
+    return TermsMeta(seq=seq, rows=rows, snapshot=snapshot_id, tokenizer=TOKENIZER_VERSION)
 
 
 class _TermsFile(msgspec.Struct, kw_only=True):

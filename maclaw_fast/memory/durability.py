@@ -16,6 +16,7 @@ from maclaw_fast.config import CATEGORIES, PersistConfig
 from maclaw_fast.embedding import embed_checked
 from maclaw_fast.errors import CorruptStoreError, ReadOnlyStoreError, ValidationError
 from maclaw_fast.memory.carried import CarriedVectors
+from maclaw_fast.memory.columns import SCOPE, STATUS
 from maclaw_fast.memory.linking import (adjacency_state, replay_adjacent, replay_relink,
                                         restore_adjacency)
 from maclaw_fast.memory.reload import load_snapshot, save_terms
@@ -26,14 +27,13 @@ from maclaw_fast.persist.recovery import recover
 from maclaw_fast.persist.snapshot import (SnapshotMeta, entries_table, snapshot_meta,
                                           write_snapshot)
 from maclaw_fast.persist.strings import one_array
-from maclaw_fast.records import Entry
+from maclaw_fast.progress import bar
+from maclaw_fast.records import replace_entry
 from maclaw_fast.timers import Timer, later
 from maclaw_fast.text.tokenizer import analysed_text
 
-FSYNC_POLICIES = ("always", "interval", "never")
 # the values a snapshot's text columns may hold (anything else is damage)
-KNOWN_VALUES = {"category": CATEGORIES, "status": ("active", "superseded", "dormant"),
-                "scope": ("global", "project")}
+KNOWN_VALUES = {"category": CATEGORIES, "status": STATUS, "scope": SCOPE}
 
 
 class Durability:
@@ -41,8 +41,6 @@ class Durability:
 
     def __init__(self, directory: Path, config: PersistConfig, store,
                  accept_loss: bool = False, read_only: bool = False) -> None:
-        if config.fsync not in FSYNC_POLICIES:
-            raise ValidationError(f"fsync must be one of {FSYNC_POLICIES}, got {config.fsync!r}")
         self.dir = directory
         self.config = config
         self.store = store
@@ -132,11 +130,14 @@ class Durability:
         elif rec.records:
             self.snapshot()
 
-    def abandon(self) -> None:
-        """Close files and release the lock without writing anything (a failed open)."""
+    def _cancel_timer(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+    def abandon(self) -> None:
+        """Close files and release the lock without writing anything (a failed open)."""
+        self._cancel_timer()
         try:
             self.journal.close()
         finally:
@@ -165,7 +166,8 @@ class Durability:
                     vec = None
             row = t.row_of.get(op.entry.id)
             if row is None:
-                store.insert_row(_no_edges(op.entry), vec)
+                store.insert_row(replace_entry(op.entry, related_ids=(), related_strengths=()),
+                                 vec)
             else:
                 t.write(row, op.entry)
                 store.index_row(row)
@@ -203,22 +205,17 @@ class Durability:
         store = self.store
         if not store.dim:
             return
-        t = store.table
-        has = store.vectors.has_vec
+        if snap_fp and snap_fp != _fp(store):
+            self._dirty = True  # the next snapshot records this model
+        t, has = store.table, store.vectors.has_vec
         if t.n_rows <= has.shape[0] and has[:t.n_rows].all():  # (dead rows too: a superset)
-            if snap_fp and snap_fp != _fp(store):
-                self._dirty = True
             return  # the usual reopen: every vector came with the snapshot
         live = t.live_rows()
         # a snapshot loaded without its vectors (another model) left the column unsized
         store.vectors.reserve(int(live.max()) + 1 if len(live) else 0)
         rows = live[~store.vectors.has_vec[live]].tolist()
-        if not rows:  # the usual reopen: every vector came with the snapshot
-            if snap_fp and snap_fp != _fp(store):
-                self._dirty = True
+        if not rows:
             return
-        from maclaw_fast.progress import bar
-
         with bar(None, len(rows), f"re-embedding with {_fp(store).split(':')[0]}",
                  "memories") as shown:
             for start in range(0, len(rows), 64):
@@ -228,8 +225,7 @@ class Durability:
                 for r, v in zip(chunk, vecs):
                     store.vectors.set(r, v)
                 shown.update(len(chunk))
-        if rows or (snap_fp and snap_fp != _fp(store)):
-            self._dirty = True
+        self._dirty = True
 
     # ------------------------------------------------------------------ write
     def append(self, ops: list) -> None:
@@ -267,9 +263,7 @@ class Durability:
         self._dirty = False
 
     def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._cancel_timer()
         if self.read_only:
             return
         try:
@@ -300,8 +294,3 @@ def store_table(store, meta: SnapshotMeta | None = None):
 def _fp(store) -> str:
     return store.embedder.fingerprint if store.embedder is not None else ""
 
-
-def _no_edges(entry: Entry) -> Entry:
-    import msgspec
-
-    return msgspec.structs.replace(entry, related_ids=(), related_strengths=())

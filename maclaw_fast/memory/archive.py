@@ -28,7 +28,7 @@ from maclaw_fast.memory.columns import EntryTable
 from maclaw_fast.persist.journal import ConversationOp, DeleteOp, Journal, JournalRecord, PutOp
 from maclaw_fast.persist.recovery import recover
 from maclaw_fast.persist.snapshot import SnapshotMeta, entries_table, table_entries, write_snapshot
-from maclaw_fast.records import Entry
+from maclaw_fast.records import Entry, vec_bytes
 from maclaw_fast.text.tokenizer import analysed_text, tokenize
 from maclaw_kernels.revival import archive_cues
 
@@ -56,8 +56,7 @@ class ArchiveColumns:
         self.vectors: VectorColumn | None = None
 
     def add(self, entry: Entry, vector: np.ndarray | None) -> None:
-        if entry.id in self.table.row_of:
-            self.remove(entry.id)
+        self.remove(entry.id)
         row = self.table.insert(entry)
         self.bm25.add(row, tokenize(analysed_text(entry.content, entry.tags)))
         if vector is not None:
@@ -257,12 +256,8 @@ class Archive:
             if vector is not None:
                 self._vectors[entry.id] = np.asarray(vector, np.float32)
             self._set_links(entry.id, *links)
-            put = PutOp(entry, None if vector is None else np.asarray(vector, np.float32)
-                        .tobytes())
-            if any(links):
-                self._log(put, ConversationOp(entry.id, *links))
-            else:
-                self._log(put)
+            self._log(PutOp(entry, vec_bytes(vector)),
+                      *([ConversationOp(entry.id, *links)] if any(links) else []))
             if self._columns is not None:
                 self._columns.add(entry, self._vectors.get(entry.id))
             excess = len(self._entries) - self.capacity
@@ -292,8 +287,8 @@ class Archive:
             return entry, vec
 
     def remove_held(self, held) -> None:
-        """Drop the archived copies of entries the store holds (``held``: the store, or its ids):
-        a crash in the middle of a move leaves an entry on both sides; the store's is the live one."""
+        """Drop the archived copies of entries ``held`` (the store) holds: a crash in the middle
+        of a move leaves an entry on both sides, and the store's copy is the live one."""
         with self._lock:
             for entry_id in [i for i in self._entries if i in held]:
                 self.remove(entry_id)
@@ -347,11 +342,10 @@ class Archive:
             ids = list(self._entries)
             dim = next((v.shape[0] for v in self._vectors.values()), 0)
             vecs = None
-            if dim:
-                vecs = np.full((len(ids), dim), np.nan, np.float32)
-                for i, k in enumerate(ids):
-                    if k in self._vectors:
-                        vecs[i] = self._vectors[k]
+            if dim:  # a NaN row where an entry has no vector
+                nan = np.full(dim, np.nan, np.float32)
+                vecs = np.array([self._vectors.get(k, nan) for k in ids], np.float32)
+                vecs = vecs.reshape(len(ids), dim)
             table = entries_table([self._entries[k] for k in ids], vecs, dim,
                                   SnapshotMeta(seq=self._seq, dim=dim, journal_headed=True))
             for side, name in enumerate(LINK_COLUMNS):
@@ -371,8 +365,7 @@ LINK_COLUMNS = ("conv_prev", "conv_next")  # the snapshot's conversation-link co
 
 
 def _link_columns(table: pa.Table) -> tuple[list[str], list[str]] | None:
-    """The conversation-link columns of an archive snapshot (None when it has none: written
-    before they existed, or not string columns)."""
+    """The conversation-link columns of an archive snapshot (None when it has no string ones)."""
     if not all(name in table.column_names and pa.types.is_string(table.schema.field(name).type)
                for name in LINK_COLUMNS):
         return None

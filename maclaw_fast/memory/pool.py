@@ -24,7 +24,8 @@ from pathlib import Path
 
 from maclaw_fast.config import MemoryConfig
 from maclaw_fast.embedding import QueryCache, resolve_embedder
-from maclaw_fast.errors import ValidationError
+from maclaw_fast.errors import StoreClosedError, ValidationError
+from maclaw_fast.memory import validate
 from maclaw_fast.memory.store import MemoryStore
 from maclaw_fast.memory.validate import MAX_NAME_BYTES, check_store_name  # noqa: F401 (API)
 
@@ -74,11 +75,9 @@ class StorePool:
                  query_cache_size: int = 4096, clock=time.time) -> None:
         if not isinstance(root, (str, os.PathLike)) or not str(root):
             raise ValidationError("root must be a directory path")
-        if isinstance(max_open, bool) or not isinstance(max_open, int) or max_open < 1:
-            raise ValidationError("max_open must be an integer ≥ 1")
-        if max_bytes is not None and (isinstance(max_bytes, bool)
-                                      or not isinstance(max_bytes, int) or max_bytes < 1):
-            raise ValidationError("max_bytes must be None or an integer ≥ 1")
+        validate.count(max_open, "max_open", 1)
+        if max_bytes is not None:
+            validate.count(max_bytes, "max_bytes", 1)
         if idle_close_s is not None and (isinstance(idle_close_s, bool) or not isinstance(
                 idle_close_s, (int, float)) or not idle_close_s > 0):
             raise ValidationError("idle_close_s must be None or a number > 0")
@@ -161,8 +160,6 @@ class StorePool:
     def _acquire(self, name: str) -> _Slot:
         with self._lock:
             if self._closed:
-                from maclaw_fast.errors import StoreClosedError
-
                 raise StoreClosedError("the pool is closed")
             slot = self._slots.get(name)
             if slot is None:
@@ -222,8 +219,6 @@ class StorePool:
         over_count = self._n_open - self.max_open
         over_bytes = self._bytes - self.max_bytes if self.max_bytes is not None else 0
         sweep = (self.idle_close_s is not None and now - self._last_sweep >= 1.0)
-        if over_count <= 0 and over_bytes <= 0 and not sweep:
-            return []
         if sweep:
             self._last_sweep = now
         victims = []
@@ -237,7 +232,7 @@ class StorePool:
                 victims.append(slot)
                 over_count -= 1
                 over_bytes -= slot.nbytes
-            elif sweep and now - slot.last_used < self.idle_close_s:
+            elif sweep:
                 break  # LRU order: every later slot was used more recently
         return victims
 

@@ -46,9 +46,7 @@ def grouped_rows(rows) -> dict[str, tuple[list[int], list[str], list]]:
             project = validate.project(project)
         except ValidationError as exc:
             raise ValidationError(f"row {i}: {exc}") from None
-        group = groups.get(name)
-        if group is None:
-            group = groups[name] = ([], [], [])
+        group = groups.setdefault(name, ([], [], []))
         group[0].append(i)
         group[1].append(query)
         group[2].append(project)
@@ -70,14 +68,8 @@ def merge_results(parts) -> object:
         tables.append(pa.table({"row": pa.array(row), "store": store_col,
                                 **{c: rest.column(c) for c in rest.column_names}}))
     if not tables:
-        return _empty()
+        return pa.table({"row": pa.array([], pa.int64()), "store": pa.array([], pa.string()),
+                         "rank": pa.array([], pa.int32()), "id": pa.array([], pa.string())})
     merged = pa.concat_tables(tables)
     order = pc.sort_indices(merged, sort_keys=[("row", "ascending"), ("rank", "ascending")])
     return merged.take(order)
-
-
-def _empty():
-    import pyarrow as pa
-
-    return pa.table({"row": pa.array([], pa.int64()), "store": pa.array([], pa.string()),
-                     "rank": pa.array([], pa.int32()), "id": pa.array([], pa.string())})

@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 
 from maclaw_fast.config import CATEGORIES, PersistConfig
-from maclaw_fast.embedding import embed_checked
 from maclaw_fast.errors import CorruptStoreError, ReadOnlyStoreError, ValidationError
 from maclaw_fast.memory.carried import CarriedVectors
 from maclaw_fast.memory.columns import SCOPE, STATUS
 from maclaw_fast.memory.linking import (adjacency_state, replay_adjacent, replay_relink,
                                         restore_adjacency)
+from maclaw_fast.memory.model_choice import embed_rows
 from maclaw_fast.memory.reload import load_snapshot, save_terms
 from maclaw_fast.persist.journal import (AdjacentOp, ConversationOp, DeleteOp, EdgesOp, Journal,
                                          JournalRecord, LinkOp, MetaOp, PutOp, TouchOp)
@@ -27,10 +27,8 @@ from maclaw_fast.persist.recovery import recover
 from maclaw_fast.persist.snapshot import (SnapshotMeta, entries_table, snapshot_meta,
                                           write_snapshot)
 from maclaw_fast.persist.strings import one_array
-from maclaw_fast.progress import bar
 from maclaw_fast.records import replace_entry
 from maclaw_fast.timers import Timer, later
-from maclaw_fast.text.tokenizer import analysed_text
 
 # the values a snapshot's text columns may hold (anything else is damage)
 KNOWN_VALUES = {"category": CATEGORIES, "status": STATUS, "scope": SCOPE}
@@ -214,18 +212,10 @@ class Durability:
         # a snapshot loaded without its vectors (another model) left the column unsized
         store.vectors.reserve(int(live.max()) + 1 if len(live) else 0)
         rows = live[~store.vectors.has_vec[live]].tolist()
-        if not rows:
-            return
-        with bar(None, len(rows), f"re-embedding with {_fp(store).split(':')[0]}",
-                 "memories") as shown:
-            for start in range(0, len(rows), 64):
-                chunk = rows[start:start + 64]
-                vecs = embed_checked(store.embedder,
-                                     [analysed_text(t.content[r], t.tags[r]) for r in chunk])
-                for r, v in zip(chunk, vecs):
-                    store.vectors.set(r, v)
-                shown.update(len(chunk))
-        self._dirty = True
+        if rows:
+            desc = f"re-embedding with {_fp(store).split(':')[0]}"
+            store.vectors.set_rows(rows, embed_rows(store.embedder, t, rows, desc))
+            self._dirty = True
 
     # ------------------------------------------------------------------ write
     def append(self, ops: list) -> None:

@@ -643,7 +643,7 @@ class MemoryStore:
         if not isinstance(value, (str, int, float, bool)):  # str() of an object is no value
             raise ValidationError(f"meta value must be a string or a number, got "
                                   f"{type(value).__name__}")
-        key, value = validate.meta_key(key), validate.text(str(value), "value")
+        key, value = validate.text(key, "key"), validate.text(str(value), "value")
         with self.lock:
             self.check_writable()
             if value:

@@ -61,11 +61,8 @@ def batch_hits(store, rows, parts, counts, has_affinity: bool) -> list[list[Reca
                                            "cos")]
     columns.append(floats_of(col["affinity"]) if has_affinity else [0.0] * len(columns[0]))
     flat = make_hits(store, col["row"].tolist(), reason.tolist(), *columns)
-    out, start = [], 0
-    for c in counts.tolist():
-        out.append(flat[start: start + c])
-        start += c
-    return out
+    ends = np.cumsum(counts).tolist()
+    return [flat[a:b] for a, b in zip([0, *ends], ends)]
 
 
 _PART_NAMES = ("score", "bm25", "rel", "graph", "recency", "importance", "cos", "affinity",

@@ -9,8 +9,6 @@ record, so a crash keeps all of it or none of it.
 
 from __future__ import annotations
 
-import math
-
 import msgspec
 import numpy as np
 
@@ -54,25 +52,9 @@ def dormant_mask(config, category: np.ndarray) -> np.ndarray:
     [False, True]
     """
     lut = np.zeros(len(CATEGORY_CODE), np.bool_)
-    for cat in config.forgetting.dormant_categories:
+    for cat in config.forgetting.dormant_categories:  # (the config refuses self_identity)
         lut[CATEGORY_CODE[CATEGORY_ALIASES.get(cat, cat)]] = True
-    lut[SELF_IDENTITY] = False
     return lut[category]
-
-
-def strength_now(strength: float, updated_at: float, now: float, rate: float) -> float:
-    """``S(t) = strength · exp(-rate · hours_since(updated_at))``; 0 when ``strength ≤ 0``.
-
-    The plain-Python reference of the decay kernel (design §7).
-
-    Examples
-    --------
-    >>> round(strength_now(1.0, 0.0, 336 * 3600.0, 0.003), 4)
-    0.3649
-    """
-    if strength <= 0.0:
-        return 0.0
-    return strength * math.exp(-rate * max(now - updated_at, 0.0) / 3600.0)
 
 
 def _now(store, now) -> float:
@@ -295,8 +277,6 @@ def replace_entries(store, survivor_id: str, *, content: str, tags, remove_ids=(
         entry = replace_entry(old, content=content, tags=tags, compact_form="",
                          updated_at=old.updated_at if updated_at is None else float(updated_at))
         t.write(row, entry)
-        if t.row_of_content.get(content) != row:
-            t.row_of_content[content] = row
         store.index_row(row)
         if store.dim and vec is not None:
             store.vectors.set(row, vec)

@@ -206,7 +206,8 @@ class MemoryStore:
     def import_records(self, records: list[dict], *, progress=None) -> int:
         """Insert checked records (see ``persist.compat.parse_maclaw``) keeping their ids and
         times (or dated ``age_hours`` ago); returns how many were added."""
-        records = compat.check_records(records)  # before anything changes, the model choice included
+        # checked before anything changes, the model choice included
+        records = compat.check_records(records)
         self.check_embedder_choice([r["content"] for r in records])
         return compat.import_records(self, records, progress=progress)
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from maclaw_fast.config import CATEGORY_TABLE
 from maclaw_fast.embedding.base import cosine_floor
@@ -197,9 +199,6 @@ def batch_with_archive(store, result, weak: np.ndarray, rows, counts, recall_one
 
 
 def _replace_arrow(table, replaced: dict[int, list[RecallHit]], reasons: tuple[str, ...]):
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     keep = pc.invert(pc.is_in(table.column("query_index"),
                               value_set=pa.array(list(replaced), pa.int32())))
     flat = [(q, rank, h) for q, hits in replaced.items() for rank, h in enumerate(hits)]

@@ -11,6 +11,8 @@ import operator
 
 import msgspec
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from maclaw_fast.config import CATEGORIES, CATEGORY_TABLE
 from maclaw_fast.memory.packed import PackedText
@@ -202,16 +204,11 @@ class EntryTable:
         if self._packed is None:
             get = self.row_of.get
             return [get(i, -1) for i in ids]
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         return pc.index_in(pa.array(ids, pa.string()), value_set=self._packed.ids.to_arrow()
                            ).fill_null(-1).to_pylist()
 
     def id_array(self):
         """Rows ``0..n_rows-1``' ids as one Arrow string array (null for a free row)."""
-        import pyarrow as pa
-
         if self._packed is not None:
             return self._packed.ids.to_arrow()
         return pa.array(self.ids[: self.n_rows], pa.string())

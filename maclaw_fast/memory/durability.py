@@ -154,14 +154,12 @@ class Durability:
         """Replay one journal operation onto the store."""
         store, t = self.store, self.store.table
         if isinstance(op, PutOp):
+            vec = (np.frombuffer(op.vector, dtype=np.float32)
+                   if op.vector_set and op.vector is not None else None)
             if store.carried is not None and op.vector_set:
-                store.carried.set(op.entry.id, op.entry.content, None if op.vector is None
-                                   else np.frombuffer(op.vector, dtype=np.float32))
-            vec = None
-            if op.vector_set and op.vector is not None and store.dim:
-                vec = np.frombuffer(op.vector, dtype=np.float32)
-                if vec.shape[0] != store.dim or fingerprint != _fp(store):
-                    vec = None
+                store.carried.set(op.entry.id, op.entry.content, vec)
+            if vec is not None and (vec.shape[0] != store.dim or fingerprint != _fp(store)):
+                vec = None  # another model's (or a model-less store: dim 0)
             row = t.row_of.get(op.entry.id)
             if row is None:
                 store.insert_row(replace_entry(op.entry, related_ids=(), related_strengths=()),

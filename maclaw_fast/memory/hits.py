@@ -6,6 +6,7 @@ from __future__ import annotations
 from itertools import repeat
 
 import numpy as np
+import pyarrow as pa
 
 from maclaw_fast.records import RecallHit, ScoreBreakdown
 
@@ -90,8 +91,6 @@ def ids_array(store):
 
 
 def arrow_hits(store, rows, parts, counts):
-    import pyarrow as pa
-
     col = hit_columns(rows, parts, counts)
     table = {"query_index": pa.array(col["query_index"].astype(np.int32)),
              "rank": pa.array(col["rank"].astype(np.int32)),

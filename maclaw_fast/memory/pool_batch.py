@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory import validate
@@ -11,8 +13,6 @@ from maclaw_fast.memory.validate import check_store_name
 
 def _columns(rows) -> tuple[list, list, list]:
     """(stores, queries, projects) of Arrow or tuple ``rows``."""
-    import pyarrow as pa
-
     if isinstance(rows, (pa.Table, pa.RecordBatch)):
         names = rows.schema.names
         if "store" not in names or "query" not in names:
@@ -56,9 +56,6 @@ def grouped_rows(rows) -> dict[str, tuple[list[int], list[str], list]]:
 def merge_results(parts) -> object:
     """One table from per-store ``(name, input rows, recall_batch_arrow table)`` parts: the
     ``query_index`` column becomes ``row`` (the input row) and a ``store`` column is added."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     tables = []
     for name, indices, table in parts:
         local = table.column("query_index").to_numpy()

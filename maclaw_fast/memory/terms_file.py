@@ -70,10 +70,7 @@ def write_terms(directory: Path, bm25, keys: np.ndarray, meta: TermsMeta) -> Non
         fh.write(body)
         fh.write(_TRAILER.pack(_MAGIC, len(body), crc32(body)))
     os.replace(tmp, path)
-    try:
-        os.remove(directory / OLD_FILE_NAME)
-    except FileNotFoundError:
-        pass
+    (directory / OLD_FILE_NAME).unlink(missing_ok=True)
 
 
 def read_terms(directory: Path, meta: TermsMeta) -> Postings | None:

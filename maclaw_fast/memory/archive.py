@@ -1,15 +1,11 @@
 """The archive (design §9): where capacity overflow and GC put memories, persisted like the store
-(journal + snapshot), capped at 1000 entries keeping the newest by ``updated_at``.
+(journal + snapshot), capped at 1000 entries keeping the newest by ``updated_at``; searched
+(design R9) through :class:`ArchiveColumns`, made on the first search.
 
-For search (design R9) the archive keeps its entries in the store's columnar form as well
-(:class:`ArchiveColumns`: an entry table, BM25 postings and a vector column keyed by row), made
-on the first search and kept up to date by every change after it, and scored by the same
-kernels as the store.
-
-Each archived entry also keeps the ids of its conversation neighbours in the store when it was
-archived (design R5 links; journaled as a ``ConversationOp``, two string columns ``conv_prev`` /
-``conv_next`` in the snapshot; an archive written without them opens with none), so archive
-search can walk from a cued archived question to its archived reply as recall walks the store.
+Each archived entry keeps the ids of its conversation neighbours in the store when it was
+archived (a ``ConversationOp``; ``conv_prev`` / ``conv_next`` in the snapshot, none in an
+archive written without them), so archive search can walk from a cued archived question to its
+archived reply as recall walks the store.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""Batched writes of a MemoryStore: ``save_many`` embeds every new text in one embedder call.
-
-Each item then goes through :meth:`MemoryStore.save` with its vector, so a batch behaves
-exactly like the same saves one by one (dedup, links, journal, capacity), minus the per-text
-model calls: the model's cost per text falls with the batch (one padded matrix per length
-bucket for MiniLM, one token matrix for e5).
-"""
+"""Batched writes of a MemoryStore: ``save_many`` embeds every new text in one embedder call
+(the model's cost per text falls with the batch), then each item goes through
+:meth:`MemoryStore.save` with its vector, so a batch behaves exactly like the same saves one by
+one (dedup, links, journal, capacity)."""
 
 from __future__ import annotations
 

@@ -515,16 +515,12 @@ class MemoryStore:
 
     def save_existing(self, row: int, tags: tuple[str, ...]) -> Entry:
         """Engine interface: a save of content the store holds (tags merged, touched)."""
-        t = self.table
         old = self.entry_at(row)
         merged = tuple(sorted(set(old.tags) | set(tags)))
-        status, strength = old.status, old.strength
-        if status == "dormant":
-            status, strength = "active", 1.0
+        wake = {"status": "active", "strength": 1.0} if old.status == "dormant" else {}
         entry = replace_entry(old, tags=merged, updated_at=float(self.clock()),
-                              access_count=old.access_count + 1, status=status,
-                              strength=strength)
-        t.write(row, entry)
+                              access_count=old.access_count + 1, **wake)
+        self.table.write(row, entry)
         if merged != old.tags:
             self.index_row(row)
         self.journal(PutOp(entry, None, False))

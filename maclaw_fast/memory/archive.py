@@ -35,16 +35,7 @@ _NO_QUERY = np.zeros(0, np.float32)
 
 class ArchiveColumns:
     """Archived entries as searchable columns: a row per entry in an :class:`EntryTable`, BM25
-    postings over the analysed text and an exact vector column, keyed by row like the store's.
-
-    Examples
-    --------
-    >>> cols = ArchiveColumns(Bm25Config())
-    >>> cols.add(Entry(id="x", content="peanut allergy", category="user_fact"), None)
-    >>> found = cols.search(tokenize("peanut allergy"), None, 0.4, 0.6, 0.5, 3)
-    >>> [(e.id, round(cue, 2)) for e, cue, _, _ in found]
-    [('x', 1.0)]
-    """
+    postings over the analysed text and an exact vector column, keyed by row like the store's."""
 
     def __init__(self, bm25: Bm25Config) -> None:
         self.table = EntryTable()
@@ -116,15 +107,7 @@ class ArchiveColumns:
 
 
 class Archive:
-    """Archived entries by id, with their vectors.
-
-    Examples
-    --------
-    >>> a = Archive(None, MemoryConfig())
-    >>> a.add(Entry(id="x", content="old note", category="preference", tags=("tea",)), None)
-    >>> [e.id for e in a.find_relevant(tags=["TEA"], categories=[])]
-    ['x']
-    """
+    """Archived entries by id, with their vectors."""
 
     def __init__(self, directory: Path | None, config: MemoryConfig,
                  read_only: bool = False, accept_loss: bool = False) -> None:
@@ -215,17 +198,7 @@ class Archive:
     def neighbours(self, entry_id: str) -> tuple[str, str]:
         """(previous id, next id) of an archived entry in its conversation ("" = none): the
         neighbours it had in the store when archived, else the entry recorded as its own
-        neighbour on that side (so a question archived before its reply still reaches it).
-
-        Examples
-        --------
-        >>> a = Archive(None, MemoryConfig())
-        >>> a.add(Entry(id="q", content="why?", category="conversation_summary"), None,
-        ...       links=("", "r"))
-        >>> a.add(Entry(id="r", content="because", category="conversation_summary"), None)
-        >>> a.neighbours("q"), a.neighbours("r")
-        (('', 'r'), ('q', ''))
-        """
+        neighbour on that side (so a question archived before its reply still reaches it)."""
         with self._lock:
             prev, nxt = self._links.get(entry_id, ("", ""))
             return prev or self._before.get(entry_id, ""), nxt or self._after.get(entry_id, "")

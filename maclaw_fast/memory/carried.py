@@ -13,15 +13,7 @@ import pyarrow.compute as pc
 
 
 class CarriedVectors:
-    """A snapshot's vectors by entry id, each valid for the content it was read with.
-
-    Examples
-    --------
-    >>> emb = pa.FixedSizeListArray.from_arrays(pa.array([1.0, 0.0, 0.0, 1.0], pa.float32()), 2)
-    >>> c = CarriedVectors("m:2", 2, pa.array(["a", "b"]), pa.array(["tea", "boat"]), emb)
-    >>> c.matrix(["b", "a", "z"], ["boat", "coffee", "x"]).tolist()
-    [[0.0, 1.0], [nan, nan], [nan, nan]]
-    """
+    """A snapshot's vectors by entry id, each valid for the content it was read with."""
 
     def __init__(self, fingerprint: str, dim: int, ids: pa.Array, content: pa.Array,
                  embedding: pa.FixedSizeListArray) -> None:

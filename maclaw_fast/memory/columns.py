@@ -53,15 +53,7 @@ def gather(values: list, rows: list[int]) -> list:
 
 
 class EntryTable:
-    """Numeric columns in NumPy, text columns in lists, ``id ↔ row`` maps.
-
-    Examples
-    --------
-    >>> t = EntryTable()
-    >>> row = t.insert(Entry(id="a", content="x", category="preference"))
-    >>> t.entry(row).id, int(t.n_rows)
-    ('a', 1)
-    """
+    """Numeric columns in NumPy, text columns in lists, ``id ↔ row`` maps."""
 
     def __init__(self, capacity: int = 64) -> None:
         self._packed: PackedText | None = None  # a reopen's text, until a use needs lists

@@ -41,16 +41,7 @@ class DecayReport(msgspec.Struct, kw_only=True):
 
 def dormant_mask(config, category: np.ndarray) -> np.ndarray:
     """Which rows (by category code) may turn dormant by decay under ``config`` (a
-    ``MemoryConfig``): those of ``forgetting.dormant_categories``, never self_identity.
-
-    Examples
-    --------
-    >>> from maclaw_fast.config import MemoryConfig
-    >>> from maclaw_fast.memory.columns import CATEGORY_CODE
-    >>> codes = np.array([CATEGORY_CODE["user_fact"], CATEGORY_CODE["conversation_summary"]])
-    >>> dormant_mask(MemoryConfig(), codes).tolist()
-    [False, True]
-    """
+    ``MemoryConfig``): those of ``forgetting.dormant_categories``, never self_identity."""
     lut = np.zeros(len(CATEGORY_CODE), np.bool_)
     for cat in config.forgetting.dormant_categories:  # (the config refuses self_identity)
         lut[CATEGORY_CODE[CATEGORY_ALIASES.get(cat, cat)]] = True
@@ -287,16 +278,7 @@ def replace_entries(store, survivor_id: str, *, content: str, tags, remove_ids=(
 
 
 def delete_many(store, ids) -> list[Entry]:
-    """Delete several entries as one journaled change; returns what they were.
-
-    Examples
-    --------
-    >>> from maclaw_fast.memory import MemoryStore
-    >>> s = MemoryStore.in_memory(embedder=None)
-    >>> a, b = s.save("a note", category="user_fact"), s.save("b note", category="user_fact")
-    >>> [e.id for e in delete_many(s, [a.id, b.id])] == [a.id, b.id], len(s)
-    (True, 0)
-    """
+    """Delete several entries as one journaled change; returns what they were."""
     ids = list(dict.fromkeys(ids))
     with store.lock:
         store.check_writable()

@@ -19,14 +19,7 @@ def offsets(arr: pa.Array) -> np.ndarray:
 
 
 class PackedStrings:
-    """``n`` strings as one ``bytes`` and n + 1 byte offsets.
-
-    Examples
-    --------
-    >>> p = PackedStrings.of(pa.array(["tea", "", "部署"]))
-    >>> p[2], p.tolist()
-    ('部署', ['tea', '', '部署'])
-    """
+    """``n`` strings as one ``bytes`` and n + 1 byte offsets."""
 
     __slots__ = ("offsets", "data")
 

@@ -25,14 +25,12 @@ def _columns(rows) -> tuple[list, list, list]:
     if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
         raise ValidationError("recall_batch rows must be an Arrow table or (store, query"
                               "[, project]) tuples")
-    stores, queries, projects = [], [], []
+    rows = list(rows)
     for i, row in enumerate(rows):
         if not isinstance(row, (tuple, list)) or len(row) not in (2, 3):
             raise ValidationError(f"row {i} must be (store, query) or (store, query, project)")
-        stores.append(row[0])
-        queries.append(row[1])
-        projects.append(row[2] if len(row) == 3 else None)
-    return stores, queries, projects
+    return ([r[0] for r in rows], [r[1] for r in rows],
+            [r[2] if len(r) == 3 else None for r in rows])
 
 
 def grouped_rows(rows) -> dict[str, tuple[list[int], list[str], list]]:

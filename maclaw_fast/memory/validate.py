@@ -75,14 +75,8 @@ def tags(value) -> tuple[str, ...]:
         items = list(value)
     except TypeError:
         raise ValidationError("tags must be a sequence of strings") from None
-    out: list[str] = []
-    for tag in items:
-        if not isinstance(tag, str):
-            raise ValidationError(f"tag {tag!r} is not a string")
-        tag = text(tag, "tag").strip()
-        if tag and tag not in out:
-            out.append(tag)
-    return tuple(out)
+    stripped = (text(tag, "tag").strip() for tag in items)
+    return tuple(dict.fromkeys(tag for tag in stripped if tag))  # first-seen order, no repeats
 
 
 def entry_id(value) -> str:

@@ -236,10 +236,10 @@ class Archive:
                     self.remove(e.id)
 
     def get(self, entry_id: str) -> Entry:
-        with self._lock:
-            if entry_id not in self._entries:
-                raise NotFoundError(f"no archived memory with id {entry_id!r}")
-            return self._entries[entry_id]
+        entry = self._entries.get(entry_id)
+        if entry is None:
+            raise NotFoundError(f"no archived memory with id {entry_id!r}")
+        return entry
 
     def vector(self, entry_id: str) -> np.ndarray | None:
         return self._vectors.get(entry_id)

@@ -271,7 +271,7 @@ def store_table(store, meta: SnapshotMeta | None = None):
     entries = [store.entry_at(int(r)) for r in rows]
     vecs, dim = None, store.dim
     if store.dim:
-        vecs = store.vectors.matrix[rows].copy()
+        vecs = store.vectors.matrix[rows]  # (a copy: rows is an index array)
         vecs[~store.vectors.has_vec[rows]] = np.nan
     elif store.carried is not None:  # no model here: the vectors the snapshot came with
         dim = store.carried.dim

@@ -99,7 +99,8 @@ def decay(store, *, now: float | None = None, parallel: bool | None = None) -> D
         rows = np.flatnonzero(out_dormant & may_sleep)
         ops = []
         for r in rows.tolist():
-            entry = replace_entry(store.entry_at(r), status="dormant", strength=float(out_strength[r]))
+            entry = replace_entry(store.entry_at(r), status="dormant",
+                                  strength=float(out_strength[r]))
             t.write(r, entry)
             ops.append(PutOp(entry, None, False))
         if ops:

@@ -70,20 +70,14 @@ def recorded_fingerprint(path: str | os.PathLike | None) -> str | None:
     return meta.fingerprint if meta is not None else None
 
 
-def switch_due(store, pending=()) -> bool:
-    """The store is in auto mode, substantially Chinese (counting the ``pending`` texts about
-    to be saved), and not on the multilingual model."""
-    return (store.auto_embedder and store.embedder is not None
-            and model_of(store.embedder.fingerprint) != "e5"
-            and store.language.share_with(pending) >= CJK_SHARE)
-
-
 def check(store, pending=()) -> bool:
     """Move an auto store to the multilingual model when its content (with ``pending`` texts
     about to be saved, so they are embedded once, by the new model) calls for it; returns
     whether it moved. A missing model package leaves the store as it is, with one warning."""
-    if not switch_due(store, pending):
-        return False
+    if not (store.auto_embedder and store.embedder is not None
+            and model_of(store.embedder.fingerprint) != "e5"
+            and store.language.share_with(pending) >= CJK_SHARE):
+        return False  # not auto, already multilingual, or not substantially Chinese yet
     try:
         new = load_model("e5")
     except EmbeddingError as exc:

@@ -319,10 +319,8 @@ class MemoryStore:
         """Entries in store order, optionally of one category / containing ``keyword``
         (case-insensitive substring of content or tags)."""
         cat = validate.category(category) if category is not None else None
-        if keyword is not None and not isinstance(keyword, str):
-            raise ValidationError("keyword must be a string")
+        kw = validate.text(keyword, "keyword").lower() if keyword is not None else None
         limit = validate.limit(limit)
-        kw = keyword.lower() if keyword else None
         out: list[Entry] = []
         with self.lock:
             for row in self.table.live_rows():

@@ -244,16 +244,15 @@ class Archive:
     def vector(self, entry_id: str) -> np.ndarray | None:
         return self._vectors.get(entry_id)
 
-    def remove(self, entry_id: str) -> tuple[Entry, np.ndarray | None]:
+    def remove(self, entry_id: str) -> None:
         with self._lock:
-            entry = self.get(entry_id)
+            self.get(entry_id)  # NotFoundError when absent
             del self._entries[entry_id]
-            vec = self._vectors.pop(entry_id, None)
+            self._vectors.pop(entry_id, None)
             self._drop_links(entry_id)
             self._log(DeleteOp(entry_id))
             if self._columns is not None:
                 self._columns.remove(entry_id)
-            return entry, vec
 
     def remove_held(self, held) -> None:
         """Drop the archived copies of entries ``held`` (the store) holds: a crash in the middle
@@ -267,18 +266,12 @@ class Archive:
         with self._lock:
             return sorted(self._entries.values(), key=lambda e: (-e.updated_at, e.id))
 
-    def find_relevant(self, tags, categories, limit: int = 10) -> list[Entry]:
+    def find_relevant(self, tags, categories) -> list[Entry]:
         """Archived entries whose category is in ``categories`` or that share a tag
         (case-insensitive), newest first."""
-        want_tags = {t.lower() for t in tags}
-        want_cats = set(categories)
-        out = []
-        for e in self.list():
-            if e.category in want_cats or any(t.lower() in want_tags for t in e.tags):
-                out.append(e)
-                if len(out) >= limit:
-                    break
-        return out
+        want_tags, want_cats = {t.lower() for t in tags}, set(categories)
+        return [e for e in self.list()
+                if e.category in want_cats or any(t.lower() in want_tags for t in e.tags)]
 
     def _searchable(self) -> ArchiveColumns:
         if self._columns is None:

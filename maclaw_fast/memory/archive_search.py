@@ -188,11 +188,9 @@ def batch_with_archive(store, result, weak: np.ndarray, rows, counts, recall_one
             sel.extend(rows[q, :counts[q]].tolist())
     archived = list(dict.fromkeys(h.entry.id for hits in replaced.values() for h in hits
                                   if h.reason == "archived"))
-    if not replaced:
-        return result, np.asarray(sel, np.int64), archived
-    if as_arrow:
+    if as_arrow and replaced:
         result = _replace_arrow(result, replaced, reasons)
-    else:
+    elif not as_arrow:
         for q, hits in replaced.items():
             result[q] = hits
     return result, np.asarray(sel, np.int64), archived

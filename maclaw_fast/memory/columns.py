@@ -135,8 +135,7 @@ class EntryTable:
         self.version += 1
 
     def load_packed(self, text: PackedText, numeric: dict[str, np.ndarray]) -> None:
-        """:meth:`load_rows` from packed text: the lists and maps (``ids``, ``content``,
-        ``tags``, ``compact``, ``row_of``, ``row_of_content``, ``rows_by_tag``) are made on
+        """:meth:`load_rows` from packed text: the lists and maps of ``_UNPACKED`` are made on
         their first use (:meth:`unpack`); until then rows are read from ``text``."""
         n = len(text)
         self._load_numeric(n, numeric)

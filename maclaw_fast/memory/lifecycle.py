@@ -174,12 +174,8 @@ def gc(store, *, now: float | None = None) -> GcReport:
     until it holds fewer than the threshold. Then the tags and categories of the top
     ``revive_top`` (20) active entries by (access_count desc, updated_at desc) select up to
     ``revive_max`` (10) archived entries to restore — never one archived in this same run,
-    never a superseded or dormant one, never one whose content is already in the store.
-
-    Returns
-    -------
-    GcReport
-        ``before = after + archived − revived`` always holds.
+    never a superseded or dormant one, never one whose content is already in the store. In the
+    returned :class:`GcReport`, ``before = after + archived − revived`` always holds.
 
     Examples
     --------
@@ -227,7 +223,7 @@ def _revival_candidates(store, exclude: set[str], cap) -> list[str]:
     cats = {CATEGORIES[t.category[r]] for r in top.tolist()}
     out: list[str] = []
     seen_content: set[str] = set()
-    for e in store.archive.find_relevant(tags, cats, limit=len(store.archive)):
+    for e in store.archive.find_relevant(tags, cats):
         # nor a dormant one: a faded episode comes back through a cue (archive search,
         # design R9), not because its category resembles what is in use (then every old
         # conversation summary would cycle back as new)

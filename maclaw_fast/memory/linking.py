@@ -146,10 +146,8 @@ def archive_rows(store, rows: list[int]) -> list[Entry]:
     between leaves a copy in both (reconciled on open), never in neither. Each keeps the ids of
     its conversation neighbours as they were before any of ``rows`` left."""
     t, g = store.table, store.graph
-    links = {}
-    for row in rows:
-        ends = g.adjacent(row)
-        links[row] = tuple(t.ids[r] if r >= 0 and t.alive[r] else "" for r in ends)
+    links = {row: tuple(t.ids[r] if r >= 0 and t.alive[r] else "" for r in g.adjacent(row))
+             for row in rows}
     moved = []
     for row in rows:
         entry = store.entry_at(row)

@@ -26,10 +26,8 @@ def _numpy(table: pa.Table, name: str, dtype) -> np.ndarray:
 def load_snapshot(store, table: pa.Table, *, vectors: bool, seq: int, directory=None,
                   snapshot_id: str = "") -> bool:
     """Fill the empty ``store`` from snapshot ``table`` (``vectors``: its embedding column may be
-    used; ``seq``: the snapshot's sequence number; ``directory``: where ``terms.bin`` lies;
-    ``snapshot_id``: the snapshot file's checksum, :func:`~maclaw_fast.persist.snapshot.
-    snapshot_id`). Returns whether the saved term ids were used (else the entries were
-    tokenised)."""
+    used; ``seq``, ``snapshot_id``: the snapshot's, which ``terms.bin`` in ``directory`` must
+    match). Returns whether those saved term ids were used (else the entries were tokenised)."""
     n = table.num_rows
     t = store.table
     text = [one_array(table.column(name))

@@ -42,8 +42,8 @@ def with_archive(store, plan, work, tokens: list[str], qvec, hits: list[RecallHi
                                  cos_weight=rc.cos_weight, min_cue=fc.archive_min_cue,
                                  limit=4 * fc.archive_max_hits + 4,
                                  cos_floor=cosine_floor(store.embedder))
-    found = [f for f in found if _in_scope(store, f[0], project, dynamic, category)]
-    found = found[:fc.archive_max_hits]
+    found = [f for f in found if _in_scope(store, f[0], project, dynamic, category)
+             ][:fc.archive_max_hits]
     if not found:
         return hits
     eligible = plan.scope(store, project)[0].eligible[0]

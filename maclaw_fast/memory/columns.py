@@ -186,8 +186,7 @@ class EntryTable:
         """The ids of ``rows`` (without unpacking a reopened table)."""
         if self._packed is None:
             return gather(self.ids, rows)
-        ids = self._packed.ids
-        return [ids[r] for r in rows]
+        return self._packed.ids.take(np.asarray(rows, np.int64))
 
     def rows_of(self, ids: list[str]) -> list[int]:
         """The rows of ``ids`` (-1 for one not in the table), without unpacking a reopened

@@ -127,10 +127,10 @@ def restore_locked(store, entry_id: str, now: float, vec=None) -> tuple[Entry, l
         vec = embed_text(store, old.content, old.tags)
     status = "superseded" if old.status == "superseded" else "active"
     entry = replace_entry(old, updated_at=now, access_count=1, status=status, strength=1.0,
-                     related_ids=(), related_strengths=())
+                          related_ids=(), related_strengths=())
     row = store.insert_row(entry, vec)
     store.journal(PutOp(store.entry_at(row), vec_bytes(vec)), *store.auto_link_row(row),
-               *relink_restored(store, row, *archive.neighbours(entry_id)))
+                  *relink_restored(store, row, *archive.neighbours(entry_id)))
     # Store first, archive second: a crash in between leaves a copy in both (finished above),
     # never the entry in neither.
     archive.remove(entry_id)
@@ -160,7 +160,8 @@ def restore(store, entry_id: str, *, now: float | None = None) -> Entry:
     with store.lock:
         store.check_writable()
         archived = store.archive.get(entry_id) if entry_id not in store else None
-    vec = embed_text(store, archived.content, archived.tags) if archived else None  # unlocked
+    # embedded outside the lock (a model call takes milliseconds)
+    vec = embed_text(store, archived.content, archived.tags) if archived is not None else None
     with store.lock:
         store.check_writable()
         return restore_locked(store, entry_id, _now(store, now), vec)[0]

@@ -246,8 +246,7 @@ class MemoryStore:
                 "pinned": int(t.pinned[rows].sum()), "path": str(self.path) if self.path else None,
             }
 
-    # lifecycle: thin delegates; the logic lives in memory/lifecycle.py and
-    # maintenance/filter.py
+    # lifecycle: the logic lives in memory/lifecycle.py and maintenance/filter.py
     def decay(self, *, now: float | None = None):
         """Forgetting curve: faded entries become dormant (design §7; ``lifecycle.decay``)."""
         return lifecycle.decay(self, now=now)

@@ -1,10 +1,6 @@
-"""StorePool: many named memory stores under one root directory, opened on demand.
-
-A backend that serves many users or agents keeps one :class:`MemoryStore` per name, but only the
-recently used ones open: at most ``max_open`` stores and ``max_bytes`` of their resident state,
-the least recently used idle store closed first (snapshot + journal, exactly as ``close()``).
-Every store of a pool shares one embedder and one query-vector cache; the numba kernels are
-module-level and shared by construction.
+"""StorePool: a backend's many named memory stores (one per user or agent) under one root
+directory, opened on demand and closed least recently used first (exactly as ``close()``); one
+embedder and one query-vector cache serve them all.
 
 Concurrency: any number of threads may call a pool at once. A store name maps to one slot whose
 lock serialises opening and closing it, so a store is never open twice (its directory lock would

@@ -7,7 +7,7 @@ counts and token count, and the same postings by term: one msgspec MessagePack r
 as raw little-endian bytes) followed by a checksum trailer like the snapshot's. It is a cache,
 never a source of truth: it is used only when its checksum holds and it was made from the same
 snapshot file (its sequence number, row count and identity: the snapshot's own length and
-checksum) by the same tokenizer (:data:`tokenizer_version`); anything else, and any read error,
+checksum) by the same tokenizer (:data:`TOKENIZER_VERSION`); anything else, and any read error,
 means "tokenise" (and the file is written again on close).
 """
 

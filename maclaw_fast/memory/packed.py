@@ -81,7 +81,9 @@ class PackedLists:
         return self.offsets.shape[0] - 1
 
     def __getitem__(self, i: int) -> tuple[str, ...]:
-        return self.take(np.array([i]))[0]
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        values = self.values
+        return tuple(values[j] for j in range(lo, hi))
 
     def take(self, rows: np.ndarray) -> list[tuple[str, ...]]:
         """The tuples of ``rows`` (an int64 array)."""

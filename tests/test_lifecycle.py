@@ -9,10 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from maclaw_fast.errors import DuplicateError, NotFoundError, ValidationError
+from maclaw_fast.errors import DuplicateError, NotFoundError
 from maclaw_fast.memory import MemoryStore
-from maclaw_fast.memory.lifecycle import (decay, reinforce, replace_entries, restore, revive,
-                                          strength_now)
+from maclaw_fast.memory.lifecycle import decay, replace_entries, restore
 from maclaw_kernels.decay import decay_pass
 
 from tests.maint_helpers import H, T0, Clock
@@ -32,13 +31,21 @@ def store(clock):
 
 # --- design §15 worked examples ----------------------------------------------------------------
 
+def _kernel_strength(strength: float, seconds: float) -> float:
+    """S(t) as the decay kernel computes it (a threshold above every S writes S out)."""
+    out_s, out_d = np.empty(1), np.empty(1, np.bool_)
+    decay_pass(np.array([strength]), np.zeros(1), np.zeros(1, np.bool_), np.ones(1, np.bool_),
+               seconds, 0.003, 2.0, out_s, out_d)
+    return float(out_s[0])
+
+
 def test_spec_examples_strength_after_336_and_768_hours():
-    assert round(strength_now(1.0, 0.0, 336 * H, 0.003), 4) == 0.3649
-    assert strength_now(1.0, 0.0, 768 * H, 0.003) < 0.1
-    assert strength_now(0.0, 0.0, 1.0, 0.003) == 0.0
-    assert strength_now(-1.0, 0.0, 1.0, 0.003) == 0.0
+    assert round(_kernel_strength(1.0, 336 * H), 4) == 0.3649
+    assert _kernel_strength(1.0, 768 * H) < 0.1
+    assert _kernel_strength(0.0, 1.0) == 0.0
+    assert _kernel_strength(-1.0, 1.0) == 0.0
     # half-life ≈ 9.6 days
-    assert abs(strength_now(1.0, 0.0, 9.627 * 24 * H, 0.003) - 0.5) < 1e-3
+    assert abs(_kernel_strength(1.0, 9.627 * 24 * H) - 0.5) < 1e-3
 
 
 def test_decay_pass_336h_stays_active_with_peak_strength(store, clock):
@@ -109,24 +116,6 @@ def test_recall_reinforcement_postpones_dormancy(store, clock):
     assert decay(store).dormant == 0
     clock.t += 240 * H
     assert decay(store).dormant_ids == [e.id]
-
-
-def test_reinforce_and_revive_helpers(store, clock):
-    e = store.save("ran pytest over unittest", category="conversation_summary")
-    reinforce(store, [e.id], now=clock.t + 5)
-    got = store.get(e.id)
-    assert (got.strength, got.access_count, got.updated_at) == (2.0, 2, clock.t + 5)
-    clock.t += 5000 * H
-    decay(store)
-    assert store.get(e.id).status == "dormant"
-    back = revive(store, e.id)
-    assert back.status == "active" and back.strength == 1.0 and back.updated_at == clock.t
-    assert revive(store, e.id) == store.get(e.id)
-    store.set_fields(e.id, status="superseded")
-    with pytest.raises(ValidationError):
-        revive(store, e.id)
-    with pytest.raises(NotFoundError):
-        reinforce(store, ["nope"])
 
 
 @settings(max_examples=60, deadline=None)

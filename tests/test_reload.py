@@ -13,6 +13,7 @@ import pytest
 from maclaw_fast import MemoryConfig, MemoryStore
 from maclaw_fast.config import PersistConfig
 from maclaw_fast.memory import reload as reload_module
+from maclaw_fast.memory import terms_file
 
 SLOW_SNAPSHOTS = MemoryConfig(persist=PersistConfig(snapshot_debounce_s=3600))
 QUERIES = ["deploy tea", "部署 脚本", "boat", "note 3", "atlas friday", "unknownword"]
@@ -131,7 +132,7 @@ def test_saved_terms_are_used_only_when_they_match(tmp_path, monkeypatch, damage
         s.save("green tea in the morning", category="preference")
         want = [h.entry.id for h in s.recall("tea deploy", reinforce=False)]
     if damage == "tokenizer":
-        monkeypatch.setattr(reload_module, "tokenizer_version", lambda: "another-tokenizer")
+        monkeypatch.setattr(terms_file, "TOKENIZER_VERSION", "another-tokenizer")
     elif damage == "stale":
         (path / "terms.bin").write_bytes(stale)
     elif damage == "garbage":

@@ -1,15 +1,11 @@
 """The archive (design §9): where capacity overflow and GC put memories, persisted like the store
-(journal + snapshot), capped at 1000 entries keeping the newest by ``updated_at``.
+(journal + snapshot), capped at 1000 entries keeping the newest by ``updated_at``; searched
+(design R9) through :class:`ArchiveColumns`, made on the first search.
 
-For search (design R9) the archive keeps its entries in the store's columnar form as well
-(:class:`ArchiveColumns`: an entry table, BM25 postings and a vector column keyed by row), made
-on the first search and kept up to date by every change after it, and scored by the same
-kernels as the store.
-
-Each archived entry also keeps the ids of its conversation neighbours in the store when it was
-archived (design R5 links; journaled as a ``ConversationOp``, two string columns ``conv_prev`` /
-``conv_next`` in the snapshot; an archive written without them opens with none), so archive
-search can walk from a cued archived question to its archived reply as recall walks the store.
+Each archived entry keeps the ids of its conversation neighbours in the store when it was
+archived (a ``ConversationOp``; ``conv_prev`` / ``conv_next`` in the snapshot, none in an
+archive written without them), so archive search can walk from a cued archived question to its
+archived reply as recall walks the store.
 """
 
 from __future__ import annotations
@@ -28,7 +24,7 @@ from maclaw_fast.memory.columns import EntryTable
 from maclaw_fast.persist.journal import ConversationOp, DeleteOp, Journal, JournalRecord, PutOp
 from maclaw_fast.persist.recovery import recover
 from maclaw_fast.persist.snapshot import SnapshotMeta, entries_table, table_entries, write_snapshot
-from maclaw_fast.records import Entry
+from maclaw_fast.records import Entry, vec_bytes
 from maclaw_fast.text.tokenizer import analysed_text, tokenize
 from maclaw_kernels.revival import archive_cues
 
@@ -39,16 +35,7 @@ _NO_QUERY = np.zeros(0, np.float32)
 
 class ArchiveColumns:
     """Archived entries as searchable columns: a row per entry in an :class:`EntryTable`, BM25
-    postings over the analysed text and an exact vector column, keyed by row like the store's.
-
-    Examples
-    --------
-    >>> cols = ArchiveColumns(Bm25Config())
-    >>> cols.add(Entry(id="x", content="peanut allergy", category="user_fact"), None)
-    >>> found = cols.search(tokenize("peanut allergy"), None, 0.4, 0.6, 0.5, 3)
-    >>> [(e.id, round(cue, 2)) for e, cue, _, _ in found]
-    [('x', 1.0)]
-    """
+    postings over the analysed text and an exact vector column, keyed by row like the store's."""
 
     def __init__(self, bm25: Bm25Config) -> None:
         self.table = EntryTable()
@@ -56,8 +43,7 @@ class ArchiveColumns:
         self.vectors: VectorColumn | None = None
 
     def add(self, entry: Entry, vector: np.ndarray | None) -> None:
-        if entry.id in self.table.row_of:
-            self.remove(entry.id)
+        self.remove(entry.id)
         row = self.table.insert(entry)
         self.bm25.add(row, tokenize(analysed_text(entry.content, entry.tags)))
         if vector is not None:
@@ -121,15 +107,7 @@ class ArchiveColumns:
 
 
 class Archive:
-    """Archived entries by id, with their vectors.
-
-    Examples
-    --------
-    >>> a = Archive(None, MemoryConfig())
-    >>> a.add(Entry(id="x", content="old note", category="preference", tags=("tea",)), None)
-    >>> [e.id for e in a.find_relevant(tags=["TEA"], categories=[])]
-    ['x']
-    """
+    """Archived entries by id, with their vectors."""
 
     def __init__(self, directory: Path | None, config: MemoryConfig,
                  read_only: bool = False, accept_loss: bool = False) -> None:
@@ -220,17 +198,7 @@ class Archive:
     def neighbours(self, entry_id: str) -> tuple[str, str]:
         """(previous id, next id) of an archived entry in its conversation ("" = none): the
         neighbours it had in the store when archived, else the entry recorded as its own
-        neighbour on that side (so a question archived before its reply still reaches it).
-
-        Examples
-        --------
-        >>> a = Archive(None, MemoryConfig())
-        >>> a.add(Entry(id="q", content="why?", category="conversation_summary"), None,
-        ...       links=("", "r"))
-        >>> a.add(Entry(id="r", content="because", category="conversation_summary"), None)
-        >>> a.neighbours("q"), a.neighbours("r")
-        (('', 'r'), ('q', ''))
-        """
+        neighbour on that side (so a question archived before its reply still reaches it)."""
         with self._lock:
             prev, nxt = self._links.get(entry_id, ("", ""))
             return prev or self._before.get(entry_id, ""), nxt or self._after.get(entry_id, "")
@@ -257,12 +225,8 @@ class Archive:
             if vector is not None:
                 self._vectors[entry.id] = np.asarray(vector, np.float32)
             self._set_links(entry.id, *links)
-            put = PutOp(entry, None if vector is None else np.asarray(vector, np.float32)
-                        .tobytes())
-            if any(links):
-                self._log(put, ConversationOp(entry.id, *links))
-            else:
-                self._log(put)
+            self._log(PutOp(entry, vec_bytes(vector)),
+                      *([ConversationOp(entry.id, *links)] if any(links) else []))
             if self._columns is not None:
                 self._columns.add(entry, self._vectors.get(entry.id))
             excess = len(self._entries) - self.capacity
@@ -272,42 +236,42 @@ class Archive:
                     self.remove(e.id)
 
     def get(self, entry_id: str) -> Entry:
-        with self._lock:
-            if entry_id not in self._entries:
-                raise NotFoundError(f"no archived memory with id {entry_id!r}")
-            return self._entries[entry_id]
+        entry = self._entries.get(entry_id)
+        if entry is None:
+            raise NotFoundError(f"no archived memory with id {entry_id!r}")
+        return entry
 
     def vector(self, entry_id: str) -> np.ndarray | None:
         return self._vectors.get(entry_id)
 
-    def remove(self, entry_id: str) -> tuple[Entry, np.ndarray | None]:
+    def remove(self, entry_id: str) -> None:
         with self._lock:
-            entry = self.get(entry_id)
+            self.get(entry_id)  # NotFoundError when absent
             del self._entries[entry_id]
-            vec = self._vectors.pop(entry_id, None)
+            self._vectors.pop(entry_id, None)
             self._drop_links(entry_id)
             self._log(DeleteOp(entry_id))
             if self._columns is not None:
                 self._columns.remove(entry_id)
-            return entry, vec
+
+    def remove_held(self, held) -> None:
+        """Drop the archived copies of entries ``held`` (the store) holds: a crash in the middle
+        of a move leaves an entry on both sides, and the store's copy is the live one."""
+        with self._lock:
+            for entry_id in [i for i in self._entries if i in held]:
+                self.remove(entry_id)
 
     def list(self) -> list[Entry]:
         """Archived entries, newest first."""
         with self._lock:
             return sorted(self._entries.values(), key=lambda e: (-e.updated_at, e.id))
 
-    def find_relevant(self, tags, categories, limit: int = 10) -> list[Entry]:
+    def find_relevant(self, tags, categories) -> list[Entry]:
         """Archived entries whose category is in ``categories`` or that share a tag
         (case-insensitive), newest first."""
-        want_tags = {t.lower() for t in tags}
-        want_cats = set(categories)
-        out = []
-        for e in self.list():
-            if e.category in want_cats or any(t.lower() in want_tags for t in e.tags):
-                out.append(e)
-                if len(out) >= limit:
-                    break
-        return out
+        want_tags, want_cats = {t.lower() for t in tags}, set(categories)
+        return [e for e in self.list()
+                if e.category in want_cats or any(t.lower() in want_tags for t in e.tags)]
 
     def _searchable(self) -> ArchiveColumns:
         if self._columns is None:
@@ -340,11 +304,10 @@ class Archive:
             ids = list(self._entries)
             dim = next((v.shape[0] for v in self._vectors.values()), 0)
             vecs = None
-            if dim:
-                vecs = np.full((len(ids), dim), np.nan, np.float32)
-                for i, k in enumerate(ids):
-                    if k in self._vectors:
-                        vecs[i] = self._vectors[k]
+            if dim:  # a NaN row where an entry has no vector
+                nan = np.full(dim, np.nan, np.float32)
+                vecs = np.array([self._vectors.get(k, nan) for k in ids], np.float32)
+                vecs = vecs.reshape(len(ids), dim)
             table = entries_table([self._entries[k] for k in ids], vecs, dim,
                                   SnapshotMeta(seq=self._seq, dim=dim, journal_headed=True))
             for side, name in enumerate(LINK_COLUMNS):
@@ -364,8 +327,7 @@ LINK_COLUMNS = ("conv_prev", "conv_next")  # the snapshot's conversation-link co
 
 
 def _link_columns(table: pa.Table) -> tuple[list[str], list[str]] | None:
-    """The conversation-link columns of an archive snapshot (None when it has none: written
-    before they existed, or not string columns)."""
+    """The conversation-link columns of an archive snapshot (None when it has no string ones)."""
     if not all(name in table.column_names and pa.types.is_string(table.schema.field(name).type)
                for name in LINK_COLUMNS):
         return None

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from maclaw_fast.config import CATEGORY_TABLE
 from maclaw_fast.embedding.base import cosine_floor
@@ -24,18 +26,12 @@ from maclaw_fast.records import Entry, RecallHit, ScoreBreakdown
 def with_archive(store, plan, work, tokens: list[str], qvec, hits: list[RecallHit],
                  rows: np.ndarray, project, dynamic: bool, category,
                  now: float) -> list[RecallHit]:
-    """Archive search (design R9): when no returned entry's cue reaches
-    ``forgetting.archive_below``, up to ``archive_max_hits`` archived entries of the query's
-    scope with a cue of at least ``archive_min_cue`` join the ranked hits
-    (``reason="archived"``) where their score places them: recency and importance as recall
-    computes them, relevance from their BM25 (over the archive's statistics) and cosine,
-    normalised by this query's ranges over the store's candidates. So do the archived entries
-    within ``adjacency_hops`` conversation links of them (:func:`_linked_hits`). The recall's
-    entry and token limits hold (a reinforcing recall then restores the archived entries it
-    returns: ``updated_at = now``, access 1, re-indexed, then the capacity check).
-    ``work``: the recall's scratch, every row's BM25 and cosine and (when it applies) thread
-    prior (``hits`` are ``rows``): an archived entry has no thread in the store, so the merge
-    compares the store's hits without it."""
+    """``hits`` (of store ``rows``) with up to ``archive_max_hits`` archived entries of the
+    query's scope cued at least ``archive_min_cue`` strongly, and those within
+    ``adjacency_hops`` conversation links of them, merged where their score places them
+    (``reason="archived"``) within the recall's entry and token limits (design R9). ``work``:
+    the recall's scratch (every row's BM25, cosine and thread prior): an archived entry has no
+    thread in the store, so the merge compares the store's hits without their prior."""
     fc = store.config.forgetting
     if not fc.archive_search or len(store.archive) == 0:
         return hits
@@ -46,12 +42,12 @@ def with_archive(store, plan, work, tokens: list[str], qvec, hits: list[RecallHi
                                  cos_weight=rc.cos_weight, min_cue=fc.archive_min_cue,
                                  limit=4 * fc.archive_max_hits + 4,
                                  cos_floor=cosine_floor(store.embedder))
-    found = [f for f in found if _in_scope(store, f[0], project, dynamic, category)]
-    found = found[:fc.archive_max_hits]
+    found = [f for f in found if _in_scope(store, f[0], project, dynamic, category)
+             ][:fc.archive_max_hits]
     if not found:
         return hits
     eligible = plan.scope(store, project)[0].eligible[0]
-    ranges = _ranges(store, work.bm25[:n][eligible], work.cos[0, :n][eligible])
+    ranges = _ranges(work.bm25[:n][eligible], work.cos[0, :n][eligible])
     seeds = [_archive_hit(store, entry, bm25, cos, ranges, now)
              for entry, _, bm25, cos in found]
     extra = [h for h, _ in seeds]
@@ -93,12 +89,10 @@ def _in_scope(store, entry: Entry, project, dynamic: bool, category) -> bool:
 
 def _linked_hits(store, seeds: list[tuple[RecallHit, float]], tokens, qvec, ranges,
                  now: float, in_scope) -> list[RecallHit]:
-    """Hits for the archived entries within ``adjacency_hops`` conversation links
-    (:meth:`Archive.neighbours`) of the archived ``seeds``, as recall's link walk scores a row it
-    reaches (:func:`maclaw_kernels.graph.propagate_linked`): the ``h``-th step carries the
-    seed's relevance × ``adjacency_factor``^h, a walk stops at a missing link, a seed or an
-    entry no longer archived, and the entry's relevance is
-    :func:`maclaw_kernels.recall.linked_relevance` of its own and the best value it got."""
+    """Hits for the archived entries within ``adjacency_hops`` conversation links of the
+    archived ``seeds``, scored as recall's link walk scores a row it reaches: the ``h``-th step
+    carries the seed's relevance × ``adjacency_factor``^h; a walk stops at a missing link, a
+    seed or an entry no longer archived."""
     rc = store.config.recall
     archive = store.archive
     if rc.adjacency_hops <= 0 or not seeds or not store.config.forgetting.archive_links:
@@ -121,7 +115,7 @@ def _linked_hits(store, seeds: list[tuple[RecallHit, float]], tokens, qvec, rang
             for (e, v), (bm25, cos) in zip(reached, scores)]
 
 
-def _ranges(store, bm25: np.ndarray, cos: np.ndarray) -> tuple[float, float, float, float]:
+def _ranges(bm25: np.ndarray, cos: np.ndarray) -> tuple[float, float, float, float]:
     """(BM25 lo, hi over the hits, cosine lo, hi) of the store's candidates for this query:
     archived entries are normalised by them as the kernel normalises a row."""
     hits = bm25[bm25 > 0]
@@ -151,29 +145,20 @@ def _normalised(store, bm25: float, cos: float, ranges) -> tuple[float, float]:
     return x, c
 
 
-def _relevance(store, x: float, c: float) -> float:
-    """Fused relevance of normalised BM25 ``x`` and cosine ``c``, weighted as recall weighs a
-    row (``bm25_weight + cos_weight`` on BM25 in a store without an embedder)."""
-    rc = store.config.recall
-    if not store.dim:
-        return (rc.bm25_weight + rc.cos_weight) * x
-    return rc.bm25_weight * x + rc.cos_weight * c
-
-
 def _archive_hit(store, entry: Entry, bm25: float, cos: float, ranges, now: float,
                  link: float = 0.0) -> tuple[RecallHit, float]:
-    """A hit for an archived entry, scored as recall scores a row (design §6; BM25 and cosine
-    normalised over the store's candidates, :func:`_normalised`), and its own relevance.
-    ``link``: the value a conversation link walk gave it (its relevance then as the kernel's
-    ``linked_relevance``: its own plus ``adjacency_mix`` × ``link``, or the larger of the two
-    when the mix is 0). The breakdown holds the normalised BM25 and ``max(cos, 0)``, as a
-    store hit's does."""
+    """A hit for an archived entry scored as recall scores a row (design §6), and its own
+    relevance; ``link``: what a conversation link walk gave it (then its relevance is the
+    kernel's ``linked_relevance``: its own plus ``adjacency_mix`` × ``link``, or the larger of
+    the two when the mix is 0)."""
     rc = store.config.recall
     hours = max(now - entry.updated_at, 0.0) / 3600.0
     recency = math.exp(-rc.recency_decay_per_hour * hours)
     importance = CATEGORY_TABLE[entry.category][0] + math.log1p(entry.access_count)
     x, c = _normalised(store, bm25, cos, ranges)
-    own = _relevance(store, x, c)
+    # an embedder-less store weighs BM25 alone, with both weights, as the kernel does
+    own = rc.bm25_weight * x + rc.cos_weight * c if store.dim else (
+        rc.bm25_weight + rc.cos_weight) * x
     rel = own
     if link > 0.0:
         rel = max(own, own + rc.adjacency_mix * link if rc.adjacency_mix > 0.0 else link)
@@ -203,39 +188,26 @@ def batch_with_archive(store, result, weak: np.ndarray, rows, counts, recall_one
             sel.extend(rows[q, :counts[q]].tolist())
     archived = list(dict.fromkeys(h.entry.id for hits in replaced.values() for h in hits
                                   if h.reason == "archived"))
-    if not replaced:
-        return result, np.asarray(sel, np.int64), archived
-    if as_arrow:
+    if as_arrow and replaced:
         result = _replace_arrow(result, replaced, reasons)
-    else:
+    elif not as_arrow:
         for q, hits in replaced.items():
             result[q] = hits
     return result, np.asarray(sel, np.int64), archived
 
 
 def _replace_arrow(table, replaced: dict[int, list[RecallHit]], reasons: tuple[str, ...]):
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     keep = pc.invert(pc.is_in(table.column("query_index"),
                               value_set=pa.array(list(replaced), pa.int32())))
-    cols: dict[str, list] = {name: [] for name in table.column_names}
-    for q, hits in replaced.items():
-        for rank, h in enumerate(hits):
-            b = h.breakdown
-            values = {"query_index": q, "rank": rank, "id": h.entry.id, "score": h.score,
-                      "recency": b.recency, "importance": b.importance, "bm25": b.bm25,
-                      "cos": b.cos, "affinity": b.affinity, "graph": b.graph,
-                      "reason": reasons.index(h.reason)}
-            for name in cols:
-                cols[name].append(values[name])
-    arrays = []
-    for name in table.column_names:
-        if name == "reason":
-            arrays.append(pa.DictionaryArray.from_arrays(pa.array(cols[name], pa.int8()),
-                                                         pa.array(list(reasons))))
-        else:
-            arrays.append(pa.array(cols[name], table.schema.field(name).type))
+    flat = [(q, rank, h) for q, hits in replaced.items() for rank, h in enumerate(hits)]
+    cols = {"query_index": [q for q, _, _ in flat], "rank": [r for _, r, _ in flat],
+            "id": [h.entry.id for _, _, h in flat], "score": [h.score for _, _, h in flat]}
+    for name in ("recency", "importance", "bm25", "cos", "affinity", "graph"):
+        cols[name] = [getattr(h.breakdown, name) for _, _, h in flat]
+    cols["reason"] = pa.DictionaryArray.from_arrays(
+        pa.array([reasons.index(h.reason) for _, _, h in flat], pa.int8()), pa.array(reasons))
+    arrays = [cols[f.name] if f.name == "reason" else pa.array(cols[f.name], f.type)
+              for f in table.schema]
     extra = pa.Table.from_arrays(arrays, schema=table.schema)
     merged = pa.concat_tables([table.filter(keep), extra])
     return merged.sort_by([("query_index", "ascending"), ("rank", "ascending")])

@@ -1,10 +1,7 @@
-"""Batched writes of a MemoryStore: ``save_many`` embeds every new text in one embedder call.
-
-Each item then goes through :meth:`MemoryStore.save` with its vector, so a batch behaves
-exactly like the same saves one by one (dedup, links, journal, capacity), minus the per-text
-model calls: the model's cost per text falls with the batch (one padded matrix per length
-bucket for MiniLM, one token matrix for e5).
-"""
+"""Batched writes of a MemoryStore: ``save_many`` embeds every new text in one embedder call
+(the model's cost per text falls with the batch), then each item goes through
+:meth:`MemoryStore.save` with its vector, so a batch behaves exactly like the same saves one by
+one (dedup, links, journal, capacity)."""
 
 from __future__ import annotations
 
@@ -38,8 +35,7 @@ def _items(items, category, tags) -> list[dict]:
         rec["category"] = validate.category(cat)
         rec["tags"] = validate.tags(item.get("tags", tags))
         rec["pinned"] = validate.flag(item.get("pinned", False), "pinned")
-        if "thread" in item:  # checked here too, so a bad one changes nothing
-            rec["thread"] = validate.thread(item["thread"])
+        rec["thread"] = validate.thread(item.get("thread"))  # a bad one changes nothing
         out.append(rec)
     return out
 
@@ -63,8 +59,7 @@ def save_many(store, items, *, category: str | None = None, tags=()) -> list[Ent
             vectors = dict(zip(todo, vecs))
     out = []
     for rec in recs:
-        vec = vectors.get(rec["content"])
-        extra = {"thread": rec["thread"]} if "thread" in rec else {}
         out.append(store.save(rec["content"], category=rec["category"], tags=rec["tags"],
-                              pinned=rec["pinned"], vector=vec, **extra))
+                              pinned=rec["pinned"], vector=vectors.get(rec["content"]),
+                              thread=rec["thread"]))
     return out

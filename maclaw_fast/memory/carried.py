@@ -13,15 +13,7 @@ import pyarrow.compute as pc
 
 
 class CarriedVectors:
-    """A snapshot's vectors by entry id, each valid for the content it was read with.
-
-    Examples
-    --------
-    >>> emb = pa.FixedSizeListArray.from_arrays(pa.array([1.0, 0.0, 0.0, 1.0], pa.float32()), 2)
-    >>> c = CarriedVectors("m:2", 2, pa.array(["a", "b"]), pa.array(["tea", "boat"]), emb)
-    >>> c.matrix(["b", "a", "z"], ["boat", "coffee", "x"]).tolist()
-    [[0.0, 1.0], [nan, nan], [nan, nan]]
-    """
+    """A snapshot's vectors by entry id, each valid for the content it was read with."""
 
     def __init__(self, fingerprint: str, dim: int, ids: pa.Array, content: pa.Array,
                  embedding: pa.FixedSizeListArray) -> None:
@@ -41,22 +33,19 @@ class CarriedVectors:
         """``(len(ids), dim)`` float32: each entry's vector, NaN where it has none (a new
         entry, or one whose content changed since its vector was made)."""
         out = np.full((len(ids), self.dim), np.nan, np.float32)
-        if not ids:
-            return out
         pos = pc.index_in(pa.array(ids, pa.string()), value_set=self._ids)
         pos = pos.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
         have = np.flatnonzero(pos >= 0)
         if have.size:
-            src = pos[have]
-            emb = self._embedding.take(pa.array(src))
-            was = self._content.take(pa.array(src)).to_pylist()
+            src = pa.array(pos[have])
+            emb = self._embedding.take(src)
+            was = self._content.take(src).to_pylist()
             same = np.array([a == contents[i] for a, i in zip(was, have.tolist())], np.bool_)
-            valid = same & emb.is_valid().to_numpy(zero_copy_only=False)
-            values = emb.flatten().to_numpy(zero_copy_only=False)  # the valid rows, in order
-            rows = np.flatnonzero(emb.is_valid().to_numpy(zero_copy_only=False))
+            has = emb.is_valid().to_numpy(zero_copy_only=False)
             full = np.full((have.size, self.dim), np.nan, np.float32)
-            full[rows] = values.reshape(-1, self.dim)
-            out[have[valid]] = full[valid]
+            # flatten holds the valid rows' values, in order
+            full[has] = emb.flatten().to_numpy(zero_copy_only=False).reshape(-1, self.dim)
+            out[have[same & has]] = full[same & has]
         if self._changes:
             for i, (entry_id, content) in enumerate(zip(ids, contents)):
                 change = self._changes.get(entry_id)

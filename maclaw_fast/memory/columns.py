@@ -11,6 +11,8 @@ import operator
 
 import msgspec
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from maclaw_fast.config import CATEGORIES, CATEGORY_TABLE
 from maclaw_fast.memory.packed import PackedText
@@ -26,8 +28,10 @@ CATEGORY_WEIGHT = np.array([CATEGORY_TABLE[c][0] for c in CATEGORIES], dtype=np.
 SELF_IDENTITY = CATEGORY_CODE["self_identity"]
 USER_FACT = CATEGORY_CODE["user_fact"]
 
+# the text lists and what a free row holds in each
+_TEXT = {"ids": None, "content": None, "tags": (), "compact": ""}
 # the text lists and maps a reopened table makes on first use (EntryTable.unpack)
-_UNPACKED = ("ids", "content", "tags", "compact", "row_of", "row_of_content", "rows_by_tag")
+_UNPACKED = (*_TEXT, "row_of", "row_of_content", "rows_by_tag")
 _NUMERIC = {
     "alive": np.bool_, "seq": np.int64, "category": np.int8, "access": np.int64,
     "created_at": np.float64, "updated_at": np.float64, "strength": np.float64,
@@ -49,24 +53,14 @@ def gather(values: list, rows: list[int]) -> list:
 
 
 class EntryTable:
-    """Numeric columns in NumPy, text columns in lists, ``id ↔ row`` maps.
-
-    Examples
-    --------
-    >>> t = EntryTable()
-    >>> row = t.insert(Entry(id="a", content="x", category="preference"))
-    >>> t.entry(row).id, int(t.n_rows)
-    ('a', 1)
-    """
+    """Numeric columns in NumPy, text columns in lists, ``id ↔ row`` maps."""
 
     def __init__(self, capacity: int = 64) -> None:
         self._packed: PackedText | None = None  # a reopen's text, until a use needs lists
         for name, dtype in _NUMERIC.items():
             setattr(self, name, np.zeros(capacity, dtype=dtype))
-        self.ids: list[str | None] = [None] * capacity
-        self.content: list[str | None] = [None] * capacity
-        self.tags: list[tuple[str, ...]] = [()] * capacity
-        self.compact: list[str] = [""] * capacity
+        for name, fill in _TEXT.items():  # ids, content, tags (tuples), compact forms
+            setattr(self, name, [fill] * capacity)
         self.row_of: dict[str, int] = {}
         self.row_of_content: dict[str, int] = {}
         self.rows_by_tag: dict[str, set[int]] = {}
@@ -98,17 +92,11 @@ class EntryTable:
         if n <= cap:
             return
         self.unpack()  # before the numeric columns grow: the lists are made at this capacity
-        new_cap = max(n, 2 * cap)
+        extra = max(n, 2 * cap) - cap
         for name in _NUMERIC:
-            old = getattr(self, name)
-            new = np.zeros(new_cap, dtype=old.dtype)
-            new[:cap] = old
-            setattr(self, name, new)
-        extra = new_cap - cap
-        self.ids += [None] * extra
-        self.content += [None] * extra
-        self.tags += [()] * extra
-        self.compact += [""] * extra
+            setattr(self, name, np.pad(getattr(self, name), (0, extra)))  # zeros, same dtype
+        for name, fill in _TEXT.items():
+            getattr(self, name).extend([fill] * extra)
 
     def allocate(self) -> int:
         """A free row (reused or new)."""
@@ -132,10 +120,9 @@ class EntryTable:
 
     def load_rows(self, ids: list[str], content: list[str], tags: list[tuple[str, ...]],
                   compact: list[str], numeric: dict[str, np.ndarray]) -> None:
-        """Fill an empty table with ``len(ids)`` rows at once (a reopen): rows ``0..n-1`` in
-        order, as :meth:`insert` one by one would make them. ``numeric`` holds the columns
-        ``category``, ``status``, ``scope`` (codes), ``access``, ``created_at``, ``updated_at``,
-        ``strength``, ``pinned`` and ``tokens`` (budget tokens), one value per row."""
+        """Fill an empty table with ``len(ids)`` rows at once (a reopen), as :meth:`insert` one
+        by one would; ``numeric``: one value per row of the columns of ``_NUMERIC`` but
+        ``alive``, ``seq`` and ``weight`` (category, status and scope as codes)."""
         n = len(ids)
         self._load_numeric(n, numeric)
         self.ids[:n] = ids
@@ -148,8 +135,7 @@ class EntryTable:
         self.version += 1
 
     def load_packed(self, text: PackedText, numeric: dict[str, np.ndarray]) -> None:
-        """:meth:`load_rows` from packed text: the lists and maps (``ids``, ``content``,
-        ``tags``, ``compact``, ``row_of``, ``row_of_content``, ``rows_by_tag``) are made on
+        """:meth:`load_rows` from packed text: the lists and maps of ``_UNPACKED`` are made on
         their first use (:meth:`unpack`); until then rows are read from ``text``."""
         n = len(text)
         self._load_numeric(n, numeric)
@@ -175,15 +161,12 @@ class EntryTable:
         text = self._packed
         if text is None:
             return
-        pad = [None] * (self.capacity - len(text))
-        ids, content, tags = text.ids.tolist(), text.content.tolist(), text.tags.tolist()
+        extra = self.capacity - len(text)
+        for name, fill in _TEXT.items():
+            setattr(self, name, getattr(text, name).tolist() + [fill] * extra)
         self._packed = None
         n = self.n_rows
-        self.ids, self.content = ids + pad, content + pad
-        self.tags = tags + [()] * len(pad)
-        self.compact = text.compact.tolist() + [""] * len(pad)
-        self.row_of, self.row_of_content, self.rows_by_tag = {}, {}, {}
-        self._index_text(ids[:n], content[:n], tags[:n])
+        self._index_text(self.ids[:n], self.content[:n], self.tags[:n])
 
     def _index_text(self, ids: list, content: list, tags: list) -> None:
         n = len(ids)
@@ -203,8 +186,7 @@ class EntryTable:
         """The ids of ``rows`` (without unpacking a reopened table)."""
         if self._packed is None:
             return gather(self.ids, rows)
-        ids = self._packed.ids
-        return [ids[r] for r in rows]
+        return self._packed.ids.take(np.asarray(rows, np.int64))
 
     def rows_of(self, ids: list[str]) -> list[int]:
         """The rows of ``ids`` (-1 for one not in the table), without unpacking a reopened
@@ -212,16 +194,11 @@ class EntryTable:
         if self._packed is None:
             get = self.row_of.get
             return [get(i, -1) for i in ids]
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         return pc.index_in(pa.array(ids, pa.string()), value_set=self._packed.ids.to_arrow()
                            ).fill_null(-1).to_pylist()
 
     def id_array(self):
         """Rows ``0..n_rows-1``' ids as one Arrow string array (null for a free row)."""
-        import pyarrow as pa
-
         if self._packed is not None:
             return self._packed.ids.to_arrow()
         return pa.array(self.ids[: self.n_rows], pa.string())
@@ -237,15 +214,17 @@ class EntryTable:
             return self._packed.nbytes
         return sum(map(len, filter(None, self.content)))
 
+    def _unindex(self, row: int) -> None:
+        """Take ``row``'s content and tags out of the maps (before a rewrite or a release)."""
+        content = self.content[row]
+        if content is not None and self.row_of_content.get(content) == row:
+            del self.row_of_content[content]
+        for tag in self.tags[row]:
+            self.rows_by_tag.get(tag.lower(), set()).discard(row)
+
     def write(self, row: int, entry: Entry) -> None:
         """Overwrite the fields of ``row`` (its id and seq stay)."""
-        old_content = self.content[row]
-        if old_content is not None and self.row_of_content.get(old_content) == row:
-            del self.row_of_content[old_content]
-        for tag in self.tags[row]:
-            rows = self.rows_by_tag.get(tag.lower())
-            if rows is not None:
-                rows.discard(row)
+        self._unindex(row)
         cat = CATEGORY_CODE[entry.category]
         self.category[row] = cat
         self.weight[row] = CATEGORY_WEIGHT[cat]
@@ -268,16 +247,10 @@ class EntryTable:
 
     def release(self, row: int) -> None:
         """Free ``row`` (delete)."""
-        content = self.content[row]
-        if self.row_of_content.get(content) == row:
-            del self.row_of_content[content]
-        for tag in self.tags[row]:
-            self.rows_by_tag.get(tag.lower(), set()).discard(row)
+        self._unindex(row)
         del self.row_of[self.ids[row]]
-        self.ids[row] = None
-        self.content[row] = None
-        self.tags[row] = ()
-        self.compact[row] = ""
+        for name, fill in _TEXT.items():
+            getattr(self, name)[row] = fill
         self.alive[row] = False
         self.status[row] = 0
         self.pinned[row] = False
@@ -286,10 +259,9 @@ class EntryTable:
         self.version += 1
 
     def touched(self, rows) -> None:
-        """Forget cached Entry objects of rows whose numeric columns (access, strength,
-        updated_at) or edges were changed in place. The version stays: what is cached by version
-        holds views of those columns, which see the change (a recall that reinforces would
-        otherwise rebuild every mask for the next one)."""
+        """Forget cached Entry objects of rows whose numeric columns or edges changed in place.
+        The version stays: what is cached by version holds views of those columns (a recall
+        that reinforces would otherwise rebuild every mask for the next one)."""
         for r in rows:
             self._cache.pop(int(r), None)
 

@@ -13,11 +13,12 @@ from pathlib import Path
 import numpy as np
 
 from maclaw_fast.config import CATEGORIES, PersistConfig
-from maclaw_fast.embedding import embed_checked
 from maclaw_fast.errors import CorruptStoreError, ReadOnlyStoreError, ValidationError
 from maclaw_fast.memory.carried import CarriedVectors
+from maclaw_fast.memory.columns import SCOPE, STATUS
 from maclaw_fast.memory.linking import (adjacency_state, replay_adjacent, replay_relink,
                                         restore_adjacency)
+from maclaw_fast.memory.model_choice import embed_rows
 from maclaw_fast.memory.reload import load_snapshot, save_terms
 from maclaw_fast.persist.journal import (AdjacentOp, ConversationOp, DeleteOp, EdgesOp, Journal,
                                          JournalRecord, LinkOp, MetaOp, PutOp, TouchOp)
@@ -26,14 +27,11 @@ from maclaw_fast.persist.recovery import recover
 from maclaw_fast.persist.snapshot import (SnapshotMeta, entries_table, snapshot_meta,
                                           write_snapshot)
 from maclaw_fast.persist.strings import one_array
-from maclaw_fast.records import Entry
+from maclaw_fast.records import replace_entry
 from maclaw_fast.timers import Timer, later
-from maclaw_fast.text.tokenizer import analysed_text
 
-FSYNC_POLICIES = ("always", "interval", "never")
 # the values a snapshot's text columns may hold (anything else is damage)
-KNOWN_VALUES = {"category": CATEGORIES, "status": ("active", "superseded", "dormant"),
-                "scope": ("global", "project")}
+KNOWN_VALUES = {"category": CATEGORIES, "status": STATUS, "scope": SCOPE}
 
 
 class Durability:
@@ -41,8 +39,6 @@ class Durability:
 
     def __init__(self, directory: Path, config: PersistConfig, store,
                  accept_loss: bool = False, read_only: bool = False) -> None:
-        if config.fsync not in FSYNC_POLICIES:
-            raise ValidationError(f"fsync must be one of {FSYNC_POLICIES}, got {config.fsync!r}")
         self.dir = directory
         self.config = config
         self.store = store
@@ -132,11 +128,14 @@ class Durability:
         elif rec.records:
             self.snapshot()
 
-    def abandon(self) -> None:
-        """Close files and release the lock without writing anything (a failed open)."""
+    def _cancel_timer(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+    def abandon(self) -> None:
+        """Close files and release the lock without writing anything (a failed open)."""
+        self._cancel_timer()
         try:
             self.journal.close()
         finally:
@@ -155,17 +154,16 @@ class Durability:
         """Replay one journal operation onto the store."""
         store, t = self.store, self.store.table
         if isinstance(op, PutOp):
+            vec = (np.frombuffer(op.vector, dtype=np.float32)
+                   if op.vector_set and op.vector is not None else None)
             if store.carried is not None and op.vector_set:
-                store.carried.set(op.entry.id, op.entry.content, None if op.vector is None
-                                   else np.frombuffer(op.vector, dtype=np.float32))
-            vec = None
-            if op.vector_set and op.vector is not None and store.dim:
-                vec = np.frombuffer(op.vector, dtype=np.float32)
-                if vec.shape[0] != store.dim or fingerprint != _fp(store):
-                    vec = None
+                store.carried.set(op.entry.id, op.entry.content, vec)
+            if vec is not None and (vec.shape[0] != store.dim or fingerprint != _fp(store)):
+                vec = None  # another model's (or a model-less store: dim 0)
             row = t.row_of.get(op.entry.id)
             if row is None:
-                store.insert_row(_no_edges(op.entry), vec)
+                store.insert_row(replace_entry(op.entry, related_ids=(), related_strengths=()),
+                                 vec)
             else:
                 t.write(row, op.entry)
                 store.index_row(row)
@@ -203,32 +201,18 @@ class Durability:
         store = self.store
         if not store.dim:
             return
-        t = store.table
-        has = store.vectors.has_vec
+        if snap_fp and snap_fp != _fp(store):
+            self._dirty = True  # the next snapshot records this model
+        t, has = store.table, store.vectors.has_vec
         if t.n_rows <= has.shape[0] and has[:t.n_rows].all():  # (dead rows too: a superset)
-            if snap_fp and snap_fp != _fp(store):
-                self._dirty = True
             return  # the usual reopen: every vector came with the snapshot
         live = t.live_rows()
         # a snapshot loaded without its vectors (another model) left the column unsized
         store.vectors.reserve(int(live.max()) + 1 if len(live) else 0)
         rows = live[~store.vectors.has_vec[live]].tolist()
-        if not rows:  # the usual reopen: every vector came with the snapshot
-            if snap_fp and snap_fp != _fp(store):
-                self._dirty = True
-            return
-        from maclaw_fast.progress import bar
-
-        with bar(None, len(rows), f"re-embedding with {_fp(store).split(':')[0]}",
-                 "memories") as shown:
-            for start in range(0, len(rows), 64):
-                chunk = rows[start:start + 64]
-                vecs = embed_checked(store.embedder,
-                                     [analysed_text(t.content[r], t.tags[r]) for r in chunk])
-                for r, v in zip(chunk, vecs):
-                    store.vectors.set(r, v)
-                shown.update(len(chunk))
-        if rows or (snap_fp and snap_fp != _fp(store)):
+        if rows:
+            desc = f"re-embedding with {_fp(store).split(':')[0]}"
+            store.vectors.set_rows(rows, embed_rows(store.embedder, t, rows, desc))
             self._dirty = True
 
     # ------------------------------------------------------------------ write
@@ -267,9 +251,7 @@ class Durability:
         self._dirty = False
 
     def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._cancel_timer()
         if self.read_only:
             return
         try:
@@ -289,7 +271,7 @@ def store_table(store, meta: SnapshotMeta | None = None):
     entries = [store.entry_at(int(r)) for r in rows]
     vecs, dim = None, store.dim
     if store.dim:
-        vecs = store.vectors.matrix[rows].copy()
+        vecs = store.vectors.matrix[rows]  # (a copy: rows is an index array)
         vecs[~store.vectors.has_vec[rows]] = np.nan
     elif store.carried is not None:  # no model here: the vectors the snapshot came with
         dim = store.carried.dim
@@ -300,8 +282,3 @@ def store_table(store, meta: SnapshotMeta | None = None):
 def _fp(store) -> str:
     return store.embedder.fingerprint if store.embedder is not None else ""
 
-
-def _no_edges(entry: Entry) -> Entry:
-    import msgspec
-
-    return msgspec.structs.replace(entry, related_ids=(), related_strengths=())

@@ -18,16 +18,10 @@ PER_TERM = 120  # a vocabulary token string, its dict entry and list slot
 def array_bytes(obj, owned: bool = False) -> int:
     """``nbytes`` of the NumPy arrays among ``obj``'s attributes (and in tuples there);
     ``owned``: only arrays that own their memory (not views of others)."""
-    attrs = getattr(obj, "__dict__", None)
-    if attrs is None:
-        return 0
-    arrays = []
-    for value in attrs.values():
-        if isinstance(value, np.ndarray):
-            arrays.append(value)
-        elif isinstance(value, tuple):
-            arrays += [v for v in value if isinstance(v, np.ndarray)]
-    return sum(a.nbytes for a in arrays if not owned or a.base is None)
+    values = list(getattr(obj, "__dict__", {}).values())
+    values += [v for value in values if isinstance(value, tuple) for v in value]
+    return sum(v.nbytes for v in values
+               if isinstance(v, np.ndarray) and (not owned or v.base is None))
 
 
 def footprint_key(store) -> tuple:

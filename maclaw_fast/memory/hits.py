@@ -6,6 +6,7 @@ from __future__ import annotations
 from itertools import repeat
 
 import numpy as np
+import pyarrow as pa
 
 from maclaw_fast.records import RecallHit, ScoreBreakdown
 
@@ -61,11 +62,8 @@ def batch_hits(store, rows, parts, counts, has_affinity: bool) -> list[list[Reca
                                            "cos")]
     columns.append(floats_of(col["affinity"]) if has_affinity else [0.0] * len(columns[0]))
     flat = make_hits(store, col["row"].tolist(), reason.tolist(), *columns)
-    out, start = [], 0
-    for c in counts.tolist():
-        out.append(flat[start: start + c])
-        start += c
-    return out
+    ends = np.cumsum(counts).tolist()
+    return [flat[a:b] for a, b in zip([0, *ends], ends)]
 
 
 _PART_NAMES = ("score", "bm25", "rel", "graph", "recency", "importance", "cos", "affinity",
@@ -93,8 +91,6 @@ def ids_array(store):
 
 
 def arrow_hits(store, rows, parts, counts):
-    import pyarrow as pa
-
     col = hit_columns(rows, parts, counts)
     table = {"query_index": pa.array(col["query_index"].astype(np.int32)),
              "rank": pa.array(col["rank"].astype(np.int32)),

@@ -9,18 +9,15 @@ record, so a crash keeps all of it or none of it.
 
 from __future__ import annotations
 
-import math
-
 import msgspec
 import numpy as np
 
-from maclaw_fast.embedding import embed_checked
-from maclaw_fast.errors import DuplicateError, NotFoundError, ValidationError
+from maclaw_fast.config import CATEGORIES, CATEGORY_ALIASES
+from maclaw_fast.errors import DuplicateError, ValidationError
 from maclaw_fast.memory import validate
-from maclaw_fast.config import CATEGORY_ALIASES
 from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY
-from maclaw_fast.memory.linking import relink_restored
-from maclaw_fast.persist.journal import DeleteOp, PutOp, TouchOp
+from maclaw_fast.memory.linking import least_used, relink_restored
+from maclaw_fast.persist.journal import DeleteOp, PutOp
 from maclaw_fast.records import Entry, GcReport, replace_entry, vec_bytes
 from maclaw_fast.text.tokenizer import analysed_text
 from maclaw_fast.threads import in_ranges
@@ -32,13 +29,9 @@ PARALLEL_DECAY_ROWS = 2_000_000
 
 
 class DecayReport(msgspec.Struct, kw_only=True):
-    """What one decay pass did (design §7, §0 R9).
-
-    ``checked`` counts the entries the curve applies to (active, not self_identity);
-    ``dormant_ids`` are the entries that fell below the threshold in this pass and turned
-    dormant (only categories of ``ForgettingConfig.dormant_categories``); ``faded`` counts the
-    entries below the threshold that stay active because their category is semantic.
-    """
+    """What one decay pass did (design §7, §0 R9): ``checked`` entries the curve applies to
+    (active, not self_identity), the ``dormant_ids`` that turned dormant in this pass, and the
+    ``faded`` ones below the threshold that stay active because their category is semantic."""
 
     checked: int = 0
     dormant: int = 0
@@ -48,36 +41,11 @@ class DecayReport(msgspec.Struct, kw_only=True):
 
 def dormant_mask(config, category: np.ndarray) -> np.ndarray:
     """Which rows (by category code) may turn dormant by decay under ``config`` (a
-    ``MemoryConfig``): those of ``forgetting.dormant_categories``, never self_identity.
-
-    Examples
-    --------
-    >>> from maclaw_fast.config import MemoryConfig
-    >>> from maclaw_fast.memory.columns import CATEGORY_CODE
-    >>> codes = np.array([CATEGORY_CODE["user_fact"], CATEGORY_CODE["conversation_summary"]])
-    >>> dormant_mask(MemoryConfig(), codes).tolist()
-    [False, True]
-    """
+    ``MemoryConfig``): those of ``forgetting.dormant_categories``, never self_identity."""
     lut = np.zeros(len(CATEGORY_CODE), np.bool_)
-    for cat in config.forgetting.dormant_categories:
+    for cat in config.forgetting.dormant_categories:  # (the config refuses self_identity)
         lut[CATEGORY_CODE[CATEGORY_ALIASES.get(cat, cat)]] = True
-    lut[SELF_IDENTITY] = False
     return lut[category]
-
-
-def strength_now(strength: float, updated_at: float, now: float, rate: float) -> float:
-    """``S(t) = strength · exp(-rate · hours_since(updated_at))``; 0 when ``strength ≤ 0``.
-
-    The plain-Python reference of the decay kernel (design §7).
-
-    Examples
-    --------
-    >>> round(strength_now(1.0, 0.0, 336 * 3600.0, 0.003), 4)
-    0.3649
-    """
-    if strength <= 0.0:
-        return 0.0
-    return strength * math.exp(-rate * max(now - updated_at, 0.0) / 3600.0)
 
 
 def _now(store, now) -> float:
@@ -92,20 +60,9 @@ def decay(store, *, now: float | None = None, parallel: bool | None = None) -> D
     category is one of ``forgetting.dormant_categories`` (the episodic ones by default, design
     §0 R9). Semantic entries below it stay active (counted as ``faded``): their strength keeps
     decaying, recomputed from ``updated_at`` like every active entry's, so recency still ranks
-    them. Everything else keeps its stored (peak) strength.
-
-    Parameters
-    ----------
-    store : MemoryStore
-    now : float, optional
-        Unix seconds; the store's clock when omitted.
-    parallel : bool, optional
-        Force the threaded kernel on or off; by default it is used from
-        ``PARALLEL_DECAY_ROWS`` rows on.
-
-    Returns
-    -------
-    DecayReport
+    them. Everything else keeps its stored (peak) strength. ``now``: unix seconds (default the
+    store's clock); ``parallel``: force the threaded kernel on or off (default: from
+    ``PARALLEL_DECAY_ROWS`` rows on).
 
     Examples
     --------
@@ -142,7 +99,8 @@ def decay(store, *, now: float | None = None, parallel: bool | None = None) -> D
         rows = np.flatnonzero(out_dormant & may_sleep)
         ops = []
         for r in rows.tolist():
-            entry = replace_entry(store.entry_at(r), status="dormant", strength=float(out_strength[r]))
+            entry = replace_entry(store.entry_at(r), status="dormant",
+                                  strength=float(out_strength[r]))
             t.write(r, entry)
             ops.append(PutOp(entry, None, False))
         if ops:
@@ -151,64 +109,9 @@ def decay(store, *, now: float | None = None, parallel: bool | None = None) -> D
                            dormant_ids=[t.ids[r] for r in rows.tolist()], faded=faded)
 
 
-def reinforce(store, ids, *, now: float | None = None) -> None:
-    """Strengthen entries the way recall does: ``strength += reinforce_step``,
-    ``updated_at = now``, ``access_count += 1`` (design §6 step 5).
-
-    Examples
-    --------
-    >>> from maclaw_fast.memory import MemoryStore
-    >>> s = MemoryStore.in_memory(embedder=None)
-    >>> e = s.save("uses vim", category="preference")
-    >>> reinforce(s, [e.id]); s.get(e.id).strength
-    2.0
-    """
-    ids = [ids] if isinstance(ids, str) else list(ids)
-    step = store.config.forgetting.reinforce_step
-    with store.lock:
-        store.check_writable()
-        now = _now(store, now)
-        rows = [store.row_of_id(i) for i in ids]
-        store.apply_touch(rows, 1, step, now)
-        store.journal(TouchOp(ids, 1, step, now))
-
-
-def revive(store, entry_id: str, *, now: float | None = None) -> Entry:
-    """Bring a dormant entry back: ``active``, strength 1.0, ``updated_at = now``.
-
-    Active entries are returned unchanged; superseded ones raise ``ValidationError``.
-
-    Examples
-    --------
-    >>> from maclaw_fast.memory import MemoryStore
-    >>> s = MemoryStore.in_memory(embedder=None, clock=lambda: 0.0)
-    >>> e = s.save("old habit", category="preference")
-    >>> _ = decay(s, now=768 * 3600.0)
-    >>> revive(s, e.id).status
-    'active'
-    """
-    with store.lock:
-        store.check_writable()
-        entry = store.get(entry_id)
-        if entry.status == "active":
-            return entry
-        if entry.status == "superseded":
-            raise ValidationError(f"memory {entry_id!r} was superseded; it cannot be revived")
-        return store.set_fields(entry_id, status="active", strength=1.0,
-                                updated_at=_now(store, now))
-
-
-def _fresh_vector(store, entry: Entry):
-    # Archived vectors carry no fingerprint, so one made by an earlier model could slip back in
-    # (design §3 forbids mixing); re-embedding the few restored entries is cheap and always right.
-    if store.embedder is None:
-        return None
-    return embed_checked(store.embedder, [analysed_text(entry.content, entry.tags)])[0]
-
-
-def _restore_locked(store, entry_id: str, now: float, vec) -> tuple[Entry, list[Entry]]:
-    """Move one archived entry into the store (lock held); returns it and what the capacity
-    check then archived."""
+def restore_locked(store, entry_id: str, now: float, vec=None) -> tuple[Entry, list[Entry]]:
+    """:func:`restore` for a caller that holds the store's lock (``vec``: the entry's fresh
+    embedding, made here when None); returns it and what the capacity check then archived."""
     archive, t = store.archive, store.table
     if entry_id in t.row_of:
         # An earlier restore died between the store write and the archive removal: finish it.
@@ -220,12 +123,14 @@ def _restore_locked(store, entry_id: str, now: float, vec) -> tuple[Entry, list[
     if other is not None:
         raise DuplicateError(f"archived memory {entry_id!r} duplicates memory "
                              f"{t.ids[other]!r} in the store")
+    if vec is None:
+        vec = embed_text(store, old.content, old.tags)
     status = "superseded" if old.status == "superseded" else "active"
     entry = replace_entry(old, updated_at=now, access_count=1, status=status, strength=1.0,
-                     related_ids=(), related_strengths=())
+                          related_ids=(), related_strengths=())
     row = store.insert_row(entry, vec)
     store.journal(PutOp(store.entry_at(row), vec_bytes(vec)), *store.auto_link_row(row),
-               *relink_restored(store, row, *archive.neighbours(entry_id)))
+                  *relink_restored(store, row, *archive.neighbours(entry_id)))
     # Store first, archive second: a crash in between leaves a copy in both (finished above),
     # never the entry in neither.
     archive.remove(entry_id)
@@ -233,26 +138,13 @@ def _restore_locked(store, entry_id: str, now: float, vec) -> tuple[Entry, list[
     return result, store.enforce_capacity()
 
 
-def restore_locked(store, entry_id: str, now: float) -> Entry:
-    """:func:`restore` for a caller that holds the store's lock (a reinforcing recall that
-    returned an archived entry); the entry is re-embedded under the lock."""
-    vec = _fresh_vector(store, store.archive.get(entry_id))
-    return _restore_locked(store, entry_id, now, vec)[0]
-
-
 def restore(store, entry_id: str, *, now: float | None = None) -> Entry:
     """Move an archived entry back into the store (design §9).
 
     It comes back with ``updated_at = now``, ``access_count = 1``, strength 1.0, ``active``
     (a superseded entry stays superseded), fully re-indexed and re-linked in the graph; then
-    the capacity check runs.
-
-    Raises
-    ------
-    NotFoundError
-        No archived entry has this id.
-    DuplicateError
-        The store already holds an entry with the same content.
+    the capacity check runs. NotFoundError when no archived entry has this id, DuplicateError
+    when the store holds its content.
 
     Examples
     --------
@@ -268,14 +160,11 @@ def restore(store, entry_id: str, *, now: float | None = None) -> Entry:
     with store.lock:
         store.check_writable()
         archived = store.archive.get(entry_id) if entry_id not in store else None
-    vec = _fresh_vector(store, archived) if archived is not None else None  # outside the lock
+    # embedded outside the lock (a model call takes milliseconds)
+    vec = embed_text(store, archived.content, archived.tags) if archived is not None else None
     with store.lock:
         store.check_writable()
-        if entry_id not in store and entry_id not in store.archive:
-            raise NotFoundError(f"no archived memory with id {entry_id!r}")
-        if vec is None and entry_id not in store:
-            vec = _fresh_vector(store, store.archive.get(entry_id))
-        return _restore_locked(store, entry_id, _now(store, now), vec)[0]
+        return restore_locked(store, entry_id, _now(store, now), vec)[0]
 
 
 def gc(store, *, now: float | None = None) -> GcReport:
@@ -285,14 +174,9 @@ def gc(store, *, now: float | None = None) -> GcReport:
     self_identity, not pinned) are archived by (access_count asc, updated_at asc, store order)
     until it holds fewer than the threshold. Then the tags and categories of the top
     ``revive_top`` (20) active entries by (access_count desc, updated_at desc) select up to
-    ``revive_max`` (10) archived entries to restore — never one archived in this same run
-   , never a superseded or dormant one, never one whose content is already in
-    the store.
-
-    Returns
-    -------
-    GcReport
-        ``before = after + archived − revived`` always holds.
+    ``revive_max`` (10) archived entries to restore — never one archived in this same run,
+    never a superseded or dormant one, never one whose content is already in the store. In the
+    returned :class:`GcReport`, ``before = after + archived − revived`` always holds.
 
     Examples
     --------
@@ -307,39 +191,25 @@ def gc(store, *, now: float | None = None) -> GcReport:
         store.check_writable()
         now = _now(store, now)
         t = store.table
-        # A crash in the middle of moving an entry leaves a copy on both sides; the store's is
-        # the live one.
-        for e in store.archive.list():
-            if e.id in t.row_of:
-                store.archive.remove(e.id)
+        store.archive.remove_held(store)
         before = len(t)
         archived_ids: set[str] = set()
         if before >= cap.gc_threshold:
-            rows = t.live_rows()
-            protected = (t.category[rows] == SELF_IDENTITY) | t.pinned[rows]
-            rows = rows[~protected]
-            excess = before - cap.gc_threshold + 1
-            order = np.lexsort((t.seq[rows], t.updated_at[rows], t.access[rows]))[:excess]
-            moved = store.archive_rows([int(rows[i]) for i in order])
+            moved = store.archive_rows(least_used(store, before - cap.gc_threshold + 1))
             archived_ids.update(e.id for e in moved)
         candidates = _revival_candidates(store, archived_ids, cap)
         room = cap.gc_threshold - 1 - len(t)
         if before >= cap.gc_threshold and len(candidates) > room:
             # archive as many more as will be revived, so the store ends below the
             # threshold (design §9) and the next run does not archive again at once
-            rows = t.live_rows()
-            rows = rows[~((t.category[rows] == SELF_IDENTITY) | t.pinned[rows])]
-            order = np.lexsort((t.seq[rows], t.updated_at[rows], t.access[rows]))
-            moved = store.archive_rows([int(rows[i]) for i in order[:len(candidates) - room]])
+            moved = store.archive_rows(least_used(store, len(candidates) - room))
             archived_ids.update(e.id for e in moved)
             room = cap.gc_threshold - 1 - len(t)
         archived = len(archived_ids)
         revived = 0
         for entry_id in candidates[:max(room, 0)]:
-            vec = _fresh_vector(store, store.archive.get(entry_id))
-            _, evicted = _restore_locked(store, entry_id, now, vec)
+            archived += len(restore_locked(store, entry_id, now)[1])
             revived += 1
-            archived += len(evicted)
         return GcReport(archived=archived, revived=revived, before=before, after=len(t))
 
 
@@ -351,12 +221,10 @@ def _revival_candidates(store, exclude: set[str], cap) -> list[str]:
         return []
     top = rows[np.lexsort((t.seq[rows], -t.updated_at[rows], -t.access[rows]))[: cap.revive_top]]
     tags = {tag for r in top.tolist() for tag in t.tags[r]}
-    from maclaw_fast.config import CATEGORIES
-
     cats = {CATEGORIES[t.category[r]] for r in top.tolist()}
     out: list[str] = []
     seen_content: set[str] = set()
-    for e in store.archive.find_relevant(tags, cats, limit=len(store.archive)):
+    for e in store.archive.find_relevant(tags, cats):
         # nor a dormant one: a faded episode comes back through a cue (archive search,
         # design R9), not because its category resembles what is in use (then every old
         # conversation summary would cycle back as new)
@@ -375,15 +243,9 @@ def replace_entries(store, survivor_id: str, *, content: str, tags, remove_ids=(
     """Rewrite one entry's content/tags and delete others in one journal record.
 
     The building block of merge and compression: a crash keeps either the old entries or the
-    finished result, never a survivor without its deletions. ``compact_form`` is cleared, the
-    entry is re-indexed, and ``updated_at`` is kept unless given, so that rewording a memory
-    does not make it look recently used. ``vec`` must be the embedding of the new text (or None
-    for a store without an embedder).
-
-    Raises
-    ------
-    DuplicateError
-        ``content`` is the content of an entry that is not part of the change.
+    finished result. ``compact_form`` is cleared and ``updated_at`` kept unless given, so that
+    rewording a memory does not make it look recently used; ``vec`` is the new text's
+    embedding (None without an embedder). DuplicateError when ``content`` is another entry's.
     """
     content = validate.content(content)
     tags = validate.tags(tags)
@@ -404,8 +266,6 @@ def replace_entries(store, survivor_id: str, *, content: str, tags, remove_ids=(
         entry = replace_entry(old, content=content, tags=tags, compact_form="",
                          updated_at=old.updated_at if updated_at is None else float(updated_at))
         t.write(row, entry)
-        if t.row_of_content.get(content) != row:
-            t.row_of_content[content] = row
         store.index_row(row)
         if store.dim and vec is not None:
             store.vectors.set(row, vec)
@@ -416,16 +276,7 @@ def replace_entries(store, survivor_id: str, *, content: str, tags, remove_ids=(
 
 
 def delete_many(store, ids) -> list[Entry]:
-    """Delete several entries as one journaled change; returns what they were.
-
-    Examples
-    --------
-    >>> from maclaw_fast.memory import MemoryStore
-    >>> s = MemoryStore.in_memory(embedder=None)
-    >>> a, b = s.save("a note", category="user_fact"), s.save("b note", category="user_fact")
-    >>> [e.id for e in delete_many(s, [a.id, b.id])] == [a.id, b.id], len(s)
-    (True, 0)
-    """
+    """Delete several entries as one journaled change; returns what they were."""
     ids = list(dict.fromkeys(ids))
     with store.lock:
         store.check_writable()
@@ -440,6 +291,6 @@ def delete_many(store, ids) -> list[Entry]:
 
 def embed_text(store, content: str, tags=()):
     """The store's embedding of an entry's analysed text, or None without an embedder."""
-    if store.embedder is None:
-        return None
-    return embed_checked(store.embedder, [analysed_text(content, tuple(tags))])[0]
+    # also for a restored entry: archived vectors carry no fingerprint, so one made by an
+    # earlier model could slip back in (design §3 forbids mixing)
+    return store.embed_text(analysed_text(content, tuple(tags)), None)

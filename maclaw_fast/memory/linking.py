@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from maclaw_fast.memory.columns import SELF_IDENTITY
 from maclaw_fast.persist.journal import AdjacentOp, ConversationOp, DeleteOp, LinkOp
 from maclaw_fast.records import Entry
 from maclaw_kernels.graph import link_candidates
@@ -125,17 +126,19 @@ def restore_adjacency(store, pairs: list[list[str]], tails: dict[str, str]) -> N
             g.set_tail(name, row)
 
 
+def least_used(store, count: int) -> list[int]:
+    """The ``count`` rows capacity and GC archive first: unprotected (not self_identity, not
+    pinned), fewest accesses, then oldest ``updated_at``, then store order (a stable sort)."""
+    t = store.table
+    rows = t.live_rows()
+    rows = rows[~((t.category[rows] == SELF_IDENTITY) | t.pinned[rows])]
+    return rows[np.lexsort((t.updated_at[rows], t.access[rows]))[:max(count, 0)]].tolist()
+
+
 def enforce_capacity(store) -> list[Entry]:
     """Move the least-used unprotected entries to the archive beyond capacity (design §9)."""
-    t = store.table
-    excess = len(t) - store.config.capacity.store_capacity
-    if excess <= 0:
-        return []
-    rows = t.live_rows()
-    protected = (t.category[rows] == 0) | t.pinned[rows]  # 0 = self_identity
-    rows = rows[~protected]
-    order = np.lexsort((t.updated_at[rows], t.access[rows]))[:excess]
-    return archive_rows(store, [int(rows[i]) for i in order])
+    excess = len(store.table) - store.config.capacity.store_capacity
+    return archive_rows(store, least_used(store, excess)) if excess > 0 else []
 
 
 def archive_rows(store, rows: list[int]) -> list[Entry]:
@@ -143,10 +146,8 @@ def archive_rows(store, rows: list[int]) -> list[Entry]:
     between leaves a copy in both (reconciled on open), never in neither. Each keeps the ids of
     its conversation neighbours as they were before any of ``rows`` left."""
     t, g = store.table, store.graph
-    links = {}
-    for row in rows:
-        ends = g.adjacent(row)
-        links[row] = tuple(t.ids[r] if r >= 0 and t.alive[r] else "" for r in ends)
+    links = {row: tuple(t.ids[r] if r >= 0 and t.alive[r] else "" for r in g.adjacent(row))
+             for row in rows}
     moved = []
     for row in rows:
         entry = store.entry_at(row)

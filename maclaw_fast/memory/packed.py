@@ -12,20 +12,14 @@ import numpy as np
 import pyarrow as pa
 
 
-def _offsets(arr: pa.Array) -> np.ndarray:
-    """``arr``'s n + 1 value offsets (int32, read-only view of its buffer)."""
+def offsets(arr: pa.Array) -> np.ndarray:
+    """A string or list array's n + 1 value offsets (int32, read-only view of its buffer): no
+    compute kernel (a ``pyarrow.compute`` call costs more than a whole column here)."""
     return np.frombuffer(arr.buffers()[1], np.int32, len(arr) + 1, arr.offset * 4)
 
 
 class PackedStrings:
-    """``n`` strings as one ``bytes`` and n + 1 byte offsets.
-
-    Examples
-    --------
-    >>> p = PackedStrings.of(pa.array(["tea", "", "部署"]))
-    >>> p[2], p.tolist(), p.byte_lengths().tolist()
-    ('部署', ['tea', '', '部署'], [3, 0, 6])
-    """
+    """``n`` strings as one ``bytes`` and n + 1 byte offsets."""
 
     __slots__ = ("offsets", "data")
 
@@ -37,7 +31,7 @@ class PackedStrings:
     def of(cls, arr: pa.Array, share: bool = False) -> PackedStrings:
         """A null-free Arrow string array's text: a copy (nothing of the source buffer is
         kept), or with ``share`` a view of its buffer (for a source kept alive anyway)."""
-        off = _offsets(arr)
+        off = offsets(arr)
         start, end = int(off[0]), int(off[-1])
         if end <= start:
             data = b""
@@ -67,9 +61,6 @@ class PackedStrings:
     def tolist(self) -> list[str]:
         return self.to_arrow().to_pylist()
 
-    def byte_lengths(self) -> np.ndarray:
-        return np.diff(self.offsets).astype(np.int64)
-
     @property
     def nbytes(self) -> int:
         return len(self.data) + self.offsets.nbytes
@@ -81,7 +72,7 @@ class PackedLists:
     __slots__ = ("offsets", "values")
 
     def __init__(self, arr: pa.ListArray, share: bool = False) -> None:
-        off = _offsets(arr)
+        off = offsets(arr)
         start, end = int(off[0]), int(off[-1])
         self.values = PackedStrings.of(arr.values.slice(start, end - start), share)
         self.offsets = off - np.int32(start)

@@ -1,10 +1,6 @@
-"""StorePool: many named memory stores under one root directory, opened on demand.
-
-A backend that serves many users or agents keeps one :class:`MemoryStore` per name, but only the
-recently used ones open: at most ``max_open`` stores and ``max_bytes`` of their resident state,
-the least recently used idle store closed first (snapshot + journal, exactly as ``close()``).
-Every store of a pool shares one embedder and one query-vector cache; the numba kernels are
-module-level and shared by construction.
+"""StorePool: a backend's many named memory stores (one per user or agent) under one root
+directory, opened on demand and closed least recently used first (exactly as ``close()``); one
+embedder and one query-vector cache serve them all.
 
 Concurrency: any number of threads may call a pool at once. A store name maps to one slot whose
 lock serialises opening and closing it, so a store is never open twice (its directory lock would
@@ -24,7 +20,8 @@ from pathlib import Path
 
 from maclaw_fast.config import MemoryConfig
 from maclaw_fast.embedding import QueryCache, resolve_embedder
-from maclaw_fast.errors import ValidationError
+from maclaw_fast.errors import StoreClosedError, ValidationError
+from maclaw_fast.memory import validate
 from maclaw_fast.memory.store import MemoryStore
 from maclaw_fast.memory.validate import MAX_NAME_BYTES, check_store_name  # noqa: F401 (API)
 
@@ -74,11 +71,9 @@ class StorePool:
                  query_cache_size: int = 4096, clock=time.time) -> None:
         if not isinstance(root, (str, os.PathLike)) or not str(root):
             raise ValidationError("root must be a directory path")
-        if isinstance(max_open, bool) or not isinstance(max_open, int) or max_open < 1:
-            raise ValidationError("max_open must be an integer ≥ 1")
-        if max_bytes is not None and (isinstance(max_bytes, bool)
-                                      or not isinstance(max_bytes, int) or max_bytes < 1):
-            raise ValidationError("max_bytes must be None or an integer ≥ 1")
+        validate.count(max_open, "max_open", 1)
+        if max_bytes is not None:
+            validate.count(max_bytes, "max_bytes", 1)
         if idle_close_s is not None and (isinstance(idle_close_s, bool) or not isinstance(
                 idle_close_s, (int, float)) or not idle_close_s > 0):
             raise ValidationError("idle_close_s must be None or a number > 0")
@@ -161,8 +156,6 @@ class StorePool:
     def _acquire(self, name: str) -> _Slot:
         with self._lock:
             if self._closed:
-                from maclaw_fast.errors import StoreClosedError
-
                 raise StoreClosedError("the pool is closed")
             slot = self._slots.get(name)
             if slot is None:
@@ -222,8 +215,6 @@ class StorePool:
         over_count = self._n_open - self.max_open
         over_bytes = self._bytes - self.max_bytes if self.max_bytes is not None else 0
         sweep = (self.idle_close_s is not None and now - self._last_sweep >= 1.0)
-        if over_count <= 0 and over_bytes <= 0 and not sweep:
-            return []
         if sweep:
             self._last_sweep = now
         victims = []
@@ -237,7 +228,7 @@ class StorePool:
                 victims.append(slot)
                 over_count -= 1
                 over_bytes -= slot.nbytes
-            elif sweep and now - slot.last_used < self.idle_close_s:
+            elif sweep:
                 break  # LRU order: every later slot was used more recently
         return victims
 

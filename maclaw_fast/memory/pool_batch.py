@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory import validate
@@ -11,8 +13,6 @@ from maclaw_fast.memory.validate import check_store_name
 
 def _columns(rows) -> tuple[list, list, list]:
     """(stores, queries, projects) of Arrow or tuple ``rows``."""
-    import pyarrow as pa
-
     if isinstance(rows, (pa.Table, pa.RecordBatch)):
         names = rows.schema.names
         if "store" not in names or "query" not in names:
@@ -25,14 +25,12 @@ def _columns(rows) -> tuple[list, list, list]:
     if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
         raise ValidationError("recall_batch rows must be an Arrow table or (store, query"
                               "[, project]) tuples")
-    stores, queries, projects = [], [], []
+    rows = list(rows)
     for i, row in enumerate(rows):
         if not isinstance(row, (tuple, list)) or len(row) not in (2, 3):
             raise ValidationError(f"row {i} must be (store, query) or (store, query, project)")
-        stores.append(row[0])
-        queries.append(row[1])
-        projects.append(row[2] if len(row) == 3 else None)
-    return stores, queries, projects
+    return ([r[0] for r in rows], [r[1] for r in rows],
+            [r[2] if len(r) == 3 else None for r in rows])
 
 
 def grouped_rows(rows) -> dict[str, tuple[list[int], list[str], list]]:
@@ -46,9 +44,7 @@ def grouped_rows(rows) -> dict[str, tuple[list[int], list[str], list]]:
             project = validate.project(project)
         except ValidationError as exc:
             raise ValidationError(f"row {i}: {exc}") from None
-        group = groups.get(name)
-        if group is None:
-            group = groups[name] = ([], [], [])
+        group = groups.setdefault(name, ([], [], []))
         group[0].append(i)
         group[1].append(query)
         group[2].append(project)
@@ -58,9 +54,6 @@ def grouped_rows(rows) -> dict[str, tuple[list[int], list[str], list]]:
 def merge_results(parts) -> object:
     """One table from per-store ``(name, input rows, recall_batch_arrow table)`` parts: the
     ``query_index`` column becomes ``row`` (the input row) and a ``store`` column is added."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     tables = []
     for name, indices, table in parts:
         local = table.column("query_index").to_numpy()
@@ -70,14 +63,8 @@ def merge_results(parts) -> object:
         tables.append(pa.table({"row": pa.array(row), "store": store_col,
                                 **{c: rest.column(c) for c in rest.column_names}}))
     if not tables:
-        return _empty()
+        return pa.table({"row": pa.array([], pa.int64()), "store": pa.array([], pa.string()),
+                         "rank": pa.array([], pa.int32()), "id": pa.array([], pa.string())})
     merged = pa.concat_tables(tables)
     order = pc.sort_indices(merged, sort_keys=[("row", "ascending"), ("rank", "ascending")])
     return merged.take(order)
-
-
-def _empty():
-    import pyarrow as pa
-
-    return pa.table({"row": pa.array([], pa.int64()), "store": pa.array([], pa.string()),
-                     "rank": pa.array([], pa.int32()), "id": pa.array([], pa.string())})

@@ -13,17 +13,10 @@ import pyarrow.compute as pc
 
 from maclaw_fast.config import CATEGORIES
 from maclaw_fast.memory.columns import SCOPE, STATUS
-from maclaw_fast.memory.packed import PackedText
-from maclaw_fast.memory.terms_file import LAYOUT, TermsMeta, read_terms, tokenizer_version
+from maclaw_fast.memory.packed import PackedText, offsets
+from maclaw_fast.memory.terms_file import read_terms, terms_meta, write_terms
 from maclaw_fast.persist.strings import one_array, value_codes
 from maclaw_fast.text.tokenizer import analysed_text, tokenize
-
-
-def _byte_lengths(arr: pa.Array) -> np.ndarray:
-    """UTF-8 bytes of each string (0 for a null), from the offsets: no compute kernel (a
-    ``pyarrow.compute`` call costs more than the whole column here)."""
-    off = np.frombuffer(arr.buffers()[1], np.int32, len(arr) + 1, arr.offset * 4)
-    return np.diff(off).astype(np.int64)
 
 
 def _numpy(table: pa.Table, name: str, dtype) -> np.ndarray:
@@ -33,17 +26,15 @@ def _numpy(table: pa.Table, name: str, dtype) -> np.ndarray:
 def load_snapshot(store, table: pa.Table, *, vectors: bool, seq: int, directory=None,
                   snapshot_id: str = "") -> bool:
     """Fill the empty ``store`` from snapshot ``table`` (``vectors``: its embedding column may be
-    used; ``seq``: the snapshot's sequence number; ``directory``: where ``terms.bin`` lies;
-    ``snapshot_id``: the snapshot file's checksum, :func:`~maclaw_fast.persist.snapshot.
-    snapshot_id`). Returns whether the saved term ids were used (else the entries were
-    tokenised)."""
+    used; ``seq``, ``snapshot_id``: the snapshot's, which ``terms.bin`` in ``directory`` must
+    match). Returns whether those saved term ids were used (else the entries were tokenised)."""
     n = table.num_rows
     t = store.table
     text = [one_array(table.column(name))
             for name in ("id", "content", "tags", "compact_form")]
     # budget tokens: utf-8 bytes // 4 of compact_form, else content (design §6)
-    compact_len = _byte_lengths(text[3])
-    shown_len = np.where(compact_len > 0, compact_len, _byte_lengths(text[1]))
+    compact_len = np.diff(offsets(text[3])).astype(np.int64)
+    shown_len = np.where(compact_len > 0, compact_len, np.diff(offsets(text[1])))
     numeric = {  # codes = positions in these tuples (columns.CATEGORY_CODE, STATUS_CODE...)
         "category": value_codes(table.column("category"), CATEGORIES, "category"),
         "status": value_codes(table.column("status"), STATUS, "status"),
@@ -117,9 +108,7 @@ def _load_bm25(store, columns, seq: int, directory, snapshot_id: str) -> bool:
     keys = np.arange(n)
     bm25 = store.bm25
     if directory is not None and snapshot_id:
-        meta = TermsMeta(seq=seq, rows=n, snapshot=snapshot_id, tokenizer=tokenizer_version(),
-                         layout=LAYOUT)
-        saved = read_terms(directory, meta)
+        saved = read_terms(directory, terms_meta(seq, n, snapshot_id))
         if saved is not None and bm25.load_postings(keys, saved):
             return True
     bm25.add_many(keys, [tokenize(analysed_text(c, tuple(tg) if tg else ()))
@@ -129,12 +118,12 @@ def _load_bm25(store, columns, seq: int, directory, snapshot_id: str) -> bool:
 
 def _load_edges(store, table: pa.Table) -> None:
     col = one_array(table.column("related_ids"))
-    off = _list_offsets(col)
+    off = offsets(col)
     if off[-1] == off[0]:  # no edges (nulls have empty ranges)
         return
     strengths = one_array(table.column("related_strengths"))
     if (strengths.null_count or col.values.null_count or strengths.values.null_count
-            or not np.array_equal(off - off[0], (s_off := _list_offsets(strengths)) - s_off[0])):
+            or not np.array_equal(off - off[0], (s_off := offsets(strengths)) - s_off[0])):
         _load_edges_by_id(store, table)  # not as this build writes them: entry by entry
         return
     ids = one_array(table.column("id"))
@@ -143,10 +132,6 @@ def _load_edges(store, table: pa.Table) -> None:
     rows = pc.index_in(targets, value_set=ids).fill_null(-1).to_numpy().astype(np.int64)
     weights = strengths.values.slice(int(s_off[0]), int(s_off[-1] - s_off[0])).to_numpy()
     store.graph.load_edges(off - off[0], rows, weights)
-
-
-def _list_offsets(arr: pa.Array) -> np.ndarray:
-    return np.frombuffer(arr.buffers()[1], np.int32, len(arr) + 1, arr.offset * 4)
 
 
 def _load_edges_by_id(store, table: pa.Table) -> None:
@@ -164,9 +149,5 @@ def _load_edges_by_id(store, table: pa.Table) -> None:
 def save_terms(store, directory, seq: int, snapshot_id: str) -> None:
     """Write ``terms.bin`` for the snapshot just written at ``seq`` (store order) whose
     checksum is ``snapshot_id``."""
-    from maclaw_fast.memory.terms_file import write_terms
-
     rows = store.table.live_rows()
-    meta = TermsMeta(seq=seq, rows=int(rows.shape[0]), snapshot=snapshot_id,
-                     tokenizer=tokenizer_version(), layout=LAYOUT)
-    write_terms(directory, store.bm25, rows, meta)
+    write_terms(directory, store.bm25, rows, terms_meta(seq, int(rows.shape[0]), snapshot_id))

@@ -25,7 +25,6 @@ def similar(store, query_vector, k: int | None = None) -> list:
         if rows.size == 0 or limit == 0:
             return []
         scores = store.vectors.scores(query, int(table.n_rows))[rows]
-        order = np.argsort(-scores, kind="stable")  # stable: equal scores stay in store order
-        if limit is not None:
-            order = order[:limit]
+        # stable: equal scores stay in store order
+        order = np.argsort(-scores, kind="stable")[:limit]
         return [(store.entry_at(int(rows[i])), float(scores[i])) for i in order]

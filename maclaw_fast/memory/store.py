@@ -23,14 +23,16 @@ from maclaw_fast.errors import (DuplicateError, NotFoundError, ReadOnlyStoreErro
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.graph import MemoryGraph
 from maclaw_fast.index.vectors import VectorColumn
-from maclaw_fast.memory import validate
+from maclaw_fast.memory import batch, footprint, lifecycle, linking, model_choice, validate
 from maclaw_fast.memory.archive import Archive
 from maclaw_fast.memory.columns import EntryTable
-from maclaw_fast.memory.durability import Durability
-from maclaw_fast.memory.model_choice import LanguageTally, recorded_fingerprint
+from maclaw_fast.memory.durability import Durability, store_table
 from maclaw_fast.memory.recall import recall as _recall
 from maclaw_fast.memory.recall import recall_batch as _recall_batch
 from maclaw_fast.memory.recall import reinforce as _reinforce
+from maclaw_fast.memory.recall import summary
+from maclaw_fast.memory.similar import similar as _similar
+from maclaw_fast.persist import compat
 from maclaw_fast.persist.journal import DeleteOp, MetaOp, PutOp, TouchOp
 from maclaw_fast.records import Entry, RecallHit, new_id, replace_entry, vec_bytes
 from maclaw_fast.text.tokenizer import analysed_text, tokenize
@@ -65,9 +67,9 @@ class MemoryStore:
         self.clock = clock
         # "auto": the model follows the stored text's language (memory/model_choice.py)
         self.auto_embedder = is_auto(embedder)
-        self.language = LanguageTally()
+        self.language = model_choice.LanguageTally()
         self.embedder = resolve_embedder(
-            embedder, recorded=recorded_fingerprint(path) if self.auto_embedder else None)
+            embedder, recorded=model_choice.recorded_fingerprint(path) if self.auto_embedder else None)
         self.dim = self.embedder.dim if self.embedder is not None else 0
         cosine_floor(self.embedder)  # a bad floor is reported here, not by the first recall
         self.lock = threading.RLock()
@@ -100,9 +102,7 @@ class MemoryStore:
                 self.archive = Archive(Path(path) / "archive", config, read_only=self.read_only,
                                        accept_loss=self.durability.accept_loss)
                 if not self.read_only:
-                    for entry_id in [e.id for e in self.archive.list()
-                                     if e.id in self.table.row_of]:
-                        self.archive.remove(entry_id)  # a crash mid-move left a copy in both
+                    self.archive.remove_held(self)
                     with self.lock:  # a smaller capacity than the store was written with
                         self.enforce_capacity()
             except BaseException:
@@ -186,55 +186,42 @@ class MemoryStore:
     # ------------------------------------------------------------------ capacity
     def enforce_capacity(self) -> list[Entry]:
         """Engine interface: archive the least-used entries above the capacity (lock held)."""
-        from maclaw_fast.memory.linking import enforce_capacity
-
-        return enforce_capacity(self)
+        return linking.enforce_capacity(self)
 
     def archive_rows(self, rows: list[int]) -> list[Entry]:
         """Move rows to the archive (journaled), returning what moved."""
-        from maclaw_fast.memory.linking import archive_rows
-
-        return archive_rows(self, rows)
+        return linking.archive_rows(self, rows)
 
     # ------------------------------------------------------------------ formats
     def to_arrow(self):
         """Every entry (with its vector) as a ``pyarrow.Table`` in store order."""
-        from maclaw_fast.memory.durability import store_table
-
         with self.lock:
             return store_table(self)
 
     def import_maclaw(self, path: str | os.PathLike, *, progress=None) -> int:
         """Load a reference ``memories.json``; returns how many entries were added.
         ``progress``: optional callback ``(stage, done, total)`` as texts are embedded."""
-        from maclaw_fast.persist.compat import import_maclaw
-
-        return import_maclaw(self, path, progress=progress)  # through import_records
+        return compat.import_maclaw(self, path, progress=progress)  # through import_records
 
     def import_records(self, records: list[dict], *, progress=None) -> int:
         """Insert checked records (see ``persist.compat.parse_maclaw``) keeping their ids and
         times (or dated ``age_hours`` ago); returns how many were added."""
-        from maclaw_fast.persist.compat import check_records, import_records
-
-        records = check_records(records)  # before anything changes, the model choice included
+        # checked before anything changes, the model choice included
+        records = compat.check_records(records)
         self.check_embedder_choice([r["content"] for r in records])
-        return import_records(self, records, progress=progress)
+        return compat.import_records(self, records, progress=progress)
 
     def export_maclaw(self, path: str | os.PathLike) -> int:
         """Write the reference ``memories.json`` format; returns how many entries were written."""
-        from maclaw_fast.persist.compat import export_maclaw
-
-        return export_maclaw(self, path)
+        return compat.export_maclaw(self, path)
 
     def resident_bytes(self) -> int:
         """An estimate of the memory this store holds: its arrays' bytes plus its text and
         the Python objects around it (what :class:`StorePool` budgets ``max_bytes`` with)."""
-        from maclaw_fast.memory.footprint import footprint_key, store_bytes
-
         with self.lock:
-            key = footprint_key(self)
+            key = footprint.footprint_key(self)
             if self.footprint_memo is None or self.footprint_memo[0] != key:
-                self.footprint_memo = (key, store_bytes(self))
+                self.footprint_memo = (key, footprint.store_bytes(self))
             return self.footprint_memo[1]
 
     def trim(self) -> None:
@@ -259,25 +246,18 @@ class MemoryStore:
                 "pinned": int(t.pinned[rows].sum()), "path": str(self.path) if self.path else None,
             }
 
-    # lifecycle: thin delegates; the logic lives in memory/lifecycle.py and
-    # maintenance/filter.py
+    # lifecycle: the logic lives in memory/lifecycle.py and maintenance/filter.py
     def decay(self, *, now: float | None = None):
         """Forgetting curve: faded entries become dormant (design §7; ``lifecycle.decay``)."""
-        from maclaw_fast.memory.lifecycle import decay
-
-        return decay(self, now=now)
+        return lifecycle.decay(self, now=now)
 
     def restore(self, entry_id: str) -> Entry:
         """Bring an archived entry back, access_count 1, re-indexed (``lifecycle.restore``)."""
-        from maclaw_fast.memory.lifecycle import restore
-
-        return restore(self, entry_id)
+        return lifecycle.restore(self, entry_id)
 
     def gc(self):
         """GC with archive revival (design §9; ``lifecycle.gc``); returns a GcReport."""
-        from maclaw_fast.memory.lifecycle import gc
-
-        return gc(self)
+        return lifecycle.gc(self)
 
     def recall_with_llm_filter(self, query: str, llm=None, *, max: int = 5,
                                project: str | None = None) -> list[RecallHit]:
@@ -338,10 +318,8 @@ class MemoryStore:
         """Entries in store order, optionally of one category / containing ``keyword``
         (case-insensitive substring of content or tags)."""
         cat = validate.category(category) if category is not None else None
-        if keyword is not None and not isinstance(keyword, str):
-            raise ValidationError("keyword must be a string")
+        kw = validate.text(keyword, "keyword").lower() if keyword is not None else None
         limit = validate.limit(limit)
-        kw = keyword.lower() if keyword else None
         out: list[Entry] = []
         with self.lock:
             for row in self.table.live_rows():
@@ -358,6 +336,7 @@ class MemoryStore:
     def entries(self) -> list[Entry]:
         """Every entry in store order."""
         return self.list()
+
     def adjacent(self, entry_id: str) -> tuple[str | None, str | None]:
         """(previous id, next id) of an entry in its conversation (None where none).
 
@@ -441,26 +420,19 @@ class MemoryStore:
     def similar(self, query_vector, *, k: int | None = None) -> list[tuple[Entry, float]]:
         """``(entry, cosine)`` of the ``k`` entries nearest ``query_vector`` (plain vector search,
         no recency, importance or BM25; ``memory.similar``)."""
-        from maclaw_fast.memory.similar import similar
-
-        return similar(self, query_vector, k)
+        return _similar(self, query_vector, k)
 
     # ------------------------------------------------------------------ prompt summaries
     def self_identity_summary(self, limit: int | None = None) -> str:
         """Active self-identity entries joined with ``" | "``, cut at 600 characters + "…"."""
-        from maclaw_fast.memory.recall import summary
-
         return summary(self, "self_identity",
                        limit or self.config.recall.self_identity_summary_chars)
 
     def user_fact_summary(self, limit: int | None = None) -> str:
         """Active user facts joined with ``" | "``, cut at 400 characters + "…"."""
-        from maclaw_fast.memory.recall import summary
-
         return summary(self, "user_fact", limit or self.config.recall.user_fact_summary_chars)
 
     # ================================================================== saving and editing
-
 
     def embed_text(self, text: str, vector) -> np.ndarray | None:
         """Engine interface: the unit vector for ``text`` (``vector`` checked when given)."""
@@ -529,31 +501,23 @@ class MemoryStore:
         ...     [e.category for e in s.save_many(["likes tea"], category="preference")]
         ['preference']
         """
-        from maclaw_fast.memory.batch import save_many
-
-        return save_many(self, items, category=category, tags=tags)
+        return batch.save_many(self, items, category=category, tags=tags)
 
     def check_embedder_choice(self, pending=()) -> bool:
         """With ``embedder="auto"``: move to the multilingual model (re-embedding every memory)
         once the stored text, with ``pending`` texts, is substantially Chinese or mixed."""
         if not self.auto_embedder or (not pending and self.language.share < CJK_SHARE):
             return False  # the per-call cost of recall: two attribute reads
-        from maclaw_fast.memory.model_choice import check
-
-        return check(self, pending)
+        return model_choice.check(self, pending)
 
     def save_existing(self, row: int, tags: tuple[str, ...]) -> Entry:
         """Engine interface: a save of content the store holds (tags merged, touched)."""
-        t = self.table
         old = self.entry_at(row)
         merged = tuple(sorted(set(old.tags) | set(tags)))
-        status, strength = old.status, old.strength
-        if status == "dormant":
-            status, strength = "active", 1.0
+        wake = {"status": "active", "strength": 1.0} if old.status == "dormant" else {}
         entry = replace_entry(old, tags=merged, updated_at=float(self.clock()),
-                              access_count=old.access_count + 1, status=status,
-                              strength=strength)
-        t.write(row, entry)
+                              access_count=old.access_count + 1, **wake)
+        self.table.write(row, entry)
         if merged != old.tags:
             self.index_row(row)
         self.journal(PutOp(entry, None, False))
@@ -573,15 +537,11 @@ class MemoryStore:
         """Link a new row (design §4) when enabled; returns the journal ops recording it."""
         if not self.config.auto_link:
             return []
-        from maclaw_fast.memory.linking import auto_link
-
-        return auto_link(self, row)
+        return linking.auto_link(self, row)
 
     def link_adjacent(self, row: int, thread: str | None) -> list:
         """Link a new row into its conversation (design R5); returns the journal op recording it."""
-        from maclaw_fast.memory.linking import link_adjacent
-
-        return link_adjacent(self, row, thread)
+        return linking.link_adjacent(self, row, thread)
 
     def update(self, entry_id: str, *, content: str | None = None, tags=None,
                category: str | None = None) -> Entry:
@@ -677,7 +637,7 @@ class MemoryStore:
         if not isinstance(value, (str, int, float, bool)):  # str() of an object is no value
             raise ValidationError(f"meta value must be a string or a number, got "
                                   f"{type(value).__name__}")
-        key, value = validate.meta_key(key), validate.text(str(value), "value")
+        key, value = validate.text(key, "key"), validate.text(str(value), "value")
         with self.lock:
             self.check_writable()
             if value:

@@ -7,7 +7,7 @@ counts and token count, and the same postings by term: one msgspec MessagePack r
 as raw little-endian bytes) followed by a checksum trailer like the snapshot's. It is a cache,
 never a source of truth: it is used only when its checksum holds and it was made from the same
 snapshot file (its sequence number, row count and identity: the snapshot's own length and
-checksum) by the same tokenizer (:data:`tokenizer_version`); anything else, and any read error,
+checksum) by the same tokenizer (:data:`TOKENIZER_VERSION`); anything else, and any read error,
 means "tokenise" (and the file is written again on close).
 """
 
@@ -34,18 +34,18 @@ _ARRAYS = (("terms", "<i4"), ("tfs", "<f4"), ("offsets", "<i8"), ("lengths", "<i
            ("indptr", "<i8"), ("docs", "<i4"), ("doc_tfs", "<f4"))
 
 
-def tokenizer_version() -> str:
-    """What decides whether saved term ids still hold: the analysis that made them (its rules,
-    stop list and stemmer, :data:`~maclaw_fast.text.tokenizer.TOKENIZER_VERSION`)."""
-    return TOKENIZER_VERSION
-
-
 class TermsMeta(msgspec.Struct, kw_only=True):
     seq: int
     rows: int
     snapshot: str  # the snapshot file's identity (persist.snapshot.open_snapshot)
-    tokenizer: str
+    tokenizer: str  # the analysis that made the term ids (its rules, stop list and stemmer)
     layout: int = LAYOUT
+
+
+def terms_meta(seq: int, rows: int, snapshot_id: str) -> TermsMeta:
+    """What a ``terms.bin`` must match: the snapshot at ``seq`` of ``rows`` rows whose checksum
+    is ``snapshot_id``, and this tokenizer."""
+    return TermsMeta(seq=seq, rows=rows, snapshot=snapshot_id, tokenizer=TOKENIZER_VERSION)
 
 
 class _TermsFile(msgspec.Struct, kw_only=True):
@@ -70,10 +70,7 @@ def write_terms(directory: Path, bm25, keys: np.ndarray, meta: TermsMeta) -> Non
         fh.write(body)
         fh.write(_TRAILER.pack(_MAGIC, len(body), crc32(body)))
     os.replace(tmp, path)
-    try:
-        os.remove(directory / OLD_FILE_NAME)
-    except FileNotFoundError:
-        pass
+    (directory / OLD_FILE_NAME).unlink(missing_ok=True)
 
 
 def read_terms(directory: Path, meta: TermsMeta) -> Postings | None:

@@ -75,14 +75,8 @@ def tags(value) -> tuple[str, ...]:
         items = list(value)
     except TypeError:
         raise ValidationError("tags must be a sequence of strings") from None
-    out: list[str] = []
-    for tag in items:
-        if not isinstance(tag, str):
-            raise ValidationError(f"tag {tag!r} is not a string")
-        tag = text(tag, "tag").strip()
-        if tag and tag not in out:
-            out.append(tag)
-    return tuple(out)
+    stripped = (text(tag, "tag").strip() for tag in items)
+    return tuple(dict.fromkeys(tag for tag in stripped if tag))  # first-seen order, no repeats
 
 
 def entry_id(value) -> str:
@@ -117,8 +111,6 @@ def query(value) -> str:
 
 
 def project(value) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise ValidationError(f"project must be a string or None, got {type(value).__name__}")
     return None if value is None else text(value, "project")
 
 
@@ -135,11 +127,7 @@ def projects(value, n: int) -> list[str | None]:
 
 
 def limit(value) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValidationError("limit must be a non-negative integer or None")
-    return value
+    return None if value is None else count(value, "limit")
 
 
 def count(value, name: str, low: int = 0) -> int:
@@ -174,10 +162,6 @@ def status(value) -> str:
     if not isinstance(value, str) or value not in STATUSES:
         raise ValidationError(f"unknown status {value!r}; expected one of {', '.join(STATUSES)}")
     return str.__str__(value)
-
-
-def meta_key(value, name: str = "key") -> str:
-    return text(value, name)
 
 
 # set_fields: field -> checker (content/tags/category go through update)
@@ -216,9 +200,7 @@ def store_dir(path) -> Path:
 
 def thread(value) -> str | None:
     """A conversation name for ``save(thread=...)``: a string that can be stored, or None."""
-    if value is None:
-        return None
-    return text(value, "thread")
+    return None if value is None else text(value, "thread")
 
 
 MAX_NAME_BYTES = 200
@@ -240,8 +222,7 @@ def check_store_name(name) -> str:
     ...
     maclaw_fast.errors.ValidationError: store name '../etc' may not contain '/', '\\\\' or '..'
     """
-    if not isinstance(name, str):
-        raise ValidationError(f"store name must be a string, got {type(name).__name__}")
+    name = text(name, "store name")  # a string UTF-8 can encode
     if not name:
         raise ValidationError("store name must not be empty")
     if "/" in name or "\\" in name or ".." in name:
@@ -250,10 +231,7 @@ def check_store_name(name) -> str:
         raise ValidationError(f"store name {name!r} may not contain NUL or control characters")
     if name.startswith("."):
         raise ValidationError(f"store name {name!r} may not start with '.'")
-    try:
-        size = len(name.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise ValidationError(f"store name {name!r} is not valid UTF-8 text") from None
+    size = len(name.encode("utf-8"))
     if size > MAX_NAME_BYTES:
         raise ValidationError(f"store name is {size} bytes long; at most {MAX_NAME_BYTES}")
     return name

@@ -169,3 +169,23 @@ def test_a_chinese_query_is_scaled_by_the_models_floor_for_chinese():
                                                                   reinforce=False)}
             want = rc.weight_relevance * rc.cos_weight * 0.2 / (0.9 - floor)
             assert hits[ids[0]] - hits[ids[1]] == pytest.approx(want, rel=1e-5), query
+
+
+def test_a_batch_scales_each_query_by_its_own_languages_floor():
+    """recall_batch over English and Chinese queries (in three shares across threads) gives each
+    the scores recall gives it."""
+    emb = TwoFloors()
+    with MemoryStore.in_memory(embedder=emb, clock=Clock(),
+                               config=MemoryConfig(batch_threads=3)) as store:
+        for text, c in (("first note", 0.9), ("second note", 0.7), ("third note", 0.3)):
+            store.save(text, category="project_knowledge",
+                       vector=np.array([c, np.sqrt(1 - c * c)], np.float32))
+        queries = ["xyzzy plugh", "用户在哪个时区", "第二 note"] * 8
+        qv = np.tile(np.array([1.0, 0.0], np.float32), (len(queries), 1))
+        batch = store.recall_batch(queries, query_vectors=qv, reinforce=False)
+        for q, v, hits in zip(queries, qv, batch):
+            one = store.recall(q, query_vector=v, reinforce=False)
+            assert [(h.entry.id, round(h.score, 9)) for h in hits] == [
+                (h.entry.id, round(h.score, 9)) for h in one]
+        assert batch[0][0].score - batch[0][1].score != pytest.approx(
+            batch[1][0].score - batch[1][1].score)  # the two floors differ

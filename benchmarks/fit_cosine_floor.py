@@ -1,17 +1,22 @@
 """Fit a model's cosine floor: the cosine below which its vectors say nothing about relatedness.
 
-    python benchmarks/fit_cosine_floor.py --data DIR [--models e5,bge]
+    python benchmarks/fit_cosine_floor.py --data DIR [--models e5,bge] [--zh]
 
 On LoCoMo conversations 0-4 (the first 40 questions and 40 turns of each; questions embedded as
 queries, turns as passages), the median cosine of pairs from different conversations is the
 model's "unrelated" level. The floor ``f`` maps it onto MiniLM's: ``(m - f) / (1 - f) = m_minilm``,
 so ``f = (m - m_minilm) / (1 - m_minilm)``. The 95th percentile and the same-conversation median,
 mapped, are printed beside MiniLM's as a check.
+
+``--zh``: e5's floor for Chinese (``cosine_floor_cjk``), the same fit on HammerBench-zh's
+multi-turn dialogues (40 drawn with seed 0 from each file; the first user message as the query,
+the other user and assistant turns, up to 40, as passages), mapped onto MiniLM's English level.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -40,18 +45,45 @@ def cosines(name: str, convs) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(diff), np.concatenate(same)
 
 
+def dialogue_cosines(data: Path, part: str) -> tuple[np.ndarray, np.ndarray]:
+    """e5's (different-dialogue, same-dialogue) cosines on 40 HammerBench-zh dialogues of
+    ``part``: the first user message as the query, the other turns (up to 40) as passages."""
+    path = data / "hammerbench-zh" / "zh" / "multi-turn" / f"HammerBench_{part}.json"
+    dialogues = []
+    for ex in json.loads(path.read_text(encoding="utf-8")):
+        texts = [m["content"] for m in ex["messages"]
+                 if m["role"] in ("user", "assistant") and isinstance(m["content"], str)]
+        if len(texts) >= 4:
+            dialogues.append(texts)
+    rng = np.random.default_rng(0)
+    dialogues = [dialogues[i] for i in rng.choice(len(dialogues), 40, replace=False)]
+    emb = resolve_embedder("e5")
+    q = [embed_checked(emb, [d[0]], query=True) for d in dialogues]
+    p = [embed_checked(emb, d[1:41]) for d in dialogues]
+    same, diff = [], []
+    for i, qv in enumerate(q):
+        for j, pv in enumerate(p):
+            (same if i == j else diff).append((qv @ pv.T).ravel())
+    return np.concatenate(diff), np.concatenate(same)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", required=True, type=Path, help="folder holding locomo/locomo10.json")
     ap.add_argument("--models", default="e5,bge")
+    ap.add_argument("--zh", action="store_true", help="e5 on HammerBench-zh dialogues")
     args = ap.parse_args()
     convs = load_locomo(args.data)[:5]
     base_diff, base_same = cosines("minilm", convs)
     m0 = float(np.median(base_diff))
     print(f"minilm: different-conversation median {m0:.3f}, 95th {np.percentile(base_diff, 95):.3f}"
           f", same-conversation median {np.median(base_same):.3f}")
-    for name in args.models.split(","):
-        diff, same = cosines(name, convs)
+    runs = [(name, lambda name=name: cosines(name, convs)) for name in args.models.split(",")]
+    if args.zh:
+        runs = [(f"e5 zh {part}", lambda part=part: dialogue_cosines(args.data, part))
+                for part in ("mQsA", "IS", "External")]
+    for name, fit in runs:
+        diff, same = fit()
         m = float(np.median(diff))
         f = (m - m0) / (1 - m0)
 

@@ -299,8 +299,9 @@ def sweep_variants() -> dict[str, list[Variant]]:
     mix = [variant(f"bm25_weight {bw:g} / cos_weight {1 - bw:g}", bm25_weight=bw,
                    cos_weight=round(1 - bw, 2)) for bw in (0.2, 0.3, 0.4, 0.5, 0.6)]
     norms = [variant(f"bm25_norm {b}, cos_norm {c}", bm25_norm=b, cos_norm=c)
-             for b, c in (("max", "floor"), ("max", "minmax"), ("minmax", "minmax"),
-                          ("max", "raw"), ("raw", "minmax"))]
+             for b, c in (("max", "floor_best"), ("max", "floor"), ("max", "minmax"),
+                          ("minmax", "minmax"), ("minmax", "floor_best"), ("max", "raw"),
+                          ("raw", "minmax"))]
     adj = [variant(f"adjacency factor {f:g}, hops {h}", adjacency_factor=f, adjacency_hops=h)
            for f in (0.5, 0.7, 0.8, 0.9) for h in (1, 2, 3)]
     adj.append(variant("adjacency off", adjacency_hops=0))
@@ -337,8 +338,8 @@ def ablation_variants() -> list[Variant]:
     """The default configuration and each change off."""
     out = [variant("default"),
            variant("fusion off (raw BM25 + raw cosine)", bm25_norm="raw", cos_norm="raw"),
-           variant("cosine on the model's absolute scale (floor), not min-max",
-                   cos_norm="floor"),
+           variant("cosine min-max over the candidates, not floor to best", cos_norm="minmax"),
+           variant("cosine from the floor to 1 (floor), not floor to best", cos_norm="floor"),
            variant("weights off (the weights 1/1/1)", weight_relevance=1.0),
            variant("adjacency off", adjacency_hops=0, graph={"adjacency": False}),
            variant("adjacency mix off (a linked turn takes the larger value)",

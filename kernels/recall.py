@@ -19,7 +19,7 @@ from numba import njit
 
 from maclaw_kernels.bm25 import Postings, bm25_query
 from maclaw_kernels.graph import propagate_linked
-from maclaw_kernels.recall_assemble import (KIND_RANKED, cos_range, kth_relevance, lead_facts,
+from maclaw_kernels.recall_assemble import (KIND_RANKED, cos_ends, kth_relevance, lead_facts,
                                             norm_cos, pick_identity, select_hits)
 from maclaw_kernels.revival import cue_strength, revived_masks, terms_idf_total
 from maclaw_kernels.thread_prior import thread_bm25, thread_prior
@@ -46,7 +46,9 @@ Knobs = namedtuple("Knobs", [
     "decay_per_hour", "w_rec", "w_imp", "w_rel", "bm25_norm", "cos_norm", "bm25_w", "cos_w",
     "n_seeds", "hops", "hop_factor", "adj_hops", "adj_factor", "adj_mix", "max_identity",
     "max_user_facts", "lead_window", "max_entries", "budget", "revive_bar",
-    "revive_needs_term", "cos_floor"])
+    "revive_needs_term", "cos_floor", "cos_spread"])
+_FLOOR_AT = Knobs._fields.index("cos_floor")  # replaced per query by Block.cos_floor
+_AFTER_FLOOR = _FLOOR_AT + 1  # a constant of its own: numba slices a tuple by constants only
 
 # What every query reads of the store's indexes: the BM25 ``postings``
 # (:data:`maclaw_kernels.bm25.Postings`; its ``term_weight`` scratch is replaced per call by
@@ -62,8 +64,10 @@ Threads = namedtuple("Threads", ["thread_of", "member", "vnorm", "n_threads", "k
 # A block of queries: query ``q``'s vocabulary ids are ``term_ids[term_indptr[q]:
 # term_indptr[q + 1]]`` (-1 = unknown), its unit vector ``vectors[q]`` (read only when
 # ``has_vector``); ``bm25`` / ``cos`` f8/f4[q, n] computed beforehand (a large store scores
-# across threads), or with no rows: computed here.
-Block = namedtuple("Block", ["term_ids", "term_indptr", "vectors", "has_vector", "bm25", "cos"])
+# across threads), or with no rows: computed here; ``cos_floor`` f8[q] the model's cosine floor
+# for each query's language (no rows: :data:`Knobs`' ``cos_floor`` for every query).
+Block = namedtuple("Block", ["term_ids", "term_indptr", "vectors", "has_vector", "bm25", "cos",
+                             "cos_floor"])
 
 # One thread's scratch: ``bm25`` f8[n] (every row's, for the last query of the block), ``cos``
 # f4[tile, n] (the cosines of up to ``tile`` queries, computed together: each vector row is
@@ -137,8 +141,9 @@ def base_scores(rows, knobs, now, out):
 def fuse(bm25, cos, affinity, eligible, knobs, bm25_out, rel_out):
     """``rel = bm25_w·norm(bm25) + cos_w·norm(cos) + affinity`` of the ``eligible`` rows (0
     elsewhere). BM25 by ``bm25_norm``: 0 raw, 1 over the best hit, 2 min-max over the hits (a
-    lone or all-equal hit maps to 1); the cosine by ``cos_norm`` (:func:`norm_cos`; 2: from
-    the model's ``cos_floor`` to 1, the same scale for every query)."""
+    lone or all-equal hit maps to 1); the cosine by ``cos_norm`` (:func:`norm_cos` over the
+    ends :func:`cos_ends` gives: the candidates' range, or one tied to the model's
+    ``cos_floor``)."""
     mode = int(knobs.bm25_norm)
     cos_mode = int(knobs.cos_norm)
     lo = np.inf
@@ -147,7 +152,7 @@ def fuse(bm25, cos, affinity, eligible, knobs, bm25_out, rel_out):
         if eligible[i] and bm25[i] > 0.0:
             lo = min(lo, bm25[i])
             hi = max(hi, bm25[i])
-    c_lo, c_hi = cos_range(cos, eligible) if cos_mode == 1 else (knobs.cos_floor, 1.0)
+    c_lo, c_hi = cos_ends(cos, eligible, cos_mode, knobs.cos_floor, knobs.cos_spread)
     for i in range(bm25.shape[0]):
         x = 0.0
         r = 0.0
@@ -300,6 +305,7 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
     argument field by field in Python, ~8 µs a call for these, a plain tuple in C."""
     corpus, threads, rows, scopes = Corpus(*corpus), Threads(*threads), Rows(*rows), \
         Scope(*scopes)
+    knob_values = knobs
     knobs, block, base, work, out = Knobs(*knobs), Block(*block), Base(*base), Work(*work), \
         Out(*out)
     if base.at[0] != now:
@@ -334,10 +340,14 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
                 query_prior(term_ids, p, cos, corpus.has_vec, block.has_vector, threads, prior)
                 this_prior = prior
             idf_total = terms_idf_total(term_ids, p.df, p.n_live)
+            kq = knobs
+            if block.cos_floor.shape[0] > 0:  # the floor of this query's language
+                kq = Knobs(*(knob_values[:_FLOOR_AT] + (block.cos_floor[q],)
+                             + knob_values[_AFTER_FLOOR:]))
             s = scope_of[q]
             scope = Scope(scopes.eligible[s], scopes.scored[s], scopes.affinity[s],
                           scopes.dormant[s], scopes.fixed, scopes.user_fact)
-            m = rank_one(rows, scope, knobs, bm25, cos, this_prior, idf_total, block.has_vector,
+            m = rank_one(rows, scope, kq, bm25, cos, this_prior, idf_total, block.has_vector,
                          base.values, work.mat, out.rows[q], out.parts[q])
             out.count[q] = m
             best = 0.0
@@ -345,5 +355,5 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
                 r = out.rows[q, j]
                 best = max(best, cue_strength(bm25[r], cos[r], idf_total, knobs.bm25_w,
                                               knobs.cos_w, block.has_vector, False,
-                                              knobs.cos_floor))
+                                              kq.cos_floor))
             out.best_cue[q] = best

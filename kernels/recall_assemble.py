@@ -163,13 +163,31 @@ def cos_range(cos, eligible):
 def norm_cos(c, cos_mode, c_lo, c_hi):
     """A row's cosine as fused: ``max(c, 0)`` (``cos_mode`` 0, raw); min-max over the
     candidates (1): ``(c − lo)/(hi − lo)``, and when all candidates are equal 1 for a positive
-    cosine, 0 otherwise; on the model's absolute scale (2): ``max((c − lo)/(hi − lo), 0)`` with
-    ``lo`` the model's cosine floor and ``hi`` 1, so a small cosine gap stays small."""
+    cosine, 0 otherwise; any other mode: ``max((c − lo)/(hi − lo), 0)`` (0 when ``hi ≤ lo``)
+    with the ends :func:`cos_ends` gives, so a small cosine gap stays small."""
     c = np.float64(c)
     if cos_mode == 0:
         return max(c, 0.0)
-    if cos_mode == 2:
+    if cos_mode >= 2:
         return max((c - c_lo) / (c_hi - c_lo), 0.0) if c_hi > c_lo else 0.0
     if c_hi > c_lo:
         return (c - c_lo) / (c_hi - c_lo)
     return 1.0 if c > 0.0 else 0.0
+
+
+@njit(cache=True)
+def cos_ends(cos, eligible, cos_mode, floor, spread):
+    """The (lo, hi) :func:`norm_cos` maps a query's cosines with: the candidates' range
+    (``cos_mode`` 1, min-max); the model's ``floor`` and 1 (2, floor); the candidates' range
+    widened to at least ``spread × (1 − floor)`` (3, spread); the ``floor`` and the best
+    candidate's cosine, at least ``floor + spread × (1 − floor)`` (4, floor to best). Modes 2–4
+    keep a small gap small."""
+    if cos_mode == 2:
+        return floor, 1.0
+    lo, hi = cos_range(cos, eligible)
+    least = spread * (1.0 - floor)
+    if cos_mode == 3:
+        return lo, max(hi, lo + least)
+    if cos_mode == 4:
+        return floor, max(hi, floor + least)
+    return lo, hi

@@ -68,10 +68,15 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     cos_weight: float = 0.6
     project_affinity: float = 3.0
     bm25_norm: Literal["raw", "max", "minmax"] = "max"  # max: by the query's best score
-    # minmax: over the query's candidates; floor: (cos − the model's floor)/(1 − floor), ≥ 0 (one
-    # scale for every query: a rare exact match keeps its weight, but relevance spreads less
-    # against category importance: it ranked a mixed-category store lower); raw: max(cos, 0)
-    cos_norm: Literal["raw", "minmax", "floor"] = "minmax"
+    # the cosine's scale (f: the model's floor for the query's language, embedding.cosine_floor).
+    # floor_best: (cos − f)/(hi − f), ≥ 0, hi the best candidate's cosine but at least
+    # f + cos_spread·(1 − f): a small gap stays small (a rare exact match, a fresh episode on a
+    # weak cue keep their weight) while a strong match still counts 1 against category importance
+    # (benchmarks/results/quality_memory.md, "Cosine scale"). minmax: over the query's candidates
+    # (turns a 0.05 gap into a full unit); floor: (cos − f)/(1 − f); spread: min-max over a range
+    # of at least cos_spread·(1 − f); raw: max(cos, 0)
+    cos_norm: Literal["raw", "minmax", "floor", "spread", "floor_best"] = "floor_best"
+    cos_spread: float = 0.6  # the least range of floor_best / spread, in units of 1 − f
     graph_seeds: int = 5
     graph_hops: int = 1
     graph_hop_factor: float = 0.5

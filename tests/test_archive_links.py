@@ -122,11 +122,12 @@ def test_archived_links_survive_reopening_and_an_old_archive_opens(tmp_path):
     e.close()
 
 
-@pytest.mark.parametrize("mode", ["minmax", "floor"])
+@pytest.mark.parametrize("mode", ["minmax", "floor", "floor_best", "spread"])
 def test_archived_hits_are_normalised_over_the_store_candidates(mode):
     """An archived entry matched by its vector alone: its cosine is normalised as the kernel
-    normalises a row: min-max over the store's candidates (capped at 1), or from the model's
-    cosine floor (the hashing embedder's is 0)."""
+    normalises a row: min-max over the store's candidates (capped at 1), from the model's
+    cosine floor (the hashing embedder's is 0) to 1 or to the best candidate (at least 0.6),
+    or min-max over a range of at least 0.6."""
     clock = Clock()
     cfg = MemoryConfig(recall=RecallConfig(cos_norm=mode))
     with MemoryStore.in_memory(embedder="hash", clock=clock, config=cfg) as s:
@@ -145,6 +146,10 @@ def test_archived_hits_are_normalised_over_the_store_candidates(mode):
         norm = min(1.0, max(0.0, (float(va @ qv) - lo) / (hi - lo)))
         if mode == "floor":
             norm = max(float(va @ qv), 0.0)
+        elif mode == "floor_best":
+            norm = min(1.0, max(float(va @ qv), 0.0) / max(hi, 0.6))
+        elif mode == "spread":
+            norm = min(1.0, max(0.0, (float(va @ qv) - lo) / max(hi - lo, 0.6)))
         rc = s.config.recall
         entry = s.archive.get(gone)
         recency = math.exp(-rc.recency_decay_per_hour * (clock.t - entry.updated_at) / 3600)

@@ -1,6 +1,6 @@
-"""Fusion on the model's absolute cosine scale (``cos_norm="floor"``, design R3) and revival on
-weak cues (R9): a tiny cosine gap stays tiny, so a rare exact match and a fresh episode keep
-their weight. The default stays min-max (it ranks a mixed-category store better; design R3)."""
+"""Fusion on the model's cosine scale (the default ``cos_norm="floor_best"``, design R3) and
+revival on weak cues (R9): a tiny cosine gap stays tiny, so a rare exact match and a fresh
+episode keep their weight; a Chinese query is scaled by the model's floor for Chinese."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from maclaw_fast.config import MemoryConfig, RecallConfig
 from maclaw_fast.errors import EmbeddingError
 from maclaw_fast.memory import MemoryStore
 from maclaw_fast.memory.lifecycle import decay
-from maclaw_kernels.recall_assemble import norm_cos
+from maclaw_fast.embedding.base import cosine_floor
+from maclaw_kernels.recall_assemble import cos_ends, norm_cos
 from tests.maint_helpers import H, Clock
 
 DAY = 24 * H
@@ -41,11 +42,33 @@ def test_floor_mode_maps_the_models_cosines_from_its_floor_without_stretching_ga
     assert norm_cos(0.55, 1, 0.50, 0.55) - norm_cos(0.50, 1, 0.50, 0.55) == pytest.approx(1.0)
 
 
-FLOOR = MemoryConfig(recall=RecallConfig(cos_norm="floor"))
+def test_floor_to_best_keeps_gaps_small_and_a_strong_best_at_one():
+    """Mode 4: from the floor to the best candidate's cosine, that at least floor + spread ·
+    (1 − floor): a best of 0.9 maps to 1, a weak best (0.3 over floor 0) to 0.3 / 0.6."""
+    cos = np.array([0.9, 0.8, 0.5, -0.2], np.float32)
+    yes = np.ones(4, np.bool_)
+    lo, hi = cos_ends(cos, yes, 4, 0.0, 0.6)
+    assert (lo, hi) == (0.0, pytest.approx(0.9))
+    assert norm_cos(cos[0], 4, lo, hi) == pytest.approx(1.0)
+    assert norm_cos(cos[1], 4, lo, hi) - norm_cos(cos[2], 4, lo, hi) == pytest.approx(0.3 / 0.9)
+    assert norm_cos(cos[3], 4, lo, hi) == 0.0
+    weak = np.array([0.3, 0.25], np.float32)
+    lo, hi = cos_ends(weak, np.ones(2, np.bool_), 4, 0.0, 0.6)
+    assert hi == pytest.approx(0.6)  # not stretched: 0.05 apart stays 0.05 / 0.6
+    assert norm_cos(weak[0], 4, lo, hi) - norm_cos(weak[1], 4, lo, hi) == pytest.approx(
+        0.05 / 0.6, rel=1e-5)
+    lo, hi = cos_ends(weak, np.ones(2, np.bool_), 3, 0.0, 0.6)  # spread: from the worst
+    assert (lo, hi) == (pytest.approx(0.25), pytest.approx(0.85))
+    assert cos_ends(weak, np.ones(2, np.bool_), 2, 0.7, 0.6) == (0.7, 1.0)
 
 
-def test_the_absolute_scale_is_an_option_and_min_max_the_default():
-    assert RecallConfig().cos_norm == "minmax" and FLOOR.recall.cos_norm == "floor"
+FLOOR = MemoryConfig()  # the default: floor to the best candidate
+
+
+def test_the_default_scale_is_floor_to_best_and_the_others_are_options():
+    assert (RecallConfig().cos_norm, RecallConfig().cos_spread) == ("floor_best", 0.6)
+    for mode in ("minmax", "floor", "spread", "raw"):
+        assert RecallConfig(cos_norm=mode).cos_norm == mode
 
 
 @pytest.fixture(scope="module", params=["hash", "minilm"])
@@ -115,3 +138,54 @@ def test_a_rare_identifier_outranks_memories_only_about_the_query(name, filler):
             for q in QUERIES:
                 top = [h.entry.id for h in store.recall(q.format(id=ident), reinforce=False)[:3]]
                 assert target in top, (q.format(id=ident), text)
+
+
+class TwoFloors:
+    """Vectors given by the caller; unrelated texts sit higher in Chinese than in English."""
+
+    dim, fingerprint = 2, "two-floors"
+    cosine_floor, cosine_floor_cjk = 0.2, 0.6
+
+    def embed(self, texts):
+        return np.tile(np.array([1.0, 0.0], np.float32), (len(texts), 1))
+
+
+def test_a_chinese_query_is_scaled_by_the_models_floor_for_chinese():
+    """Two memories at cosine 0.9 and 0.7 of the query, nothing else apart: their scores differ by
+    w_rel · cos_w · 0.2 / (0.9 − f), f the floor of the query's language (0.2 English, 0.6
+    Chinese: cosine_floor_cjk)."""
+    emb = TwoFloors()
+    assert cosine_floor(emb, "which time zone") == 0.2
+    assert cosine_floor(emb, "用户在哪个时区") == cosine_floor(emb, "用户 time zone") == 0.6
+    clock = Clock()
+    with MemoryStore.in_memory(embedder=emb, clock=clock) as store:
+        ids = [store.save(text, category="project_knowledge", vector=np.array(
+            [c, np.sqrt(1 - c * c)], np.float32)).id
+            for text, c in (("first note", 0.9), ("second note", 0.7))]
+        rc = store.config.recall
+        q = np.array([1.0, 0.0], np.float32)
+        for query, floor in (("xyzzy plugh", 0.2), ("用户在哪个时区", 0.6)):
+            hits = {h.entry.id: h.score for h in store.recall(query, query_vector=q,
+                                                                  reinforce=False)}
+            want = rc.weight_relevance * rc.cos_weight * 0.2 / (0.9 - floor)
+            assert hits[ids[0]] - hits[ids[1]] == pytest.approx(want, rel=1e-5), query
+
+
+def test_a_batch_scales_each_query_by_its_own_languages_floor():
+    """recall_batch over English and Chinese queries (in three shares across threads) gives each
+    the scores recall gives it."""
+    emb = TwoFloors()
+    with MemoryStore.in_memory(embedder=emb, clock=Clock(),
+                               config=MemoryConfig(batch_threads=3)) as store:
+        for text, c in (("first note", 0.9), ("second note", 0.7), ("third note", 0.3)):
+            store.save(text, category="project_knowledge",
+                       vector=np.array([c, np.sqrt(1 - c * c)], np.float32))
+        queries = ["xyzzy plugh", "用户在哪个时区", "第二 note"] * 8
+        qv = np.tile(np.array([1.0, 0.0], np.float32), (len(queries), 1))
+        batch = store.recall_batch(queries, query_vectors=qv, reinforce=False)
+        for q, v, hits in zip(queries, qv, batch):
+            one = store.recall(q, query_vector=v, reinforce=False)
+            assert [(h.entry.id, round(h.score, 9)) for h in hits] == [
+                (h.entry.id, round(h.score, 9)) for h in one]
+        assert batch[0][0].score - batch[0][1].score != pytest.approx(
+            batch[1][0].score - batch[1][1].score)  # the two floors differ

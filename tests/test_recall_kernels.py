@@ -6,6 +6,7 @@ ranking, and ``recall_block`` (one query or many, scores given or computed)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -59,11 +60,14 @@ def ref_links(seeds, values, prev, nxt, hops, factor, eligible):
     return best
 
 
-def ref_fuse(bm25, cos, affinity, eligible, mode, cos_mode, bw, cw):
+def ref_fuse(bm25, cos, affinity, eligible, mode, cos_mode, bw, cw, floor=0.0, spread=0.6):
     hits = [bm25[i] for i in range(len(bm25)) if eligible[i] and bm25[i] > 0]
     hi, lo = (max(hits), min(hits)) if hits else (0.0, 0.0)
     cands = [float(cos[i]) for i in range(len(cos)) if eligible[i]]
     c_lo, c_hi = (min(cands), max(cands)) if cands else (0.0, 0.0)
+    least = spread * (1.0 - floor)  # modes 2-4: (lo, hi) from the floor or the candidates
+    ends = {2: (floor, 1.0), 3: (c_lo, max(c_hi, c_lo + least)),
+            4: (floor, max(c_hi, floor + least))}
     bn, rel = [], []
     for i in range(len(bm25)):
         if not eligible[i]:
@@ -78,6 +82,9 @@ def ref_fuse(bm25, cos, affinity, eligible, mode, cos_mode, bw, cw):
         c = float(cos[i])
         if cos_mode == 0:
             c = max(c, 0.0)
+        elif cos_mode in ends:
+            e_lo, e_hi = ends[cos_mode]
+            c = max((c - e_lo) / (e_hi - e_lo), 0.0) if e_hi > e_lo else 0.0
         else:
             c = (c - c_lo) / (c_hi - c_lo) if c_hi > c_lo else (1.0 if c > 0 else 0.0)
         bn.append(x)
@@ -237,12 +244,12 @@ def make_rows(updated, weight, access, seq, tokens, nbr, w, prev, nxt):
 
 
 def make_knobs(plan=None, *, decay=0.005, w_rec=1.0, w_imp=0.7, bar=0.3, needs_term=True,
-               floor=0.0):
+               floor=0.0, spread=0.6):
     mode, cos_mode, n_seeds, hops, adj_hops, max_id, max_uf, window, max_entries, budget = (
         plan or (1, 1, 5, 1, 2, 3, 3, 5, 20, 2000))
     return Knobs(*map(float, (decay, w_rec, w_imp, 1.0, mode, cos_mode, 0.4, 0.6, n_seeds, hops,
                               0.5, adj_hops, 0.8, plan_mix(plan), max_id, max_uf, window,
-                              max_entries, budget, bar, needs_term, floor)))
+                              max_entries, budget, bar, needs_term, floor, spread)))
 
 
 def plan_mix(plan):
@@ -346,18 +353,19 @@ def recall_inputs(seed):
 @pytest.mark.parametrize("seed", range(8))
 def test_fuse_matches_reference(seed):
     """Every BM25 normalisation (raw, by the best hit, min-max over the hits) and cosine one (raw,
-    min-max over the candidates), over the eligible rows only."""
+    min-max over the candidates, floor, spread, floor to best), over the eligible rows only."""
     c = recall_inputs(seed)
     n = c["n"]
-    for mode in (0, 1, 2):
-        for cos_mode in (0, 1):
-            knobs = make_knobs((mode, cos_mode, 5, 1, 2, 3, 3, 5, 20, 2000))
-            bn, rel = np.full(n, np.nan), np.full(n, np.nan)
-            fuse(c["bm25"], c["cos"], c["affinity"], c["eligible"], knobs, bn, rel)
-            rb, rr = ref_fuse(c["bm25"], c["cos"], c["affinity"], c["eligible"], mode, cos_mode,
-                              0.4, 0.6)
-            np.testing.assert_allclose(bn, rb, rtol=1e-12, atol=0)
-            np.testing.assert_allclose(rel, rr, rtol=1e-12, atol=1e-15)
+    for mode, cos_mode, floor, spread in itertools.product((0, 1, 2), (0, 1, 2, 3, 4),
+                                                           (0.0, 0.3), (0.6, 2.0)):
+        knobs = make_knobs((mode, cos_mode, 5, 1, 2, 3, 3, 5, 20, 2000), floor=floor,
+                           spread=spread)
+        bn, rel = np.full(n, np.nan), np.full(n, np.nan)
+        fuse(c["bm25"], c["cos"], c["affinity"], c["eligible"], knobs, bn, rel)
+        rb, rr = ref_fuse(c["bm25"], c["cos"], c["affinity"], c["eligible"], mode, cos_mode,
+                          0.4, 0.6, floor, spread)
+        np.testing.assert_allclose(bn, rb, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(rel, rr, rtol=1e-12, atol=1e-15)
 
 
 def test_fuse_worked_minmax_examples():

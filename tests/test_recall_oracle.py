@@ -443,7 +443,9 @@ def recall_configs(draw):
     if draw(st.booleans()):
         return with_recall(MemoryConfig(), bm25_norm=norm)
     rc = RecallConfig(
-        bm25_norm=norm, cos_norm=draw(st.sampled_from(("raw", "minmax"))),
+        bm25_norm=norm,
+        cos_norm=draw(st.sampled_from(("raw", "minmax", "floor", "floor_best", "spread"))),
+        cos_spread=draw(st.sampled_from((0.6, 0.3))),
         adjacency_hops=draw(st.sampled_from((0, 1, 2))),
         adjacency_factor=draw(st.sampled_from((0.8, 0.5))),
         max_identity=draw(st.sampled_from((0, 1, 3))),

@@ -334,7 +334,7 @@ def test_default_config_is_the_evaluated_one():
     cfg = MemoryConfig()
     assert (cfg.bm25.k1, cfg.bm25.b) == (0.9, 0.4)
     rc = cfg.recall
-    assert (rc.bm25_norm, rc.cos_norm) == ("max", "minmax")
+    assert (rc.bm25_norm, rc.cos_norm, rc.cos_spread) == ("max", "floor_best", 0.6)
     assert (rc.adjacency_factor, rc.adjacency_hops, rc.adjacency_mix, rc.max_identity,
             rc.max_user_facts) == (0.8, 2, 0.4, 3, 3)
     assert cfg.graph.adjacency_gap_s == 1800.0

@@ -31,9 +31,11 @@ Decisions where the design leaves room (the engine is expected to agree):
   a lone or all-equal hit set is 1.
 * Cosine normalisation ``minmax`` (design R3) is over every candidate's cosine (0 for an entry
   without a vector or a query without one): ``(c − lo)/(hi − lo)``; when all are equal, 1 for a
-  positive cosine, 0 otherwise. ``raw`` is ``max(c, 0)``; ``floor`` is ``max((c − f)/(1 − f), 0)``
-  with the model's cosine floor ``f`` (``cos_floor``). The breakdown's ``cos`` is ``max(c, 0)``
-  in every mode.
+  positive cosine, 0 otherwise. ``raw`` is ``max(c, 0)``; the others are ``max((c − a)/(b − a),
+  0)`` (0 when b ≤ a) with the model's cosine floor ``f`` (``cos_floor``; ``cos_floor_cjk`` for
+  a query whose non-space characters are at least 10 % Han) and ``s = cos_spread·(1 − f)``:
+  ``floor`` a = f, b = 1; ``floor_best`` a = f, b = max(hi, f + s); ``spread`` a = lo,
+  b = max(hi, lo + s). The breakdown's ``cos`` is ``max(c, 0)`` in every mode.
 * Every candidate is ranked on its score (design R4). The graph walk (design §4 expansion along the
   similarity edges, and R5: along the conversation links, ``adjacency_factor`` per step, for up
   to ``adjacency_hops`` steps each way, stopping at a seed or a non-candidate) starts from the
@@ -102,14 +104,24 @@ def budget_tokens(entry: dict) -> int:
     return len(text.encode("utf-8")) // 4
 
 
+def han_share(text: str) -> float:
+    """Share of Han (CJK unified ideograph) characters among the non-space characters."""
+    chars = [ch for ch in text if not ch.isspace()]
+    han = [ch for ch in chars if "\u3400" <= ch <= "\u4dbf" or "\u4e00" <= ch <= "\u9fff"
+           or "\uf900" <= ch <= "\ufaff"]
+    return len(han) / len(chars) if chars else 0.0
+
+
 class PyRecall:
     """The per-entry loop over dicts. Build once per store state; recall many times."""
 
     def __init__(self, entries: list[dict], config, tokenize=None, *,
-                 bm25_only: bool = False, cos_floor: float = 0.0) -> None:
+                 bm25_only: bool = False, cos_floor: float = 0.0,
+                 cos_floor_cjk: float | None = None) -> None:
         # a store without an embedder fuses BM25 alone, with both weights (RecallConfig)
         self.bm25_only = bm25_only
-        self.cos_floor = cos_floor  # the model's cosine floor (cos_norm "floor")
+        self.cos_floor = cos_floor  # the model's cosine floor (cos_norm "floor" and the like)
+        self.cos_floor_cjk = cos_floor if cos_floor_cjk is None else cos_floor_cjk
         self.entries = sorted(entries, key=lambda e: e["seq"])
         self.config = config
         self.k1 = config.bm25.k1
@@ -344,14 +356,18 @@ class PyRecall:
             raw_cos[e["id"]] = sum(a * b for a, b in zip(q_vec, vec)) if vec is not None else 0.0
         c_lo = min(raw_cos.values()) if raw_cos else 0.0
         c_hi = max(raw_cos.values()) if raw_cos else 0.0
-        if rc.cos_norm not in ("raw", "minmax", "floor"):
+        if rc.cos_norm not in ("raw", "minmax", "floor", "floor_best", "spread"):
             raise ValueError(f"unknown cos_norm {rc.cos_norm!r}")
+        f = self.cos_floor_cjk if han_share(query) >= 0.1 else self.cos_floor
+        least = rc.cos_spread * (1.0 - f)
+        a, b = {"floor": (f, 1.0), "floor_best": (f, max(c_hi, f + least)),
+                "spread": (c_lo, max(c_hi, c_lo + least))}.get(rc.cos_norm, (0.0, 0.0))
 
         def norm_cos(c: float) -> float:
             if rc.cos_norm == "raw":
                 return max(c, 0.0)
-            if rc.cos_norm == "floor":
-                return max((c - self.cos_floor) / (1.0 - self.cos_floor), 0.0)
+            if rc.cos_norm != "minmax":
+                return max((c - a) / (b - a), 0.0) if b > a else 0.0
             if c_hi > c_lo:
                 return (c - c_lo) / (c_hi - c_lo)
             return 1.0 if c > 0.0 else 0.0

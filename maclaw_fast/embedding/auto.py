@@ -13,36 +13,18 @@ the fallback taken (the other model for English, else the hashing embedder).
 
 from __future__ import annotations
 
-import re
 import warnings
 
 from maclaw_fast.embedding.bge import shared_bge
-from maclaw_fast.embedding.base import AUTO_NAMES, NAMES, Embedder, is_auto
+from maclaw_fast.embedding.base import (AUTO_NAMES, CJK_SHARE, NAMES, Embedder, cjk_share,
+                                        is_auto)
 from maclaw_fast.embedding.cache import disk_cached
 from maclaw_fast.embedding.e5 import shared_e5
 from maclaw_fast.embedding.hashing import HashEmbedder
 from maclaw_fast.embedding.onnx import shared_minilm
 from maclaw_fast.errors import EmbeddingError, ValidationError
 
-CJK_SHARE = 0.1
 MODELS = ("minilm", "e5", "bge")
-_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_SPACE = re.compile(r"\s")
-
-
-def cjk_share(texts) -> float:
-    """Share of Han characters among the non-space characters of ``texts`` (0 for none).
-
-    Examples
-    --------
-    >>> round(cjk_share(["部署 deploy", "hello"]), 3)
-    0.154
-    """
-    han = chars = 0
-    for text in texts:
-        han += len(_HAN.findall(text))
-        chars += len(text) - len(_SPACE.findall(text))
-    return han / chars if chars else 0.0
 
 
 def choose_model(texts, *, threshold: float = CJK_SHARE) -> str:

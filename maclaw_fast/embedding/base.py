@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -28,18 +29,46 @@ class Embedder(Protocol):
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
 
-def cosine_floor(embedder) -> float:
+# a text is Chinese (or mixed) when Han characters are this share of its non-space characters
+# (about a quarter of the words: a Han character stands for a word, an English word ~5 letters)
+CJK_SHARE = 0.1
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_SPACE = re.compile(r"\s")
+
+
+def cjk_share(texts) -> float:
+    """Share of Han characters among the non-space characters of ``texts`` (0 for none).
+
+    Examples
+    --------
+    >>> round(cjk_share(["部署 deploy", "hello"]), 3)
+    0.154
+    """
+    han = chars = 0
+    for text in texts:
+        han += len(_HAN.findall(text))
+        chars += len(text) - len(_SPACE.findall(text))
+    return han / chars if chars else 0.0
+
+
+def cosine_floor(embedder, text: str | None = None) -> float:
     """The cosine below which ``embedder``'s vectors are no evidence of relatedness in a memory's
     cue strength (:func:`maclaw_kernels.revival.cue_strength` maps ``[floor, 1]`` onto
-    ``[0, 1]``): its ``cosine_floor`` attribute, 0 when it has none (or no embedder).
+    ``[0, 1]``): its ``cosine_floor`` attribute, 0 when it has none (or no embedder). For a
+    ``text`` that is Chinese or mixed (:data:`CJK_SHARE`), its ``cosine_floor_cjk`` when it has
+    one: a model's unrelated texts may sit higher in one language than in another.
 
-    >>> class Model: cosine_floor = 0.5
-    >>> cosine_floor(Model()), cosine_floor(object()), cosine_floor(None)
-    (0.5, 0.0, 0.0)
+    >>> class Model: cosine_floor, cosine_floor_cjk = 0.5, 0.75
+    >>> cosine_floor(Model()), cosine_floor(Model(), "用户在哪个时区"), cosine_floor(None)
+    (0.5, 0.75, 0.0)
     """
-    floor = getattr(embedder, "cosine_floor", 0.0) if embedder is not None else 0.0
+    name = "cosine_floor"
+    if text is not None and not text.isascii() and hasattr(embedder, "cosine_floor_cjk") \
+            and cjk_share((text,)) >= CJK_SHARE:
+        name = "cosine_floor_cjk"
+    floor = getattr(embedder, name, 0.0) if embedder is not None else 0.0
     if not isinstance(floor, (int, float)) or not 0.0 <= floor < 1.0:
-        raise EmbeddingError(f"{type(embedder).__name__}.cosine_floor must be a number in "
+        raise EmbeddingError(f"{type(embedder).__name__}.{name} must be a number in "
                              f"[0, 1), got {floor!r}")
     return float(floor)
 

@@ -265,6 +265,8 @@ class CachedEmbedder:
         self.dim, self.fingerprint = inner.dim, inner.fingerprint
         self.languages = getattr(inner, "languages", None)
         self.cosine_floor = getattr(inner, "cosine_floor", 0.0)
+        if hasattr(inner, "cosine_floor_cjk"):
+            self.cosine_floor_cjk = inner.cosine_floor_cjk
         tag = hashlib.sha256(inner.fingerprint.encode()).hexdigest()[:16]
         self.cache = DiskEmbeddingCache(Path(directory) / f"vectors-{tag}.arrow", inner,
                                         max_entries)

@@ -96,6 +96,11 @@ def _file_digest(path: Path) -> str:
 # conversations, e5 0.744 / MiniLM 0.118, gives 0.71; mapped, e5's 95th percentile 0.265
 # (MiniLM 0.283) and its same-conversation median 0.249 (0.241) agree too.
 COSINE_FLOOR = 0.71
+# Chinese runs higher (unrelated ~0.84): the same fit on HammerBench-zh's multi-turn dialogues
+# (`benchmarks/fit_cosine_floor.py --zh`: mQsA / IS / External 0.821 / 0.814 / 0.827; mapped,
+# the 95th percentile 0.30 against MiniLM's 0.28); used for a Chinese or mixed query
+# (embedding.base.cosine_floor)
+COSINE_FLOOR_CJK = 0.82
 
 # The model reads 512 tokens (specials and the "query: "/"passage: " prefix included). A longer
 # text keeps its head: the subject of a message, a note or a query comes first, and one window
@@ -339,6 +344,7 @@ class E5Embedder:
         self.fingerprint = f"e5:{MODEL_NAME}:{_file_digest(self.model_path)}:{self.dim}"
         self.languages = ("multi", "en", "zh")
         self.cosine_floor = COSINE_FLOOR
+        self.cosine_floor_cjk = COSINE_FLOOR_CJK
         self._backend = None
         self._lock = threading.Lock()
 

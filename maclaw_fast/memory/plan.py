@@ -16,7 +16,7 @@ from maclaw_fast.memory.thread_prior import ThreadPlan
 from maclaw_kernels.recall import N_PARTS, Base, Knobs, Out, Rows, Scope, Threads, Work
 
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
-COS_MODES = {"raw": 0, "minmax": 1, "floor": 2}
+COS_MODES = {"raw": 0, "minmax": 1, "floor": 2, "spread": 3, "floor_best": 4}
 # ln(1 + a) for the small access counts, read by the kernels instead of a log per row
 # queries whose cosines are computed together: each vector row read once per tile, not per query
 COS_TILE = 16
@@ -92,7 +92,7 @@ class RecallPlan:
             rc.adjacency_factor, rc.adjacency_mix, max_identity,
             0 if dynamic else max(int(rc.max_user_facts), 0), max(int(rc.user_fact_window), 0),
             self.max_entries, self.budget, fc.revive_min_cue, fc.revive_needs_term,
-            cosine_floor_of(store))))
+            cosine_floor_of(store), rc.cos_spread)))
         self._scopes: dict[str | None, tuple[Scope, bool]] = {}
         self._threads: Threads | bool = False  # made on first use
         self._static: tuple | None = None

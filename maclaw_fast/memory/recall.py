@@ -18,7 +18,7 @@ import msgspec
 import numpy as np
 
 from maclaw_fast.embedding import check_vectors
-from maclaw_fast.embedding.base import plain_vector
+from maclaw_fast.embedding.base import cosine_floor, plain_vector
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory import validate
 from maclaw_fast.index.vectors import PARALLEL_ELEMENTS
@@ -29,8 +29,9 @@ from maclaw_fast.persist.journal import PutOp, TouchOp
 from maclaw_fast.records import RecallHit
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_fast.threads import batch_threads, pool
-from maclaw_kernels.recall import Block, Out, base_scores, recall_block
+from maclaw_kernels.recall import Block, Knobs, Out, base_scores, recall_block
 DORMANT = 2  # the status code of dormant entries (columns.STATUS)
+_FLOOR_AT = Knobs._fields.index("cos_floor")
 
 
 # ---------------------------------------------------------------------- arguments
@@ -64,10 +65,21 @@ def _query_vector(store, query: str, given) -> np.ndarray | None:
 
 
 # ---------------------------------------------------------------------- the kernel's block
-def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs) -> tuple:
+def _floors(store, queries: list[str]) -> np.ndarray:
+    """Each query's cosine floor (the model's for the query's language) when one differs from
+    the model's own; no rows when none does (the kernel then reads the plan's)."""
+    if store.embedder is None or all(q.isascii() for q in queries):
+        return _NO_FLOORS
+    own = cosine_floor(store.embedder)
+    floors = np.array([cosine_floor(store.embedder, q) for q in queries])
+    return floors if (floors != own).any() else _NO_FLOORS
+
+
+def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs,
+           floors: np.ndarray) -> tuple:
     """A block of queries as the kernel reads them (lock held), as a plain tuple: every query's
     vocabulary ids, its vector, and for a large store its BM25 and cosines scored across
-    threads first."""
+    threads first; ``floors``: :func:`_floors`."""
     index = store.bm25
     get = index.vocab.getter()
     if len(token_lists) == 1:
@@ -87,7 +99,7 @@ def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs) -> tupl
         bm25 = index.scores(token_lists[0], n)[None]
     if len(token_lists) == 1 and has_vector and n * store.dim >= PARALLEL_ELEMENTS:
         cos = store.vectors.scores(vectors[0], n)[None]
-    return (ids, indptr, vectors, has_vector, bm25, cos)  # a Block
+    return (ids, indptr, vectors, has_vector, bm25, cos, floors)  # a Block
 
 
 def _corpus(store) -> tuple:
@@ -111,6 +123,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         category = validate.category(category)
     qvec = _query_vector(store, query, query_vector)  # embedding runs outside the lock
     tokens = tokenize(query)
+    floors = _floors(store, [query])
     with store.lock:
         store.check_open()
         now = float(store.clock())
@@ -121,14 +134,15 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
             work = plan.work(store, fresh=True)
         threads, rows, knobs = plan.static_args(store)
         recall_block(_corpus(store), threads, rows, tuple(scope), _ONE, knobs,
-                     _block(store, plan, [tokens], qvec), tuple(plan.base), tuple(work),
+                     _block(store, plan, [tokens], qvec, floors), tuple(plan.base), tuple(work),
                      tuple(out), now)
         m = int(out.count[0])
         rows = out.rows[0, :m]
         hits = hits_from_parts(store, rows, out.parts[0, :, :m], has_affinity)
         if out.best_cue[0] < store.config.forgetting.archive_below:
             hits = with_archive(store, plan, work, tokens, None if qvec is None else qvec[0],
-                                hits, rows, project, dynamic, category, now)
+                                hits, rows, project, dynamic, category, now,
+                                float(floors[0]) if floors.shape[0] else knobs[_FLOOR_AT])
         if reinforce and any(h.reason == "archived" for h in hits):
             hits = _reinforce_hits(store, hits, now)
         elif reinforce and m:
@@ -139,6 +153,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
 _ONE = np.zeros(1, np.int64)  # a single query's scope row
 _NO_VECTORS = np.zeros((1, 0), np.float32)
 _NO_BM25, _NO_COS = np.zeros((0, 0)), np.zeros((0, 0), np.float32)
+_NO_FLOORS = np.zeros(0)
 
 
 # ---------------------------------------------------------------------- many queries
@@ -156,7 +171,8 @@ def _run_blocks(store, plan, scopes, scope_of, block: Block, out: Out, threads: 
     def share(b):
         lo, hi = cuts[b], cuts[b + 1]
         part = (block.term_ids, block.term_indptr[lo:hi + 1], block.vectors[lo:hi]
-                if block.has_vector else block.vectors, block.has_vector, block.bm25, block.cos)
+                if block.has_vector else block.vectors, block.has_vector, block.bm25, block.cos,
+                block.cos_floor[lo:hi] if block.cos_floor.shape[0] else block.cos_floor)
         work = plan.work(store, fresh=b > 0)
         recall_block(corpus, static[0], static[1], tuple(scopes), scope_of[lo:hi], static[2],
                      part, tuple(plan.base), tuple(work), tuple(a[lo:hi] for a in out), now)
@@ -183,7 +199,7 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         plan = recall_plan(store)
         scopes, scope_of = plan.batch_scopes(store, projects)
         out = new_out(nq, plan.width)
-        block = Block(*_block(store, plan, token_lists, qvecs))
+        block = Block(*_block(store, plan, token_lists, qvecs, _floors(store, queries)))
         n_threads = batch_threads(store.config.batch_threads) or (os.cpu_count() or 1)
         _run_blocks(store, plan, scopes, scope_of, block, out, n_threads, now)
         rows, parts, counts = out.rows, out.parts, out.count

@@ -71,7 +71,7 @@ class MemoryStore:
         self.embedder = resolve_embedder(
             embedder, recorded=model_choice.recorded_fingerprint(path) if self.auto_embedder else None)
         self.dim = self.embedder.dim if self.embedder is not None else 0
-        cosine_floor(self.embedder)  # a bad floor is reported here, not by the first recall
+        cosine_floor(self.embedder), cosine_floor(self.embedder, "中文")  # bad floors: here
         self.lock = threading.RLock()
         self.table = EntryTable()
         self.bm25 = Bm25Index(config.bm25)

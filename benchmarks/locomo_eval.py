@@ -311,8 +311,6 @@ def sweep_variants() -> dict[str, list[Variant]]:
               variant("adjacency mix 0 (the larger value), no similarity walk",
                       adjacency_mix=0.0, graph_hops=0)]
     seeds = [variant(f"graph_seeds {s}", graph_seeds=s) for s in (3, 5, 10)]
-    names = [variant(f"names_weight {w:g}", names_weight=w)
-             for w in (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4)]
     prior = [variant(f"thread prior BM25 {b:g} / cosine {c:g}", thread_bm25_weight=b,
                      thread_cos_weight=c)
              for b, c in ((0.0, 0.0), (0.1, 0.1), (0.2, 0.05), (0.2, 0.1), (0.3, 0.05),
@@ -331,7 +329,7 @@ def sweep_variants() -> dict[str, list[Variant]]:
             "BM25 / cosine weights": mix, "normalisations": norms,
             "conversation links (factor, hops)": adj,
             "how a linked turn combines its own relevance with the walk's (mix, factor)": mixes,
-            "graph seeds": seeds, "names and quoted phrases held (names_weight)": names,
+            "graph seeds": seeds,
             "thread prior (BM25 weight, centroid cosine weight)": prior,
             "combinations of the best single changes": combos}
 
@@ -347,7 +345,6 @@ def ablation_variants() -> list[Variant]:
            variant("adjacency mix off (a linked turn takes the larger value)",
                    adjacency_mix=0.0),
            variant("thread prior off", **NO_PRIOR),
-           variant("names and quoted phrases off", names_weight=0.0),
            variant("saved without threads (links by the 30-minute gap alone)", threads=False),
            variant("BM25 k1 1.2 b 0.75 (long-document defaults)", bm25=(1.2, 0.75)),
            variant("relevance only (recency, importance weight 0)", weight_recency=0.0,

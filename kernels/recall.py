@@ -17,7 +17,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from maclaw_kernels.bm25 import Postings, bm25_query, bm25_range, query_idf
+from maclaw_kernels.bm25 import Postings, bm25_query
 from maclaw_kernels.graph import propagate_linked
 from maclaw_kernels.recall_assemble import (KIND_RANKED, cos_ends, kth_relevance, lead_facts,
                                             norm_cos, pick_identity, select_hits)
@@ -46,7 +46,7 @@ Knobs = namedtuple("Knobs", [
     "decay_per_hour", "w_rec", "w_imp", "w_rel", "bm25_norm", "cos_norm", "bm25_w", "cos_w",
     "n_seeds", "hops", "hop_factor", "adj_hops", "adj_factor", "adj_mix", "max_identity",
     "max_user_facts", "lead_window", "max_entries", "budget", "revive_bar",
-    "revive_needs_term", "cos_floor", "cos_spread", "names_weight"])
+    "revive_needs_term", "cos_floor", "cos_spread"])
 _FLOOR_AT = Knobs._fields.index("cos_floor")  # replaced per query by Block.cos_floor
 _AFTER_FLOOR = _FLOOR_AT + 1  # a constant of its own: numba slices a tuple by constants only
 
@@ -65,15 +65,13 @@ Threads = namedtuple("Threads", ["thread_of", "member", "vnorm", "n_threads", "k
 # term_indptr[q + 1]]`` (-1 = unknown), its unit vector ``vectors[q]`` (read only when
 # ``has_vector``); ``bm25`` / ``cos`` f8/f4[q, n] computed beforehand (a large store scores
 # across threads), or with no rows: computed here; ``cos_floor`` f8[q] the model's cosine floor
-# for each query's language (no rows: :data:`Knobs`' ``cos_floor`` for every query); the
-# vocabulary ids of query ``q``'s names ``name_ids[name_indptr[q]:name_indptr[q + 1]]`` (each
-# name token once, -1 = unknown; ``name_indptr`` with no rows: no query has names).
+# for each query's language (no rows: :data:`Knobs`' ``cos_floor`` for every query).
 Block = namedtuple("Block", ["term_ids", "term_indptr", "vectors", "has_vector", "bm25", "cos",
-                             "cos_floor", "name_ids", "name_indptr"])
+                             "cos_floor"])
 
 # One thread's scratch: ``bm25`` f8[n] (every row's, for the last query of the block), ``cos``
 # f4[tile, n] (the cosines of up to ``tile`` queries, computed together: each vector row is
-# read once per tile; row 0 holds a single query's), ``mat`` f8[7, n], ``term_weight`` f8
+# read once per tile; row 0 holds a single query's), ``mat`` f8[6, n], ``term_weight`` f8
 # zeroed over the vocabulary.
 Work = namedtuple("Work", ["bm25", "cos", "mat", "term_weight"])
 
@@ -281,24 +279,6 @@ def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, 
 
 
 @njit(cache=True)
-def name_affinity(name_ids, p, affinity, weight, out):
-    """``affinity`` plus ``weight`` × the share of the query's name tokens (``name_ids``, each
-    once) that each row holds, into ``out``: BM25 with ``k1`` 0 and idf 1 adds exactly 1 per
-    distinct term a document holds, whatever its frequency and length."""
-    for i in range(out.shape[0]):
-        out[i] = 0.0
-    uniq, _ = query_idf(name_ids, p.df, p.n_live, p.term_weight)
-    for t in uniq:
-        p.term_weight[t] = 0.0
-    held = Postings(*p[:14], 0.0, p.b, p.avgdl, p.term_weight)
-    bm25_range(uniq, np.ones(uniq.shape[0]), held, out, np.int64(0), p.n_docs)
-    share = weight / name_ids.shape[0]
-    for i in range(out.shape[0]):
-        out[i] = affinity[i] + share * out[i]
-    return out
-
-
-@njit(cache=True)
 def query_prior(term_ids, p, cos, has_vec, has_vector, threads, out):
     """Every row's thread prior for one query into ``out`` (0 for the rows that are no
     thread's members): each thread scored as one document, BM25 of its rows' text and the
@@ -365,13 +345,7 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
                 kq = Knobs(*(knob_values[:_FLOOR_AT] + (block.cos_floor[q],)
                              + knob_values[_AFTER_FLOOR:]))
             s = scope_of[q]
-            affinity = scopes.affinity[s]
-            if block.name_indptr.shape[0] > 0 and knobs.names_weight > 0.0:
-                lo, hi = block.name_indptr[q], block.name_indptr[q + 1]
-                if hi > lo:
-                    affinity = name_affinity(block.name_ids[lo:hi], p, affinity,
-                                             knobs.names_weight, work.mat[6, :n])
-            scope = Scope(scopes.eligible[s], scopes.scored[s], affinity,
+            scope = Scope(scopes.eligible[s], scopes.scored[s], scopes.affinity[s],
                           scopes.dormant[s], scopes.fixed, scopes.user_fact)
             m = rank_one(rows, scope, kq, bm25, cos, this_prior, idf_total, block.has_vector,
                          base.values, work.mat, out.rows[q], out.parts[q])

@@ -67,9 +67,6 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     bm25_weight: float = 0.4
     cos_weight: float = 0.6
     project_affinity: float = 3.0
-    # relevance a memory gains for holding all of the query's names and quoted phrases (a share
-    # for some): the words a memory about the same person, place or project repeats verbatim
-    names_weight: float = 0.1
     bm25_norm: Literal["raw", "max", "minmax"] = "max"  # max: by the query's best score
     # the cosine's scale (f: the model's floor for the query's language, embedding.cosine_floor).
     # floor_best: (cos − f)/(hi − f), ≥ 0, hi the best candidate's cosine but at least

@@ -189,25 +189,3 @@ def test_a_batch_scales_each_query_by_its_own_languages_floor():
                 (h.entry.id, round(h.score, 9)) for h in one]
         assert batch[0][0].score - batch[0][1].score != pytest.approx(
             batch[1][0].score - batch[1][1].score)  # the two floors differ
-
-
-def test_a_memory_holding_the_querys_name_gains_its_share():
-    """``names_weight`` × the share of the query's names a memory holds, shown with the
-    affinity; the memory naming the person asked about leads one that only shares the topic."""
-    now = 1.7e9
-    store = MemoryStore.in_memory(embedder="hash", clock=lambda: now)
-    topic = store.save("The pottery class moved to the community hall on Tuesday",
-                       category="project")
-    named = store.save("Caroline joined a pottery class last month", category="project")
-    store.save("Melanie painted a sunrise over the lake", category="project")
-    hits = store.recall('When did Caroline start "pottery class"?', reinforce=False)
-    by_id = {h.entry.id: h for h in hits}
-    assert hits[0].entry.id == named.id
-    # the name tokens: pottery, class (the quoted phrase) and caroline
-    w = RecallConfig().names_weight
-    assert by_id[named.id].breakdown.affinity == pytest.approx(w * 3 / 3)
-    assert by_id[topic.id].breakdown.affinity == pytest.approx(w * 2 / 3)
-    off = MemoryStore.in_memory(embedder="hash", clock=lambda: now,
-                                config=MemoryConfig(recall=RecallConfig(names_weight=0.0)))
-    off.save("Caroline joined a pottery class last month", category="project")
-    assert off.recall("When did Caroline start?", reinforce=False)[0].breakdown.affinity == 0.0

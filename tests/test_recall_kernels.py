@@ -244,12 +244,12 @@ def make_rows(updated, weight, access, seq, tokens, nbr, w, prev, nxt):
 
 
 def make_knobs(plan=None, *, decay=0.005, w_rec=1.0, w_imp=0.7, bar=0.3, needs_term=True,
-               floor=0.0, spread=0.6, names=0.0):
+               floor=0.0, spread=0.6):
     mode, cos_mode, n_seeds, hops, adj_hops, max_id, max_uf, window, max_entries, budget = (
         plan or (1, 1, 5, 1, 2, 3, 3, 5, 20, 2000))
     return Knobs(*map(float, (decay, w_rec, w_imp, 1.0, mode, cos_mode, 0.4, 0.6, n_seeds, hops,
                               0.5, adj_hops, 0.8, plan_mix(plan), max_id, max_uf, window,
-                              max_entries, budget, bar, needs_term, floor, spread, names)))
+                              max_entries, budget, bar, needs_term, floor, spread)))
 
 
 def plan_mix(plan):

@@ -291,7 +291,7 @@ def test_a_reply_keeps_its_own_match_and_gains_its_question():
     assert own > 0.0
     # as weak as the answer (BM25 on "away" alone, within the length normalisation)
     assert all(hits[o.id].breakdown.bm25 == pytest.approx(own, rel=0.2) for o in others)
-    walk = 0.8 * (hits[question.id].breakdown.bm25 + hits[question.id].breakdown.affinity)
+    walk = 0.8 * hits[question.id].breakdown.bm25
     assert hits[answer.id].breakdown.graph == pytest.approx(0.4 * walk)
     assert all(hits[answer.id].score > hits[o.id].score for o in others)
     hits, others, question, answer = build(0.0)

@@ -36,9 +36,6 @@ Decisions where the design leaves room (the engine is expected to agree):
   a query whose non-space characters are at least 10 % Han) and ``s = cos_spread·(1 − f)``:
   ``floor`` a = f, b = 1; ``floor_best`` a = f, b = max(hi, f + s); ``spread`` a = lo,
   b = max(hi, lo + s). The breakdown's ``cos`` is ``max(c, 0)`` in every mode.
-* The query's names and quoted phrases (``maclaw_fast.text.names.query_names``): a candidate
-  holding ``h`` of its ``k`` name tokens gains ``names_weight · h / k`` of relevance, reported
-  with the project affinity.
 * Every candidate is ranked on its score (design R4). The graph walk (design §4 expansion along the
   similarity edges, and R5: along the conversation links, ``adjacency_factor`` per step, for up
   to ``adjacency_hops`` steps each way, stopping at a seed or a non-candidate) starts from the
@@ -157,7 +154,6 @@ class PyRecall:
         self.last_skipped = 0  # entries the last budget loop skipped
         self.last_kinds: dict[str, str] = {}  # id -> "self_identity" / "user_fact" of the leaders
         self.last_prior: dict[str, float] = {}  # id -> thread prior of the last call
-        self.last_names: list[str] = []  # the last query's name tokens
 
     # ------------------------------------------------------------------ pieces
     def bm25(self, q_tokens: list[str], entry_id: str) -> float:
@@ -376,14 +372,6 @@ class PyRecall:
                 return (c - c_lo) / (c_hi - c_lo)
             return 1.0 if c > 0.0 else 0.0
 
-        # the query's names: a memory holding a share of them gains names_weight × the share
-        names = []
-        if rc.names_weight > 0.0:
-            from maclaw_fast.text.names import query_names
-
-            names = query_names(query)
-        self.last_names = names
-
         # the score of every candidate
         info = {}
         for e in cands:
@@ -393,9 +381,6 @@ class PyRecall:
             cos = max(raw_cos[e["id"]], 0.0)
             bm = norm(raw[e["id"]])
             affinity = rc.project_affinity if tagged[e["id"]] else 0.0
-            if names:
-                held = sum(1 for t in names if self.tf[e["id"]].get(t, 0) > 0)
-                affinity += rc.names_weight * held / len(names)
             bw, cw = rc.bm25_weight, rc.cos_weight
             if self.bm25_only:
                 bw, cw = bw + cw, 0.0

@@ -92,7 +92,7 @@ class RecallPlan:
             rc.adjacency_factor, rc.adjacency_mix, max_identity,
             0 if dynamic else max(int(rc.max_user_facts), 0), max(int(rc.user_fact_window), 0),
             self.max_entries, self.budget, fc.revive_min_cue, fc.revive_needs_term,
-            cosine_floor_of(store), rc.cos_spread, rc.names_weight)))
+            cosine_floor_of(store), rc.cos_spread)))
         self._scopes: dict[str | None, tuple[Scope, bool]] = {}
         self._threads: Threads | bool = False  # made on first use
         self._static: tuple | None = None
@@ -166,7 +166,7 @@ class RecallPlan:
         if self._work is None or fresh:
             n = self.n
             tile = max(1, min(COS_TILE, (1 << 22) // max(n, 1)))  # at most 16 MiB of cosines
-            work = Work(np.zeros(n), np.zeros((tile, n), np.float32), np.empty((7, n)),
+            work = Work(np.zeros(n), np.zeros((tile, n), np.float32), np.empty((6, n)),
                         np.zeros(max(len(store.bm25.vocab), 1)))
             if fresh:
                 return work

@@ -27,7 +27,6 @@ from maclaw_fast.memory.hits import REASONS, arrow_hits, batch_hits, hits_from_p
 from maclaw_fast.memory.plan import RecallPlan, new_out, recall_plan
 from maclaw_fast.persist.journal import PutOp, TouchOp
 from maclaw_fast.records import RecallHit
-from maclaw_fast.text.names import query_names
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_fast.threads import batch_threads, pool
 from maclaw_kernels.recall import Block, Knobs, Out, base_scores, recall_block
@@ -76,25 +75,11 @@ def _floors(store, queries: list[str]) -> np.ndarray:
     return floors if (floors != own).any() else _NO_FLOORS
 
 
-def _names(store, queries: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Each query's name tokens (:func:`query_names`) as vocabulary ids in CSR form, (ids,
-    indptr); no indptr rows when no query has a name or names carry no weight."""
-    if store.config.recall.names_weight <= 0.0:
-        return _NO_IDS, _NO_IDS
-    names = [query_names(q) for q in queries]
-    if not any(names):
-        return _NO_IDS, _NO_IDS
-    get = store.bm25.vocab.getter()
-    indptr = np.zeros(len(names) + 1, np.int64)
-    np.cumsum([len(toks) for toks in names], out=indptr[1:])
-    return np.array([get(t, -1) for toks in names for t in toks], np.int64), indptr
-
-
 def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs,
-           floors: np.ndarray, names: tuple[np.ndarray, np.ndarray]) -> tuple:
+           floors: np.ndarray) -> tuple:
     """A block of queries as the kernel reads them (lock held), as a plain tuple: every query's
     vocabulary ids, its vector, and for a large store its BM25 and cosines scored across
-    threads first; ``floors``: :func:`_floors`; ``names``: :func:`_names`."""
+    threads first; ``floors``: :func:`_floors`."""
     index = store.bm25
     get = index.vocab.getter()
     if len(token_lists) == 1:
@@ -114,7 +99,7 @@ def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs,
         bm25 = index.scores(token_lists[0], n)[None]
     if len(token_lists) == 1 and has_vector and n * store.dim >= PARALLEL_ELEMENTS:
         cos = store.vectors.scores(vectors[0], n)[None]
-    return (ids, indptr, vectors, has_vector, bm25, cos, floors, *names)  # a Block
+    return (ids, indptr, vectors, has_vector, bm25, cos, floors)  # a Block
 
 
 def _corpus(store) -> tuple:
@@ -138,7 +123,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         category = validate.category(category)
     qvec = _query_vector(store, query, query_vector)  # embedding runs outside the lock
     tokens = tokenize(query)
-    floors, names = _floors(store, [query]), _names(store, [query])
+    floors = _floors(store, [query])
     with store.lock:
         store.check_open()
         now = float(store.clock())
@@ -149,13 +134,11 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
             work = plan.work(store, fresh=True)
         threads, rows, knobs = plan.static_args(store)
         recall_block(_corpus(store), threads, rows, tuple(scope), _ONE, knobs,
-                     _block(store, plan, [tokens], qvec, floors, names), tuple(plan.base),
-                     tuple(work),
+                     _block(store, plan, [tokens], qvec, floors), tuple(plan.base), tuple(work),
                      tuple(out), now)
         m = int(out.count[0])
         rows = out.rows[0, :m]
-        hits = hits_from_parts(store, rows, out.parts[0, :, :m],
-                               has_affinity or names[1].shape[0] > 0)
+        hits = hits_from_parts(store, rows, out.parts[0, :, :m], has_affinity)
         if out.best_cue[0] < store.config.forgetting.archive_below:
             hits = with_archive(store, plan, work, tokens, None if qvec is None else qvec[0],
                                 hits, rows, project, dynamic, category, now,
@@ -171,7 +154,6 @@ _ONE = np.zeros(1, np.int64)  # a single query's scope row
 _NO_VECTORS = np.zeros((1, 0), np.float32)
 _NO_BM25, _NO_COS = np.zeros((0, 0)), np.zeros((0, 0), np.float32)
 _NO_FLOORS = np.zeros(0)
-_NO_IDS = np.zeros(0, np.int64)
 
 
 # ---------------------------------------------------------------------- many queries
@@ -190,9 +172,7 @@ def _run_blocks(store, plan, scopes, scope_of, block: Block, out: Out, threads: 
         lo, hi = cuts[b], cuts[b + 1]
         part = (block.term_ids, block.term_indptr[lo:hi + 1], block.vectors[lo:hi]
                 if block.has_vector else block.vectors, block.has_vector, block.bm25, block.cos,
-                block.cos_floor[lo:hi] if block.cos_floor.shape[0] else block.cos_floor,
-                block.name_ids, block.name_indptr[lo:hi + 1] if block.name_indptr.shape[0]
-                else block.name_indptr)
+                block.cos_floor[lo:hi] if block.cos_floor.shape[0] else block.cos_floor)
         work = plan.work(store, fresh=b > 0)
         recall_block(corpus, static[0], static[1], tuple(scopes), scope_of[lo:hi], static[2],
                      part, tuple(plan.base), tuple(work), tuple(a[lo:hi] for a in out), now)
@@ -219,16 +199,14 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         plan = recall_plan(store)
         scopes, scope_of = plan.batch_scopes(store, projects)
         out = new_out(nq, plan.width)
-        block = Block(*_block(store, plan, token_lists, qvecs, _floors(store, queries),
-                              _names(store, queries)))
+        block = Block(*_block(store, plan, token_lists, qvecs, _floors(store, queries)))
         n_threads = batch_threads(store.config.batch_threads) or (os.cpu_count() or 1)
         _run_blocks(store, plan, scopes, scope_of, block, out, n_threads, now)
         rows, parts, counts = out.rows, out.parts, out.count
         if as_arrow:
             result = arrow_hits(store, rows, parts, counts)
         else:
-            result = batch_hits(store, rows, parts, counts, bool(scopes.affinity.any())
-                                or block.name_indptr.shape[0] > 0)
+            result = batch_hits(store, rows, parts, counts, bool(scopes.affinity.any()))
         # queries without a strong match consult the archive as recall() does
         fc = store.config.forgetting
         weak = out.best_cue < fc.archive_below

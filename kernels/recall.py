@@ -47,8 +47,8 @@ Knobs = namedtuple("Knobs", [
     "n_seeds", "hops", "hop_factor", "adj_hops", "adj_factor", "adj_mix", "max_identity",
     "max_user_facts", "lead_window", "max_entries", "budget", "revive_bar",
     "revive_needs_term", "cos_floor", "cos_spread"])
-_FLOOR_AT = Knobs._fields.index("cos_floor")  # replaced per query by Block.cos_floor
-_AFTER_FLOOR = _FLOOR_AT + 1  # a constant of its own: numba slices a tuple by constants only
+FLOOR_AT = Knobs._fields.index("cos_floor")  # replaced per query by Block.cos_floor
+_AFTER_FLOOR = FLOOR_AT + 1  # a constant of its own: numba slices a tuple by constants only
 
 # What every query reads of the store's indexes: the BM25 ``postings``
 # (:data:`maclaw_kernels.bm25.Postings`; its ``term_weight`` scratch is replaced per call by
@@ -342,7 +342,7 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
             idf_total = terms_idf_total(term_ids, p.df, p.n_live)
             kq = knobs
             if block.cos_floor.shape[0] > 0:  # the floor of this query's language
-                kq = Knobs(*(knob_values[:_FLOOR_AT] + (block.cos_floor[q],)
+                kq = Knobs(*(knob_values[:FLOOR_AT] + (block.cos_floor[q],)
                              + knob_values[_AFTER_FLOOR:]))
             s = scope_of[q]
             scope = Scope(scopes.eligible[s], scopes.scored[s], scopes.affinity[s],

@@ -29,9 +29,8 @@ from maclaw_fast.persist.journal import PutOp, TouchOp
 from maclaw_fast.records import RecallHit
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_fast.threads import batch_threads, pool
-from maclaw_kernels.recall import Block, Knobs, Out, base_scores, recall_block
+from maclaw_kernels.recall import FLOOR_AT, Block, Out, base_scores, recall_block
 DORMANT = 2  # the status code of dormant entries (columns.STATUS)
-_FLOOR_AT = Knobs._fields.index("cos_floor")
 
 
 # ---------------------------------------------------------------------- arguments
@@ -142,7 +141,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         if out.best_cue[0] < store.config.forgetting.archive_below:
             hits = with_archive(store, plan, work, tokens, None if qvec is None else qvec[0],
                                 hits, rows, project, dynamic, category, now,
-                                float(floors[0]) if floors.shape[0] else knobs[_FLOOR_AT])
+                                float(floors[0]) if floors.shape[0] else knobs[FLOOR_AT])
         if reinforce and any(h.reason == "archived" for h in hits):
             hits = _reinforce_hits(store, hits, now)
         elif reinforce and m:

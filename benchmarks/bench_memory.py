@@ -397,6 +397,7 @@ def make_oracle(cols: dict, config: MemoryConfig):
     for i, e in enumerate(cols["entries"]):
         entries.append({"id": e.id, "content": e.content, "category": e.category,
                         "tags": list(e.tags), "updated_at": e.updated_at,
+                        "created_at": e.created_at,
                         "access_count": e.access_count, "scope": e.scope, "status": e.status,
                         "vector": cols["vectors"][i].tolist(),
                         "related": dict(zip(e.related_ids, e.related_strengths)),

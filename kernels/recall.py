@@ -31,9 +31,10 @@ from maclaw_kernels.vectors import dot_tile
 # order), ``tokens`` i8 (budget cost); ``nbr`` i8[n, slots] / ``edge_w`` f8[n, slots] the
 # similarity edges; ``prev`` / ``nxt`` i8 the conversation links (-1 = none); ``memo_key``
 # f8[2], ``memo_at`` f8[n], ``memo_factor`` f8[n] (:func:`refresh_recency`); ``log_table``
-# f8 with ``log_table[a] = ln(1 + a)`` for small access counts.
+# f8 with ``log_table[a] = ln(1 + a)`` for small access counts; ``created_at`` f8 (save time).
 Rows = namedtuple("Rows", ["updated_at", "weight", "access", "seq", "tokens", "nbr", "edge_w",
-                           "prev", "nxt", "memo_key", "memo_at", "memo_factor", "log_table"])
+                           "prev", "nxt", "memo_key", "memo_at", "memo_factor", "log_table",
+                           "created_at"])
 
 # Which rows one recall may return: ``eligible`` b1 (candidates: active, in scope),
 # ``scored`` b1 (those ranked), ``affinity`` f8 (project bonus), ``dormant`` b1 (dormant rows
@@ -46,7 +47,7 @@ Knobs = namedtuple("Knobs", [
     "decay_per_hour", "w_rec", "w_imp", "w_rel", "bm25_norm", "cos_norm", "bm25_w", "cos_w",
     "n_seeds", "hops", "hop_factor", "adj_hops", "adj_factor", "adj_mix", "max_identity",
     "max_user_facts", "lead_window", "max_entries", "budget", "revive_bar",
-    "revive_needs_term", "cos_floor", "cos_spread"])
+    "revive_needs_term", "cos_floor", "cos_spread", "time_weight", "time_scale"])
 FLOOR_AT = Knobs._fields.index("cos_floor")  # replaced per query by Block.cos_floor
 _AFTER_FLOOR = FLOOR_AT + 1  # a constant of its own: numba slices a tuple by constants only
 
@@ -66,12 +67,13 @@ Threads = namedtuple("Threads", ["thread_of", "member", "vnorm", "n_threads", "k
 # ``has_vector``); ``bm25`` / ``cos`` f8/f4[q, n] computed beforehand (a large store scores
 # across threads), or with no rows: computed here; ``cos_floor`` f8[q] the model's cosine floor
 # for each query's language (no rows: :data:`Knobs`' ``cos_floor`` for every query).
+# ``when`` f8[q]: the time each query asks about (NaN: none; no rows: no query names one).
 Block = namedtuple("Block", ["term_ids", "term_indptr", "vectors", "has_vector", "bm25", "cos",
-                             "cos_floor"])
+                             "cos_floor", "when"])
 
 # One thread's scratch: ``bm25`` f8[n] (every row's, for the last query of the block), ``cos``
 # f4[tile, n] (the cosines of up to ``tile`` queries, computed together: each vector row is
-# read once per tile; row 0 holds a single query's), ``mat`` f8[6, n], ``term_weight`` f8
+# read once per tile; row 0 holds a single query's), ``mat`` f8[7, n], ``term_weight`` f8
 # zeroed over the vocabulary.
 Work = namedtuple("Work", ["bm25", "cos", "mat", "term_weight"])
 
@@ -279,6 +281,15 @@ def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, 
 
 
 @njit(cache=True)
+def near_in_time(created_at, when, weight, scale, affinity, out):
+    """``affinity + weight·exp(−|created_at − when| / scale)`` into ``out``: a memory saved
+    near the time the query asks about gains up to ``weight`` of relevance."""
+    for i in range(out.shape[0]):
+        out[i] = affinity[i] + weight * np.exp(-abs(created_at[i] - when) / scale)
+    return out
+
+
+@njit(cache=True)
 def query_prior(term_ids, p, cos, has_vec, has_vector, threads, out):
     """Every row's thread prior for one query into ``out`` (0 for the rows that are no
     thread's members): each thread scored as one document, BM25 of its rows' text and the
@@ -345,7 +356,12 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
                 kq = Knobs(*(knob_values[:FLOOR_AT] + (block.cos_floor[q],)
                              + knob_values[_AFTER_FLOOR:]))
             s = scope_of[q]
-            scope = Scope(scopes.eligible[s], scopes.scored[s], scopes.affinity[s],
+            affinity = scopes.affinity[s]
+            if block.when.shape[0] > 0 and knobs.time_weight > 0.0 and block.when[q] == \
+                    block.when[q]:  # (not NaN) the query names a time: favour memories of then
+                affinity = near_in_time(rows.created_at, block.when[q], knobs.time_weight,
+                                        knobs.time_scale, affinity, work.mat[6, :n])
+            scope = Scope(scopes.eligible[s], scopes.scored[s], affinity,
                           scopes.dormant[s], scopes.fixed, scopes.user_fact)
             m = rank_one(rows, scope, kq, bm25, cos, this_prior, idf_total, block.has_vector,
                          base.values, work.mat, out.rows[q], out.parts[q])

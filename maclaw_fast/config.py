@@ -67,6 +67,10 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     bm25_weight: float = 0.4
     cos_weight: float = 0.6
     project_affinity: float = 3.0
+    # a query that names a time ("two weeks ago", "last Saturday", "May 2023"): a memory saved
+    # then gains up to time_weight of relevance, exp(−|saved − asked| / time_scale_days)
+    time_weight: float = 0.4
+    time_scale_days: float = 3.0
     bm25_norm: Literal["raw", "max", "minmax"] = "max"  # max: by the query's best score
     # the cosine's scale (f: the model's floor for the query's language, embedding.cosine_floor).
     # floor_best: (cos − f)/(hi − f), ≥ 0, hi the best candidate's cosine but at least
@@ -106,6 +110,11 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     dynamic_token_budget: int = 1500
     self_identity_summary_chars: int = 600
     user_fact_summary_chars: int = 400
+
+    def check(self) -> None:
+        if not self.time_scale_days > 0:
+            raise ValidationError(f"RecallConfig.time_scale_days must be > 0, got "
+                                  f"{self.time_scale_days!r}")
 
 
 class GraphConfig(Config, frozen=True, kw_only=True):

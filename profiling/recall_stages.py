@@ -48,7 +48,8 @@ def staged_recall(store, query, qvec_in, acc):
         scope, has_affinity = plan.scope(store, None)
         work, out = plan.work(store), plan.out()
         threads, rows, knobs = plan.static_args(store)
-        block = R._block(store, plan, [tokens], qvec, R._floors(store, [query]))
+        block = R._block(store, plan, [tokens], qvec, R._floors(store, [query]),
+                         R._times(store, [query], now))
         corpus = R._corpus(store)
         t3 = time.perf_counter()
         recall_block(corpus, threads, rows, tuple(scope), R._ONE, knobs, block,

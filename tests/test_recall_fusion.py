@@ -189,3 +189,30 @@ def test_a_batch_scales_each_query_by_its_own_languages_floor():
                 (h.entry.id, round(h.score, 9)) for h in one]
         assert batch[0][0].score - batch[0][1].score != pytest.approx(
             batch[1][0].score - batch[1][1].score)  # the two floors differ
+
+
+def test_a_query_naming_a_time_favours_memories_saved_then():
+    """"two days ago" ranks the note saved two days before the recall first among notes that
+    match alike, with ``time_weight`` × exp(−|Δ| / scale) shown in the affinity; a query naming
+    no time leaves the order to recency."""
+    clock = Clock(1.7e9)
+    store = MemoryStore.in_memory(embedder="hash", clock=clock)
+    saved = {}
+    for days in (6, 4, 2, 1):
+        clock.t = 1.7e9 - days * DAY
+        saved[days] = store.save(f"worked on the billing dashboard, day marker {days}",
+                                 category="project")
+    clock.t = 1.7e9
+    hits = store.recall("what did I work on two days ago", reinforce=False)
+    assert hits[0].entry.id == saved[2].id
+    rc = RecallConfig()
+    assert hits[0].breakdown.affinity == pytest.approx(rc.time_weight)
+    by_id = {h.entry.id: h for h in hits}
+    assert by_id[saved[6].id].breakdown.affinity == pytest.approx(
+        rc.time_weight * np.exp(-4 / rc.time_scale_days))
+    plain = store.recall("what did I work on", reinforce=False)
+    assert plain[0].entry.id == saved[1].id and plain[0].breakdown.affinity == 0.0
+    batch = store.recall_batch(["what did I work on two days ago", "what did I work on"],
+                               reinforce=False)
+    assert [h.entry.id for h in batch[0]] == [h.entry.id for h in hits]
+    assert [h.entry.id for h in batch[1]] == [h.entry.id for h in plain]

@@ -240,16 +240,18 @@ def make_rows(updated, weight, access, seq, tokens, nbr, w, prev, nxt):
     return Rows(np.asarray(updated, np.float64), np.asarray(weight, np.float64),
                 np.asarray(access, np.int64), np.asarray(seq, np.int64),
                 np.asarray(tokens, np.int64), nbr, w, prev, nxt, np.full(2, np.nan),
-                np.full(n, np.nan), np.zeros(n), np.log1p(np.arange(64, dtype=np.float64)))
+                np.full(n, np.nan), np.zeros(n), np.log1p(np.arange(64, dtype=np.float64)),
+                np.asarray(updated, np.float64))
 
 
 def make_knobs(plan=None, *, decay=0.005, w_rec=1.0, w_imp=0.7, bar=0.3, needs_term=True,
-               floor=0.0, spread=0.6):
+               floor=0.0, spread=0.6, time_weight=0.0, time_scale=3 * 86400.0):
     mode, cos_mode, n_seeds, hops, adj_hops, max_id, max_uf, window, max_entries, budget = (
         plan or (1, 1, 5, 1, 2, 3, 3, 5, 20, 2000))
     return Knobs(*map(float, (decay, w_rec, w_imp, 1.0, mode, cos_mode, 0.4, 0.6, n_seeds, hops,
                               0.5, adj_hops, 0.8, plan_mix(plan), max_id, max_uf, window,
-                              max_entries, budget, bar, needs_term, floor, spread)))
+                              max_entries, budget, bar, needs_term, floor, spread,
+                              time_weight, time_scale)))
 
 
 def plan_mix(plan):

@@ -230,7 +230,8 @@ class World:
             before, after = self.store.adjacent(e.id)
             out.append({"prev": before, "next": after,
                 "id": e.id, "content": e.content, "category": e.category, "tags": list(e.tags),
-                "updated_at": e.updated_at, "access_count": e.access_count, "status": e.status,
+                "updated_at": e.updated_at, "created_at": e.created_at,
+                "access_count": e.access_count, "status": e.status,
                 "scope": e.scope, "vector": self.vec.get(e.id), "compact_form": e.compact_form,
                 "related": dict(zip(e.related_ids, e.related_strengths)), "seq": seq})
         return out
@@ -249,6 +250,9 @@ class World:
                 words.append("unknownword")
             if rng.random() < 0.2:
                 words.append(rng.choice(words))  # a repeated query token counts once
+            if rng.random() < 0.2:  # a time the query asks about
+                words.append(rng.choice(("yesterday", "two days ago", "last week",
+                                         "3 months ago", "last Friday")))
             text = " ".join(words)
         qv = None
         if self.mode != "none" and rng.random() < 0.8:
@@ -348,6 +352,7 @@ class Coverage(Counter):
         self["bm25"] += sum(bd["bm25"] > 0 for _, _, bd in expected)
         self["skipped"] += oracle.last_skipped
         self["thread_prior"] += len(set(oracle.last_prior.values())) > 1  # it orders threads
+        self["when"] += oracle.last_when == oracle.last_when  # (not NaN) a time was asked
         totals = sorted(s for s, _ in oracle.last_scores.values())
         self["exact_ties"] += sum(a == b for a, b in itertools.pairwise(totals))
 
@@ -500,6 +505,7 @@ def test_random_stores_exercise_every_rule(seed, mode):
     assert cov["graph"] > 0 and cov["skipped"] > 0 and cov["affinity"] > 0
     assert cov["lead_user_facts"] > 0 and cov["adjacent"] > 0
     assert cov["bm25"] > 0 and cov["exact_ties"] > 0 and cov["thread_prior"] > 0
+    assert cov["when"] > 0
     assert (cov["cos"] > 0) == (mode != "none")
 
 
@@ -519,7 +525,7 @@ def test_tie_break_access_then_store_order():
     hits = store.recall("zebra", reinforce=False)
     assert [h.entry.id for h in hits] == [ids[3], ids[4], ids[0], ids[2], ids[5]]
     w_entries = [{"id": e.id, "content": e.content, "category": e.category,
-                  "tags": list(e.tags), "updated_at": e.updated_at,
+                  "tags": list(e.tags), "updated_at": e.updated_at, "created_at": e.created_at,
                   "access_count": e.access_count, "status": e.status, "scope": e.scope,
                   "vector": None, "related": dict(zip(e.related_ids, e.related_strengths)),
                   "seq": s} for s, e in enumerate(store.entries())]

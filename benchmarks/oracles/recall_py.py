@@ -36,6 +36,9 @@ Decisions where the design leaves room (the engine is expected to agree):
   a query whose non-space characters are at least 10 % Han) and ``s = cos_spread·(1 − f)``:
   ``floor`` a = f, b = 1; ``floor_best`` a = f, b = max(hi, f + s); ``spread`` a = lo,
   b = max(hi, lo + s). The breakdown's ``cos`` is ``max(c, 0)`` in every mode.
+* A query that names a time (``maclaw_fast.text.dates.query_time`` against the recall's
+  ``now``): a candidate saved at ``t`` gains ``time_weight · exp(−|t − when| / time_scale)`` of
+  relevance, reported with the project affinity.
 * Every candidate is ranked on its score (design R4). The graph walk (design §4 expansion along the
   similarity edges, and R5: along the conversation links, ``adjacency_factor`` per step, for up
   to ``adjacency_hops`` steps each way, stopping at a seed or a non-candidate) starts from the
@@ -154,6 +157,7 @@ class PyRecall:
         self.last_skipped = 0  # entries the last budget loop skipped
         self.last_kinds: dict[str, str] = {}  # id -> "self_identity" / "user_fact" of the leaders
         self.last_prior: dict[str, float] = {}  # id -> thread prior of the last call
+        self.last_when = float("nan")  # the time the last query asked about
 
     # ------------------------------------------------------------------ pieces
     def bm25(self, q_tokens: list[str], entry_id: str) -> float:
@@ -372,6 +376,14 @@ class PyRecall:
                 return (c - c_lo) / (c_hi - c_lo)
             return 1.0 if c > 0.0 else 0.0
 
+        # the time the query asks about: a memory saved then gains up to time_weight
+        when = float("nan")
+        if rc.time_weight > 0.0:
+            from maclaw_fast.text.dates import query_time
+
+            when = query_time(query, now)
+        self.last_when = when
+
         # the score of every candidate
         info = {}
         for e in cands:
@@ -381,6 +393,9 @@ class PyRecall:
             cos = max(raw_cos[e["id"]], 0.0)
             bm = norm(raw[e["id"]])
             affinity = rc.project_affinity if tagged[e["id"]] else 0.0
+            if not math.isnan(when):
+                affinity += rc.time_weight * math.exp(
+                    -abs(e["created_at"] - when) / (rc.time_scale_days * 86400.0))
             bw, cw = rc.bm25_weight, rc.cos_weight
             if self.bm25_only:
                 bw, cw = bw + cw, 0.0

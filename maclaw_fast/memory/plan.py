@@ -80,7 +80,8 @@ class RecallPlan:
         self.rows = Rows(*(_writable(a) for a in (
             t.updated_at[:n], t.weight[:n], t.access[:n], t.seq[:n], t.tokens[:n], g.nbr[:n],
             g.weight[:n], g.prev[:n], g.next[:n])),
-            np.full(2, np.nan), np.full(n, np.nan), np.zeros(n), LOG_ACCESS)
+            np.full(2, np.nan), np.full(n, np.nan), np.zeros(n), LOG_ACCESS,
+            _writable(t.created_at[:n]))
         # a store without an embedder has no cosine: BM25 carries both weights, so relevance
         # keeps its range against recency and importance
         bm25_w, cos_w = ((rc.bm25_weight, rc.cos_weight) if store.dim
@@ -92,7 +93,8 @@ class RecallPlan:
             rc.adjacency_factor, rc.adjacency_mix, max_identity,
             0 if dynamic else max(int(rc.max_user_facts), 0), max(int(rc.user_fact_window), 0),
             self.max_entries, self.budget, fc.revive_min_cue, fc.revive_needs_term,
-            cosine_floor_of(store), rc.cos_spread)))
+            cosine_floor_of(store), rc.cos_spread, rc.time_weight,
+            rc.time_scale_days * 86400.0)))
         self._scopes: dict[str | None, tuple[Scope, bool]] = {}
         self._threads: Threads | bool = False  # made on first use
         self._static: tuple | None = None
@@ -166,7 +168,7 @@ class RecallPlan:
         if self._work is None or fresh:
             n = self.n
             tile = max(1, min(COS_TILE, (1 << 22) // max(n, 1)))  # at most 16 MiB of cosines
-            work = Work(np.zeros(n), np.zeros((tile, n), np.float32), np.empty((6, n)),
+            work = Work(np.zeros(n), np.zeros((tile, n), np.float32), np.empty((7, n)),
                         np.zeros(max(len(store.bm25.vocab), 1)))
             if fresh:
                 return work

@@ -27,6 +27,7 @@ from maclaw_fast.memory.hits import REASONS, arrow_hits, batch_hits, hits_from_p
 from maclaw_fast.memory.plan import RecallPlan, new_out, recall_plan
 from maclaw_fast.persist.journal import PutOp, TouchOp
 from maclaw_fast.records import RecallHit
+from maclaw_fast.text.dates import query_time
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_fast.threads import batch_threads, pool
 from maclaw_kernels.recall import FLOOR_AT, Block, Out, base_scores, recall_block
@@ -74,11 +75,20 @@ def _floors(store, queries: list[str]) -> np.ndarray:
     return floors if (floors != own).any() else _NO_FLOORS
 
 
+def _times(store, queries: list[str], now: float) -> np.ndarray:
+    """The time each query asks about (:func:`query_time`; NaN: none); no rows when no query
+    names one or the time carries no weight."""
+    if store.config.recall.time_weight <= 0.0:
+        return _NO_FLOORS
+    when = np.array([query_time(q, now) for q in queries])
+    return when if not np.isnan(when).all() else _NO_FLOORS
+
+
 def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs,
-           floors: np.ndarray) -> tuple:
+           floors: np.ndarray, when: np.ndarray) -> tuple:
     """A block of queries as the kernel reads them (lock held), as a plain tuple: every query's
     vocabulary ids, its vector, and for a large store its BM25 and cosines scored across
-    threads first; ``floors``: :func:`_floors`."""
+    threads first; ``floors``: :func:`_floors`; ``when``: :func:`_times`."""
     index = store.bm25
     get = index.vocab.getter()
     if len(token_lists) == 1:
@@ -98,7 +108,7 @@ def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs,
         bm25 = index.scores(token_lists[0], n)[None]
     if len(token_lists) == 1 and has_vector and n * store.dim >= PARALLEL_ELEMENTS:
         cos = store.vectors.scores(vectors[0], n)[None]
-    return (ids, indptr, vectors, has_vector, bm25, cos, floors)  # a Block
+    return (ids, indptr, vectors, has_vector, bm25, cos, floors, when)  # a Block
 
 
 def _corpus(store) -> tuple:
@@ -128,16 +138,18 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         now = float(store.clock())
         plan = recall_plan(store, dynamic, category)
         scope, has_affinity = plan.scope(store, project)
+        when = _times(store, [query], now)
         work, out = plan.work(store), plan.out()
         if work.term_weight.shape[0] < len(store.bm25.vocab):
             work = plan.work(store, fresh=True)
         threads, rows, knobs = plan.static_args(store)
         recall_block(_corpus(store), threads, rows, tuple(scope), _ONE, knobs,
-                     _block(store, plan, [tokens], qvec, floors), tuple(plan.base), tuple(work),
-                     tuple(out), now)
+                     _block(store, plan, [tokens], qvec, floors, when), tuple(plan.base),
+                     tuple(work), tuple(out), now)
         m = int(out.count[0])
         rows = out.rows[0, :m]
-        hits = hits_from_parts(store, rows, out.parts[0, :, :m], has_affinity)
+        hits = hits_from_parts(store, rows, out.parts[0, :, :m],
+                               has_affinity or when.shape[0] > 0)
         if out.best_cue[0] < store.config.forgetting.archive_below:
             hits = with_archive(store, plan, work, tokens, None if qvec is None else qvec[0],
                                 hits, rows, project, dynamic, category, now,
@@ -171,7 +183,8 @@ def _run_blocks(store, plan, scopes, scope_of, block: Block, out: Out, threads: 
         lo, hi = cuts[b], cuts[b + 1]
         part = (block.term_ids, block.term_indptr[lo:hi + 1], block.vectors[lo:hi]
                 if block.has_vector else block.vectors, block.has_vector, block.bm25, block.cos,
-                block.cos_floor[lo:hi] if block.cos_floor.shape[0] else block.cos_floor)
+                block.cos_floor[lo:hi] if block.cos_floor.shape[0] else block.cos_floor,
+                block.when[lo:hi] if block.when.shape[0] else block.when)
         work = plan.work(store, fresh=b > 0)
         recall_block(corpus, static[0], static[1], tuple(scopes), scope_of[lo:hi], static[2],
                      part, tuple(plan.base), tuple(work), tuple(a[lo:hi] for a in out), now)
@@ -198,14 +211,16 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         plan = recall_plan(store)
         scopes, scope_of = plan.batch_scopes(store, projects)
         out = new_out(nq, plan.width)
-        block = Block(*_block(store, plan, token_lists, qvecs, _floors(store, queries)))
+        block = Block(*_block(store, plan, token_lists, qvecs, _floors(store, queries),
+                              _times(store, queries, now)))
         n_threads = batch_threads(store.config.batch_threads) or (os.cpu_count() or 1)
         _run_blocks(store, plan, scopes, scope_of, block, out, n_threads, now)
         rows, parts, counts = out.rows, out.parts, out.count
         if as_arrow:
             result = arrow_hits(store, rows, parts, counts)
         else:
-            result = batch_hits(store, rows, parts, counts, bool(scopes.affinity.any()))
+            result = batch_hits(store, rows, parts, counts, bool(scopes.affinity.any())
+                                or block.when.shape[0] > 0)
         # queries without a strong match consult the archive as recall() does
         fc = store.config.forgetting
         weak = out.best_cue < fc.archive_below

@@ -1,0 +1,43 @@
+"""The time a query names (maclaw_fast/text/dates.py), resolved against the recall's clock."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+
+import pytest
+
+from maclaw_fast.text.dates import DAY, query_time
+
+# Wednesday 2024-05-15 12:00 UTC
+NOW = datetime(2024, 5, 15, 12, tzinfo=timezone.utc).timestamp()
+
+
+def at(y, m, d, h=0):
+    return datetime(y, m, d, h, tzinfo=timezone.utc).timestamp()
+
+
+@pytest.mark.parametrize("query, days_back", [
+    ("what did we fix 3 days ago", 3), ("a week ago", 7), ("two weeks ago?", 14),
+    ("a couple of days ago", 2), ("a few days ago", 3), ("yesterday's standup", 1),
+    ("last week", 7), ("Last month", 30.44), ("last year", 365.25),
+    ("last Monday", 2), ("last Wednesday", 7), ("last Thursday", 6), ("last weekend", 4),
+])
+def test_relative_times_count_back_from_the_clock(query, days_back):
+    assert query_time(query, NOW) == pytest.approx(NOW - days_back * DAY)
+
+
+@pytest.mark.parametrize("query, when", [
+    ("the launch on 10 April 2023", at(2023, 4, 10)),
+    ("the launch on April 10, 2023", at(2023, 4, 10)),
+    ("on the 3rd of nothing, March 3rd 2022", at(2022, 3, 3)),
+    ("what happened in May 2023", at(2023, 5, 15)),
+])
+def test_explicit_dates(query, when):
+    assert query_time(query, NOW) == when
+
+
+@pytest.mark.parametrize("query", ["what is the deploy key", "last", "30 February 2023",
+                                   "the 2023 roadmap", "部署上周的服务", ""])
+def test_no_time_is_nan(query):
+    assert math.isnan(query_time(query, NOW))

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from locomo_eval import HELD_OUT, TUNING, evaluate, load_locomo, summary, variant  # noqa: E402
-from quality_memory import embed_cached  # noqa: E402
+from quality_memory import embed_cached, replace_section  # noqa: E402
 
 from maclaw_fast.config import MemoryConfig, RecallConfig  # noqa: E402
 
@@ -199,17 +199,7 @@ def case_rows(log) -> list[str]:
 
 
 # --------------------------------------------------------------------------- report
-def write_section(path: Path, text: str) -> None:
-    """Replace the file's cosine-scale section (to the next ``## `` heading or the end), or
-    append it."""
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    start = old.find(SECTION)
-    if start < 0:
-        new = old.rstrip("\n") + "\n\n" + text
-    else:
-        end = old.find("\n## ", start + len(SECTION))
-        new = old[:start] + text + (old[end + 1:] if end >= 0 else "")
-    path.write_text(new, encoding="utf-8")
+
 
 
 def main(argv=None) -> int:
@@ -246,7 +236,7 @@ def main(argv=None) -> int:
     lines += case_rows(log)
     lines += ["", f"({time.perf_counter() - t0:.0f} s)", ""]
     text = "\n".join(lines)
-    write_section(Path(args.out), text)
+    replace_section(Path(args.out), SECTION, text)
     print(text)
     return 0
 

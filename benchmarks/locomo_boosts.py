@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from locomo_eval import (CLOCKS, HELD_OUT, NOW_A, TUNING, _build, load_locomo,  # noqa: E402
                          question_metrics, variant)
-from quality_memory import embed_cached  # noqa: E402
+from quality_memory import embed_cached, replace_section  # noqa: E402
 
 SECTION = "## Query-side boosts"
 REPEATS = (1, 2)
@@ -278,17 +278,6 @@ def report(res, seconds: float) -> str:
     return "\n".join(lines + sweep) + "\n"
 
 
-def write_section(path: Path, text: str) -> None:
-    """Replace the file's boosts section (to the next ``## `` heading or the end), or append."""
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    start = old.find(SECTION)
-    if start < 0:
-        new = old.rstrip("\n") + "\n\n" + text
-    else:
-        end = old.find("\n## ", start + len(SECTION))
-        new = old[:start] + text + (old[end + 1:] if end >= 0 else "")
-    path.write_text(new, encoding="utf-8")
-
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -307,7 +296,7 @@ def main(argv=None) -> int:
     qv = [embed_cached(embedder, [q["question"] for q in c["questions"]], cache) for c in convs]
     res = evaluate(convs, tv, qv, embedder, log=lambda m: print(m, file=sys.stderr, flush=True))
     text = report(res, time.perf_counter() - t0)
-    write_section(Path(args.out), text)
+    replace_section(Path(args.out), SECTION, text)
     print(text)
     return 0
 

@@ -152,6 +152,19 @@ def locomo_report(res, sweep, convs, meta) -> list[str]:
 OTHER_SECTIONS = ("## Cosine scale", "## Query-side boosts")
 
 
+def replace_section(path: Path, heading: str, text: str) -> None:
+    """Replace the file's ``heading`` section (to the next ``## `` heading or the end) by
+    ``text``, or append it: how the other scripts write their sections into this file."""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    start = old.find(heading)
+    if start < 0:
+        new = old.rstrip("\n") + "\n\n" + text
+    else:
+        end = old.find("\n## ", start + len(heading))
+        new = old[:start] + text + (old[end + 1:] if end >= 0 else "")
+    path.write_text(new, encoding="utf-8")
+
+
 def kept_sections(out: Path) -> str:
     """The sections of ``out`` that other scripts own, as they are, for a rewrite to keep."""
     if not out.exists():

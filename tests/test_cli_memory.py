@@ -190,3 +190,18 @@ def test_a_store_opened_with_another_model_is_re_embedded_with_progress(tmp_path
     assert report["model"] == "hash-v1" and report["entries"] == 100
     with MemoryStore.open(store, embedder="hash") as s:
         assert sum(s.vector(e.id) is not None for e in s.entries()) == 100
+
+
+def test_a_120kb_message_answers_within_seconds(tmp_path):
+    """save, recall and route each answer a 120 KB message within 10 s on the command line
+    (the e5 model keeps a long text's head: tests/test_embedding_clip.py)."""
+    text = "the deploy failed on staging because a key was missing; " * 2150
+    assert 120_000 < len(text.encode()) < 131_072  # one argument of at most 128 KiB
+    store = str(tmp_path / "s")
+    for args in (("save", text, "--category", "project", "--store", store, "--embedder", "hash"),
+                 ("recall", text, "--store", store, "--embedder", "hash"),
+                 ("route", text, "--embedder", "hash")):
+        start = time.perf_counter()
+        res = run(*args)
+        assert time.perf_counter() - start < 10.0, args[0]
+        assert res.stdout.strip() or res.stderr.strip(), args[0]  # an answer, not silence

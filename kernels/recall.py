@@ -1,9 +1,10 @@
 """Recall ranking (docs/design.md, "Recall"): one query's BM25, cosines and thread prior over
 every row → the selected rows and their score parts.
 
-The stages, in the order :func:`rank_scored` runs them: the memory-stream base score (recency
+The stages, in the order :func:`rank_one` runs them: the memory-stream base score (recency
 and importance, plus the thread prior); revival (dormant rows the query cues strongly join the
-candidates); fusion (normalised BM25 and cosine plus project affinity); the top rows; the graph
+candidates); fusion (normalised BM25 and cosine plus project affinity and, for a query that
+names a time, how near each row's save time is: :func:`near_in_time`); the top rows; the graph
 and conversation-link walk from the best seeds; the identity / user-fact block; the entry and
 token budget. :func:`recall_block` runs the whole pipeline, BM25 and cosines first, for a block
 of queries (one, or a batch's share on one thread).

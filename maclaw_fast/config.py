@@ -74,7 +74,7 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     # a query that names the speaker of transcript lines ("Melanie: ..."): that speaker's
     # lines among the selected hits gain speaker_weight of relevance after the graph walk and
     # are ordered again (memory.speakers); 0: off
-    speaker_weight: float = 0.2
+    speaker_weight: float = 0.25
     bm25_norm: Literal["raw", "max", "minmax"] = "max"  # max: by the query's best score
     # the cosine's scale (f: the model's floor for the query's language, embedding.cosine_floor).
     # floor_best: (cos − f)/(hi − f), ≥ 0, hi the best candidate's cosine but at least

@@ -8,7 +8,7 @@ import pytest
 
 from maclaw_fast.config import MemoryConfig, RecallConfig
 from maclaw_fast.memory import MemoryStore
-from maclaw_fast.text.speakers import line_speaker, named_speakers
+from maclaw_fast.text.speakers import SpeakerIndex, line_speaker
 
 LINES = ("Caroline: we camped by the lake and the camping trip was lovely",
          "Melanie: the kids loved the beach in June",
@@ -33,11 +33,16 @@ def test_line_speaker_reads_the_name_before_a_leading_colon(text, key):
 
 
 def test_named_speakers_are_whole_words_or_a_chinese_substring():
-    speakers = {"mel": 1, "melanie": 2, "ana ruiz": 3, "林遥": 4}
-    assert named_speakers("What did Melanie's kids like?", speakers) == ("melanie",)
-    assert named_speakers("ask Ana Ruiz and Mel", speakers) == ("ana ruiz", "mel")
-    assert named_speakers("林遥住在哪里", speakers) == ("林遥",)
-    assert named_speakers("camelanie", speakers) == ()
+    index = SpeakerIndex()
+    for row, text in enumerate(["Mel: a", "Melanie: b", "Ana Ruiz: c", "林遥：d", "Melanie: e"]):
+        index.add(row, text)
+    assert index.rows["melanie"] == {1, 4}
+    assert index.named("What did Melanie's kids like?") == ("melanie",)
+    assert index.named("ask Ana Ruiz and Mel") == ("ana ruiz", "mel")
+    assert index.named("林遥住在哪里") == ("林遥",)
+    assert index.named("camelanie") == () and index.named("ana") == ()
+    index.discard(3, "林遥：d")
+    assert index.named("林遥住在哪里") == () and index.unspaced == set()
 
 
 def test_a_named_speakers_lines_come_first_and_off_restores_the_plain_order():
@@ -64,13 +69,12 @@ def test_identity_stays_first_and_writes_keep_the_speaker_index(tmp_path):
         me = store.save("I am Juniper, an assistant", category="self_identity")
         hits = store.recall("what did Melanie paint", reinforce=False)
         assert hits[0].entry.id == me.id and hits[1].entry.content.startswith("Melanie:")
-        rows = store.table.rows_by_speaker()
+        index = store.table.speakers()
         sunset = store.recall("Melanie sunset painting", reinforce=False)[1].entry
         store.update(sunset.id, content="Caroline: I finished a painting of a sunset")
         store.delete(store.list(keyword="beach")[0].id)
-        assert rows is store.table.rows_by_speaker() and "melanie" not in {
-            k for k, v in rows.items() if v}
-        assert len(rows["caroline"]) == 3
+        assert index is store.table.speakers() and "melanie" not in index.rows
+        assert len(index.rows["caroline"]) == 3
 
 
 def test_a_reopened_store_finds_its_speakers_in_the_packed_text(tmp_path):
@@ -82,10 +86,10 @@ def test_a_reopened_store_finds_its_speakers_in_the_packed_text(tmp_path):
         assert store.table.is_packed
         hits = store.recall("Where has Melanie camped?", reinforce=False)
         assert hits[0].entry.content.startswith("Melanie:")
-        assert {k: len(v) for k, v in store.table.rows_by_speaker().items()} == {
+        assert {k: len(v) for k, v in store.table.speakers().rows.items()} == {
             "caroline": 2, "melanie": 2}
 
 
 def test_speaker_weight_is_a_recall_config_field():
     rc = msgspec.convert({"speaker_weight": 0.5}, RecallConfig)
-    assert rc.speaker_weight == 0.5 and RecallConfig().speaker_weight == 0.2
+    assert rc.speaker_weight == 0.5 and RecallConfig().speaker_weight == 0.25

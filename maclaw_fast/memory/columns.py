@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from maclaw_fast.config import CATEGORIES, CATEGORY_TABLE
 from maclaw_fast.memory.packed import PackedText
 from maclaw_fast.records import Entry
-from maclaw_fast.text.speakers import MAX_NAME, line_speaker
+from maclaw_fast.text.speakers import SpeakerIndex
 from maclaw_kernels.decay import touch_rows
 
 STATUS = ("active", "superseded", "dormant")
@@ -70,7 +70,7 @@ class EntryTable:
         self._next_seq = 0
         self._cache: dict[int, Entry] = {}
         self.version = 0  # bumped by every structural change, so derived arrays can be cached
-        self._speakers: dict[str, set[int]] | None = None  # rows_by_speaker, made on first use
+        self._speakers: SpeakerIndex | None = None  # speakers(), made on first use
 
     def __getattr__(self, name: str):
         # only reached for an attribute the instance lacks: the lists and maps of a reopened
@@ -226,7 +226,7 @@ class EntryTable:
         for tag in self.tags[row]:
             self.rows_by_tag.get(tag.lower(), set()).discard(row)
         if self._speakers is not None and content is not None:
-            self._speakers.get(line_speaker(content), set()).discard(row)
+            self._speakers.discard(row, content)
 
     def write(self, row: int, entry: Entry) -> None:
         """Overwrite the fields of ``row`` (its id and seq stay)."""
@@ -246,8 +246,8 @@ class EntryTable:
         self.tags[row] = tuple(entry.tags)
         for tag in entry.tags:
             self.rows_by_tag.setdefault(tag.lower(), set()).add(row)
-        if self._speakers is not None and (who := line_speaker(entry.content)) is not None:
-            self._speakers.setdefault(who, set()).add(row)
+        if self._speakers is not None:
+            self._speakers.add(row, entry.content)
         self.compact[row] = entry.compact_form
         self.tokens[row] = budget_tokens(entry.compact_form or entry.content)
         self._cache.pop(row, None)
@@ -363,18 +363,14 @@ class EntryTable:
     def rows_with_tag(self, tag: str) -> set[int]:
         return self.rows_by_tag.get(tag.lower(), set())
 
-    def rows_by_speaker(self) -> dict[str, set[int]]:
-        """The rows of each transcript-line speaker (:func:`~maclaw_fast.text.speakers.line_speaker`
-        keys), made on first use (a reopened table's text stays packed) and kept by writes."""
+    def speakers(self) -> SpeakerIndex:
+        """The rows of each transcript-line speaker (:mod:`maclaw_fast.text.speakers`), made on
+        first use (a reopened table's text stays packed) and kept by writes."""
         if self._speakers is None:
-            n = self.n_rows
             content = self._packed.content.tolist() if self._packed is not None \
-                else self.content[:n]
-            by = self._speakers = {}
+                else self.content[:self.n_rows]
+            index = self._speakers = SpeakerIndex()
             for row, text in enumerate(content):
-                # a colon near the start is rare: most rows skip the pattern
-                if text and (0 <= text.find(":", 0, MAX_NAME + 2) or "：" in text[:MAX_NAME + 2]):
-                    who = line_speaker(text)
-                    if who is not None and self.alive[row]:
-                        by.setdefault(who, set()).add(row)
+                if text and self.alive[row]:
+                    index.add(row, text)
         return self._speakers

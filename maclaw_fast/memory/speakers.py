@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from maclaw_fast.text.speakers import named_speakers
 from maclaw_kernels.recall import PART_AFFINITY, PART_REASON, PART_SCORE
+from maclaw_kernels.speakers import raise_and_order
 
 _LEADING = (2.0, 3.0)  # the identity and user-fact block (hits.REASONS codes): keeps its place
 
@@ -27,29 +27,20 @@ def speaker_order(store, queries: list[str], rows: np.ndarray, parts: np.ndarray
     rc = store.config.recall
     if rc.speaker_weight <= 0.0:
         return False
-    by_speaker = store.table.rows_by_speaker()
-    if not by_speaker:
+    index = store.table.speakers()
+    if not index.rows:
         return False
     bonus = rc.speaker_weight * rc.weight_relevance
     named = False
     for q, query in enumerate(queries):
-        names = named_speakers(query, by_speaker)
+        names = index.named(query)
         if not names:
             continue
         named = True
         m = int(counts[q])
-        start = 0
-        while start < m and parts[q, PART_REASON, start] in _LEADING:
-            start += 1
-        sets = [by_speaker[name] for name in names]
-        own = np.fromiter((any(r in s for s in sets) for r in rows[q, start:m].tolist()),
-                          np.bool_, m - start)
-        if not own.any():
-            continue
-        score = parts[q, PART_SCORE, start:m]
-        score[own] += bonus
-        parts[q, PART_AFFINITY, start:m][own] += rc.speaker_weight
-        order = np.argsort(-score, kind="stable")  # ties keep the kernel's order
-        rows[q, start:m] = rows[q, start:m][order]
-        parts[q, :, start:m] = parts[q, :, start:m][:, order]
+        sets = [index.rows[name] for name in names]
+        mine = sets[0] if len(sets) == 1 else set().union(*sets)
+        own = np.array([r in mine for r in rows[q, :m].tolist()], np.bool_)
+        raise_and_order(rows[q], parts[q], m, own, bonus, rc.speaker_weight, PART_SCORE,
+                        PART_AFFINITY, PART_REASON, *_LEADING)
     return named

@@ -32,6 +32,8 @@ def line_speaker(text: str) -> str | None:
     >>> line_speaker("The deploy failed at 10:30 because of a typo") is None
     True
     """
+    if not (0 <= text.find(":", 0, MAX_NAME + 2) or "：" in text[:MAX_NAME + 2]):
+        return None  # most memories: no colon near the start
     m = _LINE.match(text)
     if m is None or len(m.group(1)) > MAX_NAME:
         return None
@@ -41,27 +43,62 @@ def line_speaker(text: str) -> str | None:
     return speaker_key(name) or None
 
 
-def named_speakers(query: str, speakers) -> tuple[str, ...]:
-    """The keys of ``speakers`` (a mapping or set of speaker keys) that ``query`` names as
-    whole words (of up to three), or holds as a substring for a name without spaces in a
-    script without them (Chinese names are not cut from the words around them).
+class SpeakerIndex:
+    """The rows of each speaker of a table's transcript lines, kept as rows are written.
 
-    >>> named_speakers("What did Melanie's kids like?", {"melanie": 1, "caroline": 2})
-    ('melanie',)
-    >>> named_speakers("林遥住在哪里", {"林遥": 1}), named_speakers("hi", {})
-    (('林遥',), ())
+    >>> index = SpeakerIndex()
+    >>> index.add(0, "Melanie: hi"); index.add(1, "Ana Ruiz: hello"); index.add(2, "no speaker")
+    >>> index.named("What did Melanie's kids like?"), index.named("ask ana ruiz")
+    (('melanie',), ('ana ruiz',))
+    >>> index.discard(0, "Melanie: hi"); index.named("Melanie?"), len(index)
+    ((), 1)
     """
-    if not speakers:
-        return ()
-    low = query.lower()
-    words = _WORD.findall(low)
-    found = []
-    for size in (1, 2, 3):
-        for i in range(len(words) - size + 1):
-            key = " ".join(words[i:i + size])
-            if key in speakers and key not in found:
-                found.append(key)
-    if not low.isascii():
-        found += [k for k in speakers if not k.isascii() and " " not in k and k in low
-                  and k not in found]
-    return tuple(sorted(found))
+
+    __slots__ = ("rows", "span", "unspaced")
+
+    def __init__(self) -> None:
+        self.rows: dict[str, set[int]] = {}
+        self.span = 1  # the most words of a name held (runs of more are never looked up)
+        self.unspaced: set[str] = set()  # names of a script without spaces: found as substrings
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def add(self, row: int, text: str) -> None:
+        key = line_speaker(text)
+        if key is None:
+            return
+        rows = self.rows.get(key)
+        if rows is None:
+            rows = self.rows[key] = set()
+            self.span = max(self.span, key.count(" ") + 1)
+            if not key.isascii() and " " not in key:
+                self.unspaced.add(key)
+        rows.add(row)
+
+    def discard(self, row: int, text: str) -> None:
+        key = line_speaker(text)
+        rows = self.rows.get(key) if key is not None else None
+        if rows is not None:
+            rows.discard(row)
+            if not rows:
+                del self.rows[key]
+                self.unspaced.discard(key)
+
+    def named(self, query: str) -> tuple[str, ...]:
+        """The speakers ``query`` names as whole words (of up to three), or holds as a
+        substring for a name of a script without spaces (Chinese names are not cut from the
+        words around them)."""
+        if not self.rows:
+            return ()
+        low = query.lower()
+        words = _WORD.findall(low)
+        grams = set(words)
+        if self.span > 1:
+            grams.update(map(" ".join, zip(words, words[1:])))
+        if self.span > 2:
+            grams.update(map(" ".join, zip(words, words[1:], words[2:])))
+        found = grams.intersection(self.rows)
+        if self.unspaced and not low.isascii():
+            found.update(k for k in self.unspaced if k in low)
+        return tuple(sorted(found))

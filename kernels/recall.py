@@ -23,7 +23,7 @@ from maclaw_kernels.graph import propagate_linked
 from maclaw_kernels.recall_assemble import (KIND_RANKED, cos_ends, kth_relevance, lead_facts,
                                             norm_cos, pick_identity, select_hits)
 from maclaw_kernels.revival import cue_strength, revived_masks, terms_idf_total
-from maclaw_kernels.thread_prior import thread_bm25, thread_prior
+from maclaw_kernels.thread_prior import thread_prior
 from maclaw_kernels.topk import top_k_desc, top_k_known
 from maclaw_kernels.vectors import dot_tile
 
@@ -58,9 +58,10 @@ _AFTER_FLOOR = FLOOR_AT + 1  # a constant of its own: numba slices a tuple by co
 Corpus = namedtuple("Corpus", ["postings", "matrix", "has_vec"])
 
 # The conversation threads of the thread prior (``n_threads`` 0: the prior does not apply):
+# ``postings`` the threads as BM25 documents (:data:`Postings`, thread ``t`` keyed ``t``),
 # ``thread_of`` i8[n], ``member`` b1[n], ``vnorm`` f8[threads] (length of each thread's vector
-# sum), then ``n_threads``, ``k1``, ``b``, ``w_bm25``, ``w_cos`` as float64.
-Threads = namedtuple("Threads", ["thread_of", "member", "vnorm", "n_threads", "k1", "b",
+# sum), then ``n_threads``, ``w_bm25``, ``w_cos`` as float64.
+Threads = namedtuple("Threads", ["postings", "thread_of", "member", "vnorm", "n_threads",
                                  "w_bm25", "w_cos"])
 
 # A block of queries: query ``q``'s vocabulary ids are ``term_ids[term_indptr[q]:
@@ -291,14 +292,13 @@ def near_in_time(created_at, when, weight, scale, affinity, out):
 
 
 @njit(cache=True)
-def query_prior(term_ids, p, cos, has_vec, has_vector, threads, out):
+def query_prior(term_ids, term_weight, cos, has_vec, has_vector, threads, out):
     """Every row's thread prior for one query into ``out`` (0 for the rows that are no
     thread's members): each thread scored as one document, BM25 of its rows' text and the
     cosine of their centroid (:mod:`maclaw_kernels.thread_prior`)."""
     n_threads = int(threads.n_threads)
     tb = np.zeros(n_threads)
-    thread_bm25(term_ids, p, threads.thread_of, threads.member, n_threads, threads.k1,
-                threads.b, tb)
+    bm25_query(term_ids, Postings(*threads.postings[:17], term_weight), tb)
     thread_prior(tb, cos, has_vec, has_vector and threads.w_cos > 0.0, threads.member,
                  threads.thread_of, n_threads, threads.vnorm, threads.w_bm25, threads.w_cos,
                  out)
@@ -349,7 +349,8 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
                 bm25_query(term_ids, p, bm25)
             this_prior = no_prior
             if threads.n_threads > 0:
-                query_prior(term_ids, p, cos, corpus.has_vec, block.has_vector, threads, prior)
+                query_prior(term_ids, work.term_weight, cos, corpus.has_vec, block.has_vector,
+                            threads, prior)
                 this_prior = prior
             idf_total = terms_idf_total(term_ids, p.df, p.n_live)
             kq = knobs

@@ -11,6 +11,10 @@ of queries (one, or a batch's share on one thread).
 
 The arrays travel as the records below, built in one place
 (:mod:`maclaw_fast.memory.plan`); every scalar knob is a float64 of :data:`Knobs`.
+
+A stage with one caller is inlined at numba's level (``inline="always"``): numba links every
+compiled callee into each caller and LLVM optimises it again there, so each level of the call
+tree costs compile time on a fresh install (measured: ~1.4 s of the memory warmup's ~18 s).
 """
 
 from collections import namedtuple
@@ -97,7 +101,7 @@ REASON_GRAPH = 1.0
 REASON_REVIVED = 4.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def recency_epoch(now, decay_per_hour):
     """``now`` rounded down to a multiple of the span over which the decay falls by e^15: every
     call at ``now`` shares the memo's epoch and its factors stay within float64 range."""
@@ -106,7 +110,7 @@ def recency_epoch(now, decay_per_hour):
     return np.floor(now / span) * span
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def refresh_recency(rows, now, decay_per_hour):
     """Bring the memo up to date and return ``decay_now``: ``memo_factor[i] =
     exp(decay·(updated_at[i] − epoch)/3600)`` is recomputed only for rows whose ``updated_at``
@@ -172,7 +176,7 @@ def fuse(bm25, cos, affinity, eligible, knobs, bm25_out, rel_out):
         rel_out[i] = r
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def linked_relevance(own, sim, link, mix):
     """A row the walk reached: the larger of ``own`` and ``sim`` (similarity edges); along the
     conversation links ``mix`` 0 keeps the larger too, ``mix`` > 0 adds ``mix·link`` to its own
@@ -228,7 +232,7 @@ def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
     return top_k_desc(score, rows.access, rows.seq, cand, k), count
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, work, out_rows,
              out_parts):
     """One query from its relevance inputs to the selected rows (written into ``out_rows`` and
@@ -282,7 +286,7 @@ def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, 
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def near_in_time(created_at, when, weight, scale, affinity, out):
     """``affinity + weight·exp(−|created_at − when| / scale)`` into ``out``: a memory saved
     near the time the query asks about gains up to ``weight`` of relevance."""
@@ -291,7 +295,7 @@ def near_in_time(created_at, when, weight, scale, affinity, out):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def query_prior(term_ids, term_weight, cos, has_vec, has_vector, threads, out):
     """Every row's thread prior for one query into ``out`` (0 for the rows that are no
     thread's members): each thread scored as one document, BM25 of its rows' text and the

@@ -4,7 +4,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def propagate_reached(seeds, seed_values, nbr, edge_w, hops, hop_factor, eligible):
     """Breadth-first from ``seeds``: a node reached gets ``value · edge · hop_factor`` per hop,
     compounding, keeping the maximum when reached twice; seeds are never re-added. Returns the

@@ -11,6 +11,10 @@ of queries (one, or a batch's share on one thread).
 
 The arrays travel as the records below, built in one place
 (:mod:`maclaw_fast.memory.plan`); every scalar knob is a float64 of :data:`Knobs`.
+
+A stage with one caller is inlined at numba's level (``inline="always"``): numba links every
+compiled callee into each caller and LLVM optimises it again there, so each level of the call
+tree costs compile time on a fresh install (measured: ~1.4 s of the memory warmup's ~18 s).
 """
 
 from collections import namedtuple
@@ -23,7 +27,7 @@ from maclaw_kernels.graph import propagate_linked
 from maclaw_kernels.recall_assemble import (KIND_RANKED, cos_ends, kth_relevance, lead_facts,
                                             norm_cos, pick_identity, select_hits)
 from maclaw_kernels.revival import cue_strength, revived_masks, terms_idf_total
-from maclaw_kernels.thread_prior import thread_bm25, thread_prior
+from maclaw_kernels.thread_prior import thread_prior
 from maclaw_kernels.topk import top_k_desc, top_k_known
 from maclaw_kernels.vectors import dot_tile
 
@@ -58,9 +62,10 @@ _AFTER_FLOOR = FLOOR_AT + 1  # a constant of its own: numba slices a tuple by co
 Corpus = namedtuple("Corpus", ["postings", "matrix", "has_vec"])
 
 # The conversation threads of the thread prior (``n_threads`` 0: the prior does not apply):
+# ``postings`` the threads as BM25 documents (:data:`Postings`, thread ``t`` keyed ``t``),
 # ``thread_of`` i8[n], ``member`` b1[n], ``vnorm`` f8[threads] (length of each thread's vector
-# sum), then ``n_threads``, ``k1``, ``b``, ``w_bm25``, ``w_cos`` as float64.
-Threads = namedtuple("Threads", ["thread_of", "member", "vnorm", "n_threads", "k1", "b",
+# sum), then ``n_threads``, ``w_bm25``, ``w_cos`` as float64.
+Threads = namedtuple("Threads", ["postings", "thread_of", "member", "vnorm", "n_threads",
                                  "w_bm25", "w_cos"])
 
 # A block of queries: query ``q``'s vocabulary ids are ``term_ids[term_indptr[q]:
@@ -96,7 +101,7 @@ REASON_GRAPH = 1.0
 REASON_REVIVED = 4.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def recency_epoch(now, decay_per_hour):
     """``now`` rounded down to a multiple of the span over which the decay falls by e^15: every
     call at ``now`` shares the memo's epoch and its factors stay within float64 range."""
@@ -105,7 +110,7 @@ def recency_epoch(now, decay_per_hour):
     return np.floor(now / span) * span
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def refresh_recency(rows, now, decay_per_hour):
     """Bring the memo up to date and return ``decay_now``: ``memo_factor[i] =
     exp(decay·(updated_at[i] − epoch)/3600)`` is recomputed only for rows whose ``updated_at``
@@ -171,7 +176,7 @@ def fuse(bm25, cos, affinity, eligible, knobs, bm25_out, rel_out):
         rel_out[i] = r
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def linked_relevance(own, sim, link, mix):
     """A row the walk reached: the larger of ``own`` and ``sim`` (similarity edges); along the
     conversation links ``mix`` 0 keeps the larger too, ``mix`` > 0 adds ``mix·link`` to its own
@@ -227,7 +232,7 @@ def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
     return top_k_desc(score, rows.access, rows.seq, cand, k), count
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, work, out_rows,
              out_parts):
     """One query from its relevance inputs to the selected rows (written into ``out_rows`` and
@@ -281,7 +286,7 @@ def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, 
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def near_in_time(created_at, when, weight, scale, affinity, out):
     """``affinity + weight·exp(−|created_at − when| / scale)`` into ``out``: a memory saved
     near the time the query asks about gains up to ``weight`` of relevance."""
@@ -290,15 +295,14 @@ def near_in_time(created_at, when, weight, scale, affinity, out):
     return out
 
 
-@njit(cache=True)
-def query_prior(term_ids, p, cos, has_vec, has_vector, threads, out):
+@njit(cache=True, inline="always")
+def query_prior(term_ids, term_weight, cos, has_vec, has_vector, threads, out):
     """Every row's thread prior for one query into ``out`` (0 for the rows that are no
     thread's members): each thread scored as one document, BM25 of its rows' text and the
     cosine of their centroid (:mod:`maclaw_kernels.thread_prior`)."""
     n_threads = int(threads.n_threads)
     tb = np.zeros(n_threads)
-    thread_bm25(term_ids, p, threads.thread_of, threads.member, n_threads, threads.k1,
-                threads.b, tb)
+    bm25_query(term_ids, Postings(*threads.postings[:17], term_weight), tb)
     thread_prior(tb, cos, has_vec, has_vector and threads.w_cos > 0.0, threads.member,
                  threads.thread_of, n_threads, threads.vnorm, threads.w_bm25, threads.w_cos,
                  out)
@@ -349,7 +353,8 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
                 bm25_query(term_ids, p, bm25)
             this_prior = no_prior
             if threads.n_threads > 0:
-                query_prior(term_ids, p, cos, corpus.has_vec, block.has_vector, threads, prior)
+                query_prior(term_ids, work.term_weight, cos, corpus.has_vec, block.has_vector,
+                            threads, prior)
                 this_prior = prior
             idf_total = terms_idf_total(term_ids, p.df, p.n_live)
             kq = knobs

@@ -145,7 +145,7 @@ def select_hits(fixed, lead, ranked, tokens, max_entries, budget, out_rows, out_
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def cos_range(cos, eligible):
     """(lowest, highest) cosine among the ``eligible`` rows ((inf, -inf) when none): the
     min-max normalisation of the cosines over a recall's candidates (design R3)."""

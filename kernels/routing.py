@@ -218,7 +218,7 @@ RouteKnobs = namedtuple("RouteKnobs", ["n_vec", "w_bm25", "norm", "w_ret", "w_ex
 RouteOut = namedtuple("RouteOut", ["idx", "hit", "retrieval", "experience", "score"])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one compiled entry (route_rows): no re-optimised level
 def route_one(bm25, cos, exp_by_uid, group, w_cos, catalog, knobs, out):
     """Fusion, three-signal score and budgeted fill for one message (``w_cos``: its cosine
     weight). Ties are broken by the smaller ``tie`` (each row's rank by tool name, so the order

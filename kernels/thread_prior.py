@@ -2,15 +2,15 @@
 
 A thread is a chain of the conversation links (design R5: ``prev``/``next``). Each thread is
 scored as one document, its rows' text together (BM25 with thread-level idf, length and
-saturation) and its rows' vectors summed (the cosine of the centroid); a row gains the weighted,
-normalised score of its thread. A session in which several turns match is more likely the one
+saturation, by :func:`maclaw_kernels.bm25.bm25_query` over the threads' own postings) and its
+rows' vectors summed (the cosine of the centroid); a row gains the weighted, normalised score of
+its thread. A session in which several turns match is more likely the one
 asked about than a session with one accidental match (LoCoMo: the turn that answers is often
 worded unlike the question while its neighbours are not).
 """
 
 import numpy as np
 from numba import njit
-
 
 
 @njit(cache=True)
@@ -56,84 +56,6 @@ def thread_vector_norms(matrix, has_vec, member, thread_of, n_threads, out):
         for j in range(d):
             s += acc[t, j] * acc[t, j]
         out[t] = np.sqrt(s)
-
-
-@njit(cache=True)
-def thread_bm25(term_ids, p, thread_of, member, n_threads, k1, b, out):
-    """BM25 of every thread as one document (its ``member`` rows' terms together) into
-    ``out[:n_threads]``: N counts the threads with a member document of some length, df the
-    threads holding the term, a thread's length is the sum of its rows' lengths. ``p``: the row
-    index's :data:`maclaw_kernels.bm25.Postings` (CSR postings, then the tail by its forward
-    lists); ``term_ids`` may repeat or hold -1 (skipped). Returns the number of threads with a
-    member document."""
-    df, indptr, post_docs, post_tfs = p.df, p.indptr, p.post_docs, p.post_tfs
-    main_upto, n_docs, doc_start, doc_nterms = p.main_upto, p.n_docs, p.doc_start, p.doc_nterms
-    fwd_terms, fwd_tfs, doc_norm, doc_live, doc_key = (p.fwd_terms, p.fwd_tfs, p.doc_norm,
-                                                      p.doc_live, p.doc_key)
-    out[:n_threads] = 0.0
-    length = np.zeros(n_threads)
-    has_doc = np.zeros(n_threads, np.bool_)
-    n_keys = member.shape[0]
-    for d in range(n_docs):
-        if doc_live[d]:
-            r = doc_key[d]
-            if 0 <= r < n_keys and member[r] and doc_norm[d] > 0.0:
-                length[thread_of[r]] += np.float64(doc_norm[d])
-                has_doc[thread_of[r]] = True
-    n_with = 0
-    total = 0.0
-    for t in range(n_threads):
-        if has_doc[t]:
-            n_with += 1
-            total += length[t]
-    if n_with == 0:
-        return 0
-    avg = max(total / n_with, 1e-9)
-    # the query's distinct known terms, first seen first
-    uniq = np.empty(term_ids.shape[0], np.int64)
-    m = 0
-    for t in term_ids:
-        if t < 0 or t >= df.shape[0] or df[t] <= 0:
-            continue
-        seen = False
-        for j in range(m):
-            if uniq[j] == t:
-                seen = True
-        if not seen:
-            uniq[m] = t
-            m += 1
-    tf = np.zeros((m, n_threads))
-    n_terms = indptr.shape[0] - 1
-    for j in range(m):
-        t = uniq[j]
-        if t < n_terms:
-            for p in range(indptr[t], indptr[t + 1]):
-                d = post_docs[p]
-                if doc_live[d]:
-                    r = doc_key[d]
-                    if 0 <= r < n_keys and member[r]:
-                        tf[j, thread_of[r]] += np.float64(post_tfs[p])
-    for d in range(main_upto, n_docs):  # the tail, not in the postings yet
-        if not doc_live[d]:
-            continue
-        r = doc_key[d]
-        if r < 0 or r >= n_keys or not member[r]:
-            continue
-        for p in range(doc_start[d], doc_start[d] + doc_nterms[d]):
-            for j in range(m):
-                if fwd_terms[p] == uniq[j]:
-                    tf[j, thread_of[r]] += np.float64(fwd_tfs[p])
-    for j in range(m):
-        n_df = 0
-        for t in range(n_threads):
-            if tf[j, t] > 0.0:
-                n_df += 1
-        idf = np.log((n_with - n_df + 0.5) / (n_df + 0.5) + 1.0)
-        for t in range(n_threads):
-            x = tf[j, t]
-            if x > 0.0:
-                out[t] += idf * x * (k1 + 1.0) / (x + k1 * (1.0 - b + b * length[t] / avg))
-    return n_with
 
 
 @njit(cache=True)

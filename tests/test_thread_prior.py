@@ -1,6 +1,6 @@
-"""The thread-prior kernels (``kernels/thread_prior.py``) against plain-Python references on
-random inputs: thread labels from the conversation links, the vector sums' lengths, BM25 of
-threads as documents over CSR postings plus a forward-listed tail, and the per-row prior."""
+"""The thread prior against plain-Python references on random inputs: thread labels from the
+conversation links, the vector sums' lengths, BM25 of threads as documents (the threads'
+postings built from the rows' CSR postings plus a forward-listed tail), and the per-row prior."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from maclaw_kernels.bm25 import Postings, build_csr
-from maclaw_kernels.thread_prior import (thread_bm25, thread_labels, thread_prior,
-                                         thread_vector_norms)
+from maclaw_fast.memory.thread_prior import thread_postings
+from maclaw_kernels.bm25 import Postings, bm25_query, build_csr
+from maclaw_kernels.thread_prior import thread_labels, thread_prior, thread_vector_norms
 
 
 def random_links(rng: random.Random, n: int) -> tuple[np.ndarray, np.ndarray, list[list[int]]]:
@@ -142,7 +142,8 @@ def test_thread_bm25_matches_reference(seed):
     postings = Postings(df, int(live_.sum()), indptr, post_docs, post_tfs, main_upto, n_docs,
                         start, nterms, fterms, ftfs, norm_, live_, key, 1.2, 0.75, 1.0,
                         np.zeros(max(len(df), 1)))
-    thread_bm25(q, postings, thread_of, member, n_threads, k1, b, out)
+    out[:] = 0.0
+    bm25_query(q, thread_postings(postings, thread_of, member, n_threads, k1, b), out)
     expected = ref_thread_bm25(q.tolist(), docs, doc_key, live, norm, thread_of, member,
                                n_threads, k1, b)
     assert out.tolist() == pytest.approx(expected, rel=1e-9, abs=1e-12)

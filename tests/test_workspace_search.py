@@ -631,6 +631,21 @@ def test_calibrated_merge_equals_its_definition(seed):
         assert got[i] == pytest.approx(wv * v + (1 - wv) * min(bm[i] / total, 1.0), abs=1e-9)
 
 
+def test_calibrated_fusion_uses_the_floor_of_the_query_language(ws, tmp_path):
+    """A model whose unrelated Chinese texts sit higher has a higher floor for a Chinese query:
+    the same 0.8 cosine is evidence in English (floor 0.5) and none in Chinese (floor 0.9)."""
+    emb = StubEmbedder()
+    emb.cosine_floor, emb.cosine_floor_cjk = 0.5, 0.9
+    ix = WorkspaceIndex.open(ws, embedder=emb, index_dir=tmp_path / "ix",
+                             config=SearchConfig(fusion="calibrated"))
+    emb.querying = True
+    emb.query_vec = np.array([0.8, 0.6, 0, 0, 0, 0, 0, 0], np.float32)  # cosine 0.8, every chunk
+    english = ix.search("unrelatedword", min_score=0.0).results
+    chinese = ix.search("完全无关的词", min_score=0.0).results
+    assert english and english[0].vector_score == pytest.approx(0.8, abs=1e-6)
+    assert english[0].score > 0.0 and all(h.score == 0.0 for h in chinese)
+
+
 def test_each_fusion_has_its_own_weights(ws, tmp_path):
     """Unset weights are the fusion's own: OpenClaw's merge keeps 0.7/0.3."""
     from maclaw_fast.workspace.search import FUSION_WEIGHTS, normalise_weights

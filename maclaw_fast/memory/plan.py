@@ -12,7 +12,7 @@ import numpy as np
 
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, STATUS_CODE, USER_FACT
-from maclaw_fast.memory.thread_prior import ThreadPlan
+from maclaw_fast.memory.thread_prior import ThreadPlan, empty_postings
 from maclaw_kernels.recall import N_PARTS, Base, Knobs, Out, Rows, Scope, Threads, Work
 
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
@@ -22,6 +22,7 @@ COS_MODES = {"raw": 0, "minmax": 1, "floor": 2, "spread": 3, "floor_best": 4}
 COS_TILE = 16
 LOG_ACCESS = np.log1p(np.arange(64, dtype=np.float64))
 _NO_ROWS, _NO_MASK, _NO_FLOATS = np.zeros(0, np.int64), np.zeros(0, np.bool_), np.zeros(0)
+_NO_POSTINGS = tuple(empty_postings())  # the thread prior's when it does not apply
 
 
 def new_out(queries: int, width: int) -> Out:
@@ -154,11 +155,12 @@ class RecallPlan:
                 if plan.n_conversations < 2:
                     plan = None
             if plan is None:
-                self._threads = Threads(_NO_ROWS, _NO_MASK, _NO_FLOATS, 0.0, 0.0, 0.0, 0.0, 0.0)
+                self._threads = Threads(_NO_POSTINGS, _NO_ROWS, _NO_MASK, _NO_FLOATS, 0.0, 0.0,
+                                        0.0)
             else:
-                self._threads = Threads(plan.thread_of, plan.member, plan.vnorm,
-                                        float(plan.n_threads), float(rc.thread_k1),
-                                        float(rc.thread_b), float(rc.thread_bm25_weight),
+                self._threads = Threads(tuple(plan.postings), plan.thread_of, plan.member,
+                                        plan.vnorm, float(plan.n_threads),
+                                        float(rc.thread_bm25_weight),
                                         float(rc.thread_cos_weight))
         return self._threads
 

@@ -81,6 +81,9 @@ def _times(store, queries: list[str], now: float) -> np.ndarray:
     names one or the time carries no weight."""
     if store.config.recall.time_weight <= 0.0:
         return _NO_FLOORS
+    if len(queries) == 1:  # one recall: no array unless its query names a time
+        t = query_time(queries[0], now)
+        return _NO_FLOORS if t != t else np.array([t])
     when = np.array([query_time(q, now) for q in queries])
     return when if not np.isnan(when).all() else _NO_FLOORS
 

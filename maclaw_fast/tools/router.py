@@ -35,7 +35,7 @@ from maclaw_fast.tools.rerank import rerank_fill
 from maclaw_fast.tools.routelog import RouteLog
 from maclaw_fast.tools.types import (RouteBatch, RouteResult, RouteState, ToolScore,
                                      arrow_columns, results_columns)
-from maclaw_kernels.routing import Catalog, RouteKnobs, RouteOut, route_one, route_rows
+from maclaw_kernels.routing import Catalog, RouteKnobs, RouteOut, route_rows
 
 
 class ToolRouter(CatalogMixin, RetrievalMixin):
@@ -245,15 +245,12 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
                                         cfg.bm25_weight, fusion_norm(cfg), w_ret, w_exp, w_prio,
                                         st.slots, st.nb_slots)))
         out = RouteOut(b.out_idx, b.hit, b.ret, b.exp, b.score)
+        b.out_n, b.out_cand = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
+        w = np.full(nq, cfg.cos_weight) if w_cos is None else np.asarray(w_cos, np.float64)
         if single:
-            n_sel, n_cand = route_one(
-                b.bm[0], b.cos[0], exp[0], b.group[0],
-                float(cfg.cos_weight if w_cos is None else w_cos[0]), catalog, knobs,
-                RouteOut(*(a[0] for a in out)))
-            b.out_n, b.out_cand = np.array([n_sel]), np.array([n_cand])
+            route_rows(b.bm, b.cos, exp, b.group, w, catalog, knobs, out, b.out_n, b.out_cand,
+                       0, 1)
         else:
-            b.out_n, b.out_cand = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
-            w = np.full(nq, cfg.cos_weight) if w_cos is None else w_cos
             in_ranges(nq, lambda lo, hi: route_rows(b.bm, b.cos, exp, b.group, w, catalog, knobs,
                                                     out, b.out_n, b.out_cand, lo, hi),
                       batch_threads(cfg.batch_threads))

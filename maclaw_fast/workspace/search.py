@@ -346,7 +346,7 @@ def _search_locked(ix, query: str, n_max: int, floor: float) -> SearchResponse:
     # ``relevance`` is OpenClaw's merge; the fusion's score ranks and min_score judges it
     if cfg.fusion == "calibrated":
         idf_total = ix.bm25.idf_total(tokens) if tokens and ix.bm25 is not None else 0.0
-        scores = calibrated_merge(vs, ts, wv, wt, idf_total, cosine_floor(ix.embedder))
+        scores = calibrated_merge(vs, ts, wv, wt, idf_total, cosine_floor(ix.embedder, query))
     elif cfg.fusion == "normalised":
         scores = normalised_merge(vs, ts, v_idx.size > 0, wv, wt)
     else:

@@ -352,7 +352,7 @@ def ablation_variants() -> list[Variant]:
                    adjacency_mix=0.0),
            variant("thread prior off", **NO_PRIOR),
            variant("the time a question names off", time_weight=0.0),
-           variant("the speaker a question names off", speaker_weight=0.0),
+           variant("the speaker a question names on (speaker_weight 0.25)", speaker_weight=0.25),
            variant("saved without threads (links by the 30-minute gap alone)", threads=False),
            variant("BM25 k1 1.2 b 0.75 (long-document defaults)", bm25=(1.2, 0.75)),
            variant("relevance only (recency, importance weight 0)", weight_recency=0.0,

@@ -505,7 +505,7 @@ def test_random_stores_exercise_every_rule(seed, mode):
     paths."""
     cov = Coverage()
     small = {"token_budget": 300, "max_entries": 8, "graph_hop_factor": 0.9, "graph_hops": 2}
-    for i, changes in enumerate(({"bm25_norm": "raw"}, {"bm25_norm": "max"},
+    for i, changes in enumerate(({"bm25_norm": "raw"}, {"bm25_norm": "max", "speaker_weight": 0.25},
                                  {"bm25_norm": "minmax", **small})):
         cfg = with_recall(MemoryConfig(), **changes)
         check_world(World(seed + 100 * i, 250, mode, cfg), n_queries=12, cov=cov)

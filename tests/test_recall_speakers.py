@@ -17,7 +17,7 @@ LINES = ("Caroline: we camped by the lake and the camping trip was lovely",
 
 
 def _store(weight: float | None = None, **kw) -> MemoryStore:
-    rc = RecallConfig() if weight is None else RecallConfig(speaker_weight=weight)
+    rc = RecallConfig(speaker_weight=0.25 if weight is None else weight)
     store = MemoryStore.in_memory(embedder=None, config=MemoryConfig(recall=rc), **kw)
     for line in LINES:
         store.save(line, category="conversation_summary", thread="s1")
@@ -78,7 +78,7 @@ def test_identity_stays_first_and_writes_keep_the_speaker_index(tmp_path):
 
 
 def test_a_reopened_store_finds_its_speakers_in_the_packed_text(tmp_path):
-    cfg = MemoryConfig()
+    cfg = MemoryConfig(recall=RecallConfig(speaker_weight=0.25))
     with MemoryStore.open(tmp_path / "s", embedder=None, config=cfg) as store:
         for line in LINES:
             store.save(line, category="conversation_summary", thread="s1")
@@ -92,4 +92,4 @@ def test_a_reopened_store_finds_its_speakers_in_the_packed_text(tmp_path):
 
 def test_speaker_weight_is_a_recall_config_field():
     rc = msgspec.convert({"speaker_weight": 0.5}, RecallConfig)
-    assert rc.speaker_weight == 0.5 and RecallConfig().speaker_weight == 0.25
+    assert rc.speaker_weight == 0.5 and RecallConfig().speaker_weight == 0.0

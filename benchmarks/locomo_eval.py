@@ -314,6 +314,8 @@ def sweep_variants() -> dict[str, list[Variant]]:
     times = [variant(f"time_weight {w:g}, time_scale_days {sc:g}", time_weight=w,
                      time_scale_days=sc)
              for w in (0.0, 0.2, 0.4, 0.8) for sc in (1.0, 3.0, 10.0) if w or sc == 3.0]
+    speakers = [variant(f"speaker_weight {w:g}", speaker_weight=w)
+                for w in (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4)]
     prior = [variant(f"thread prior BM25 {b:g} / cosine {c:g}", thread_bm25_weight=b,
                      thread_cos_weight=c)
              for b, c in ((0.0, 0.0), (0.1, 0.1), (0.2, 0.05), (0.2, 0.1), (0.3, 0.05),
@@ -333,6 +335,7 @@ def sweep_variants() -> dict[str, list[Variant]]:
             "conversation links (factor, hops)": adj,
             "how a linked turn combines its own relevance with the walk's (mix, factor)": mixes,
             "graph seeds": seeds, "the time a question names (weight, scale in days)": times,
+            "the speaker a question names (weight, of relevance)": speakers,
             "thread prior (BM25 weight, centroid cosine weight)": prior,
             "combinations of the best single changes": combos}
 
@@ -349,6 +352,7 @@ def ablation_variants() -> list[Variant]:
                    adjacency_mix=0.0),
            variant("thread prior off", **NO_PRIOR),
            variant("the time a question names off", time_weight=0.0),
+           variant("the speaker a question names on (speaker_weight 0.25)", speaker_weight=0.25),
            variant("saved without threads (links by the 30-minute gap alone)", threads=False),
            variant("BM25 k1 1.2 b 0.75 (long-document defaults)", bm25=(1.2, 0.75)),
            variant("relevance only (recency, importance weight 0)", weight_recency=0.0,

@@ -35,7 +35,10 @@ def _memory() -> None:
                            category="conversation_summary", thread=f"s{session}")
         old = store.save("an old chat about pottery", category="conversation_summary")
         store.set_fields(old.id, status="dormant")
+        store.save("Ana: the ferry leaves at noon", category="conversation_summary",
+                   thread="s1")
         store.recall("ferry to Naxos", project="atlas")
+        store.recall("when does Ana's ferry leave")  # a named speaker: the speaker order
         store.recall("pottery chat")  # revives the dormant entry
         store.recall_batch(["ferry", "deploy", "tea"], projects=[None, "atlas", None])
         store.recall_batch_arrow(["ferry", "pottery"], reinforce=False)

@@ -39,6 +39,7 @@ from maclaw_fast.text import tokenize
 
 NOW0 = 1_700_000_000.0
 DIM = 8
+SPEAKERS = ["Ana", "Bo Li", "林遥"]  # transcript-line speakers (memory.speakers)
 EN = ["deploy", "script", "region", "server", "database", "index", "query", "cache", "memory", "graph", "vector", "token", "budget", "tea", "green", "coffee", "morning", "meeting", "report", "python", "rust", "numba", "kernel", "latency", "error", "retry", "login", "browser", "window", "file", "backup", "archive", "weekly", "release", "tag", "branch", "merge", "review", "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "lambda", "sigma", "omega"]
 ZH = ["部署", "脚本", "问题", "数据库", "查询", "缓存", "记忆", "服务器", "错误", "重试", "登录", "浏览器", "文件", "备份", "周报", "会议", "早上", "绿茶", "咖啡", "发布", "分支", "合并", "代码", "审查"]
 PROJECTS = ("atlas", "Borealis", "cygnus")
@@ -157,6 +158,8 @@ class World:
                 out[-1] += w
             else:
                 out.append(w)
+        if self.rng.random() < 0.3:  # a transcript line: its speaker a query may name
+            return f"{self.rng.choice(SPEAKERS)}: " + " ".join(out)
         return " ".join(out)
 
     def _raw_vec(self, centre):
@@ -250,6 +253,8 @@ class World:
                 words.append("unknownword")
             if rng.random() < 0.2:
                 words.append(rng.choice(words))  # a repeated query token counts once
+            if rng.random() < 0.3:  # a speaker the query names
+                words.insert(rng.randint(0, len(words)), rng.choice(SPEAKERS))
             if rng.random() < 0.2:  # a time the query asks about
                 words.append(rng.choice(("yesterday", "two days ago", "last week",
                                          "3 months ago", "last Friday")))
@@ -353,6 +358,7 @@ class Coverage(Counter):
         self["skipped"] += oracle.last_skipped
         self["thread_prior"] += len(set(oracle.last_prior.values())) > 1  # it orders threads
         self["when"] += oracle.last_when == oracle.last_when  # (not NaN) a time was asked
+        self["speaker"] += bool(oracle.last_named)
         totals = sorted(s for s, _ in oracle.last_scores.values())
         self["exact_ties"] += sum(a == b for a, b in itertools.pairwise(totals))
 
@@ -463,7 +469,8 @@ def recall_configs(draw):
         dynamic_token_budget=draw(st.sampled_from((200, 1500))),
         weight_recency=draw(st.sampled_from((1.0, 0.5))),
         weight_relevance=draw(st.sampled_from((1.0, 2.0, 10.0))),
-        project_affinity=draw(st.sampled_from((3.0, 0.7))))
+        project_affinity=draw(st.sampled_from((3.0, 0.7))),
+        speaker_weight=draw(st.sampled_from((0.25, 0.0, 1.0))))
     return MemoryConfig(recall=rc)
 
 
@@ -498,14 +505,14 @@ def test_random_stores_exercise_every_rule(seed, mode):
     paths."""
     cov = Coverage()
     small = {"token_budget": 300, "max_entries": 8, "graph_hop_factor": 0.9, "graph_hops": 2}
-    for i, changes in enumerate(({"bm25_norm": "raw"}, {"bm25_norm": "max"},
+    for i, changes in enumerate(({"bm25_norm": "raw"}, {"bm25_norm": "max", "speaker_weight": 0.25},
                                  {"bm25_norm": "minmax", **small})):
         cfg = with_recall(MemoryConfig(), **changes)
         check_world(World(seed + 100 * i, 250, mode, cfg), n_queries=12, cov=cov)
     assert cov["graph"] > 0 and cov["skipped"] > 0 and cov["affinity"] > 0
     assert cov["lead_user_facts"] > 0 and cov["adjacent"] > 0
     assert cov["bm25"] > 0 and cov["exact_ties"] > 0 and cov["thread_prior"] > 0
-    assert cov["when"] > 0
+    assert cov["when"] > 0 and cov["speaker"] > 0
     assert (cov["cos"] > 0) == (mode != "none")
 
 

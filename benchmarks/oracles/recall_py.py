@@ -59,6 +59,10 @@ Decisions where the design leaves room (the engine is expected to agree):
   then the user facts whose relevance (after the walk) is above 0 and at least the
   ``user_fact_window``-th best own relevance (before the walk) of the ranked entries, at most ``max_user_facts`` (0 in
   ``recall_dynamic``), by that relevance (ties: saved first); then the rest in rank order.
+* The speaker order: when the query names the speaker of some entry's transcript line
+  (``maclaw_fast.text.speakers``: the names of every entry given), each selected entry after the
+  leading block whose line that speaker spoke gains ``speaker_weight`` of relevance (reported
+  with the affinity), and those entries are ordered by total again (ties keep their order).
 """
 
 from __future__ import annotations
@@ -302,6 +306,15 @@ class PyRecall:
                 out[e["id"]] = v
         return out
 
+    def named_speakers(self, query: str) -> set[str]:
+        """The speakers of the entries' transcript lines that ``query`` names."""
+        from maclaw_fast.text.speakers import SpeakerIndex
+
+        index = SpeakerIndex()
+        for i, e in enumerate(self.entries):
+            index.add(i, e["content"])
+        return set(index.named(query))
+
     # ------------------------------------------------------------------ recall
     def recall(self, query: str, q_tokens: list[str] | None, q_vec, project: str | None,
                now: float, *, dynamic: bool = False, category: str | None = None
@@ -479,6 +492,22 @@ class PyRecall:
             used += cost
         self.last_kinds = {e["id"]: k for k, group in (("self_identity", fixed),
                                                         ("user_fact", lead)) for e in group}
+
+        # 5. the speaker order, after the walk and the selection
+        named = self.named_speakers(query) if rc.speaker_weight > 0.0 else set()
+        self.last_named = named
+        if named:
+            from maclaw_fast.text.speakers import line_speaker
+
+            k = 0
+            while k < len(out) and out[k]["id"] in self.last_kinds:
+                k += 1
+            for e in out[k:]:
+                if line_speaker(e["content"]) in named:
+                    d = info[e["id"]]
+                    d["affinity"] += rc.speaker_weight
+                    d["total"] += rc.weight_relevance * rc.speaker_weight
+            out[k:] = sorted(out[k:], key=lambda e: -info[e["id"]]["total"])
 
         result = []
         for e in out:

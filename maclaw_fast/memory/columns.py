@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from maclaw_fast.config import CATEGORIES, CATEGORY_TABLE
 from maclaw_fast.memory.packed import PackedText
 from maclaw_fast.records import Entry
+from maclaw_fast.text.speakers import SpeakerIndex
 from maclaw_kernels.decay import touch_rows
 
 STATUS = ("active", "superseded", "dormant")
@@ -69,6 +70,7 @@ class EntryTable:
         self._next_seq = 0
         self._cache: dict[int, Entry] = {}
         self.version = 0  # bumped by every structural change, so derived arrays can be cached
+        self._speakers: SpeakerIndex | None = None  # speakers(), made on first use
 
     def __getattr__(self, name: str):
         # only reached for an attribute the instance lacks: the lists and maps of a reopened
@@ -130,6 +132,7 @@ class EntryTable:
         self.tags[:n] = tags
         self.compact[:n] = compact
         self._index_text(ids, content, tags)
+        self._speakers = None
         self.n_rows = n
         self._next_seq = n
         self.version += 1
@@ -142,6 +145,7 @@ class EntryTable:
         for name in _UNPACKED:
             self.__dict__.pop(name, None)
         self._packed = text
+        self._speakers = None
         self.n_rows = n
         self._next_seq = n
         self.version += 1
@@ -221,6 +225,8 @@ class EntryTable:
             del self.row_of_content[content]
         for tag in self.tags[row]:
             self.rows_by_tag.get(tag.lower(), set()).discard(row)
+        if self._speakers is not None and content is not None:
+            self._speakers.discard(row, content)
 
     def write(self, row: int, entry: Entry) -> None:
         """Overwrite the fields of ``row`` (its id and seq stay)."""
@@ -240,6 +246,8 @@ class EntryTable:
         self.tags[row] = tuple(entry.tags)
         for tag in entry.tags:
             self.rows_by_tag.setdefault(tag.lower(), set()).add(row)
+        if self._speakers is not None:
+            self._speakers.add(row, entry.content)
         self.compact[row] = entry.compact_form
         self.tokens[row] = budget_tokens(entry.compact_form or entry.content)
         self._cache.pop(row, None)
@@ -354,3 +362,15 @@ class EntryTable:
 
     def rows_with_tag(self, tag: str) -> set[int]:
         return self.rows_by_tag.get(tag.lower(), set())
+
+    def speakers(self) -> SpeakerIndex:
+        """The rows of each transcript-line speaker (:mod:`maclaw_fast.text.speakers`), made on
+        first use (a reopened table's text stays packed) and kept by writes."""
+        if self._speakers is None:
+            content = self._packed.content.tolist() if self._packed is not None \
+                else self.content[:self.n_rows]
+            index = self._speakers = SpeakerIndex()
+            for row, text in enumerate(content):
+                if text and self.alive[row]:
+                    index.add(row, text)
+        return self._speakers

@@ -25,6 +25,7 @@ from maclaw_fast.index.vectors import PARALLEL_ELEMENTS
 from maclaw_fast.memory.archive_search import batch_with_archive, restore_returned, with_archive
 from maclaw_fast.memory.hits import REASONS, arrow_hits, batch_hits, hits_from_parts
 from maclaw_fast.memory.plan import RecallPlan, new_out, recall_plan
+from maclaw_fast.memory.speakers import speaker_order
 from maclaw_fast.persist.journal import PutOp, TouchOp
 from maclaw_fast.records import RecallHit
 from maclaw_fast.text.dates import query_time
@@ -149,10 +150,11 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         recall_block(_corpus(store), threads, rows, tuple(scope), _ONE, knobs,
                      _block(store, plan, [tokens], qvec, floors, when), tuple(plan.base),
                      tuple(work), tuple(out), now)
+        named = speaker_order(store, [query], out.rows, out.parts, out.count)
         m = int(out.count[0])
         rows = out.rows[0, :m]
         hits = hits_from_parts(store, rows, out.parts[0, :, :m],
-                               has_affinity or when.shape[0] > 0)
+                               has_affinity or when.shape[0] > 0 or named)
         if out.best_cue[0] < store.config.forgetting.archive_below:
             hits = with_archive(store, plan, work, tokens, None if qvec is None else qvec[0],
                                 hits, rows, project, dynamic, category, now,
@@ -219,11 +221,12 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
         n_threads = batch_threads(store.config.batch_threads) or (os.cpu_count() or 1)
         _run_blocks(store, plan, scopes, scope_of, block, out, n_threads, now)
         rows, parts, counts = out.rows, out.parts, out.count
+        named = speaker_order(store, queries, rows, parts, counts)
         if as_arrow:
             result = arrow_hits(store, rows, parts, counts)
         else:
             result = batch_hits(store, rows, parts, counts, bool(scopes.affinity.any())
-                                or block.when.shape[0] > 0)
+                                or block.when.shape[0] > 0 or named)
         # queries without a strong match consult the archive as recall() does
         fc = store.config.forgetting
         weak = out.best_cue < fc.archive_below

@@ -1,0 +1,46 @@
+"""Recall's speaker order (``maclaw_fast.memory.speakers``): the rows of a speaker the query
+names gain a bonus among one query's selected rows, which are then ordered again."""
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def raise_and_order(rows, parts, m, own, bonus, weight, score_at, affinity_at, reason_at,
+                    lead_a, lead_b):
+    """One query's selection ``rows[:m]`` with its part columns ``parts[:, :m]``: after the
+    leading block (the first rows whose part ``reason_at`` is ``lead_a`` or ``lead_b``), each
+    row with ``own`` gains ``bonus`` in part ``score_at`` and ``weight`` in ``affinity_at``, and
+    those rows are ordered by score again, descending, ties in their order (an insertion sort:
+    a selection is some 20 rows). Returns whether any row gained."""
+    start = 0
+    while start < m and (parts[reason_at, start] == lead_a or parts[reason_at, start] == lead_b):
+        start += 1
+    gained = False
+    for j in range(start, m):
+        if own[j]:
+            parts[score_at, j] += bonus
+            parts[affinity_at, j] += weight
+            gained = True
+    if not gained:
+        return False
+    n_parts = parts.shape[0]
+    col = np.empty(n_parts)
+    for j in range(start + 1, m):
+        s = parts[score_at, j]
+        i = j - 1
+        while i >= start and parts[score_at, i] < s:
+            i -= 1
+        if i + 1 == j:
+            continue
+        r = rows[j]
+        for p in range(n_parts):
+            col[p] = parts[p, j]
+        for t in range(j, i + 1, -1):
+            rows[t] = rows[t - 1]
+            for p in range(n_parts):
+                parts[p, t] = parts[p, t - 1]
+        rows[i + 1] = r
+        for p in range(n_parts):
+            parts[p, i + 1] = col[p]
+    return True

@@ -485,6 +485,9 @@ def recall_configs(draw):
                             weight_relevance=1.0, graph_seeds=0, graph_hops=0, adjacency_hops=0,
                             max_identity=0, max_user_facts=1, user_fact_window=20, max_entries=5,
                             token_budget=300))
+@example(seed=330654237, n=6, mode="none",  # a term only the BM25 tail holds, in a thread
+         config=with_recall(MemoryConfig(), bm25_norm="raw", recency_decay_per_hour=0.005,
+                            project_affinity=3.0))
 def test_recall_matches_oracle(seed, n, mode, config):
     w = World(seed, n, mode, config)
     check_world(w, n_queries=12)

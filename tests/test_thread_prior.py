@@ -76,7 +76,9 @@ def _index(rng: random.Random, n_rows: int, vocab: int):
     norm = np.array([float(sum(docs[d].values())) for d in range(n_rows)], np.float32)
     main_upto = rng.randint(0, n_rows)
     coo = [(t, d, tf) for d in range(main_upto) for t, tf in docs[d].items()]
-    indptr, post_docs, post_tfs = build_csr(vocab, np.array([c[0] for c in coo], np.int32),
+    # the CSR covers the terms seen up to its last rebuild; the tail may hold newer ones
+    n_main_terms = max([c[0] for c in coo], default=-1) + 1 if rng.random() < 0.5 else vocab
+    indptr, post_docs, post_tfs = build_csr(n_main_terms, np.array([c[0] for c in coo], np.int32),
                                             np.array([c[1] for c in coo], np.int32),
                                             np.array([c[2] for c in coo], np.float32))
     start, nterms, fterms, ftfs = [], [], [], []

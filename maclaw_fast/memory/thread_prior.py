@@ -23,13 +23,14 @@ def thread_postings(p: Postings, thread_of: np.ndarray, member: np.ndarray, n_th
     ``p`` (CSR and forward-listed tail): a thread holds the terms of its live ``member`` rows
     with their counts summed, its length is the sum of theirs, N counts the threads of some
     length and df the threads holding a term. Thread ``t`` scores into ``out[t]``."""
-    n_keys, n_terms = member.shape[0], p.indptr.shape[0] - 1
+    n_keys, n_main = member.shape[0], p.indptr.shape[0] - 1
+    n_terms = p.df.shape[0]  # the vocabulary: the tail may hold terms the CSR has not seen
     nnz = int(p.indptr[-1])
     tail = np.arange(p.main_upto, p.n_docs)
     counts = p.doc_nterms[tail].astype(np.int64)
     starts = np.repeat(p.doc_start[tail] - np.cumsum(counts) + counts, counts)
     pos = starts + np.arange(int(counts.sum()), dtype=np.int64)
-    terms = np.concatenate([np.repeat(np.arange(n_terms), np.diff(p.indptr)),
+    terms = np.concatenate([np.repeat(np.arange(n_main), np.diff(p.indptr)),
                             p.fwd_terms[pos].astype(np.int64)])
     docs = np.concatenate([p.post_docs[:nnz].astype(np.int64), np.repeat(tail, counts)])
     tfs = np.concatenate([p.post_tfs[:nnz], p.fwd_tfs[pos]]).astype(np.float64)
@@ -46,9 +47,9 @@ def thread_postings(p: Postings, thread_of: np.ndarray, member: np.ndarray, n_th
                          minlength=n_threads)
     has_doc = np.bincount(thread[sized], minlength=n_threads) > 0
     n_with = int(has_doc.sum())
-    df = np.zeros(p.df.shape[0], np.int64)
+    df = np.zeros(n_terms, np.int64)
     if n_with:  # no thread of any length: every thread scores 0
-        df[:n_terms] = per_term
+        df[:] = per_term
     total = float(np.cumsum(length[has_doc])[-1]) if n_with else 0.0  # summed in thread order
     return Postings(df, n_with, indptr, (uniq % max(n_threads, 1)).astype(np.int32),
                     tf.astype(np.float32), n_threads, n_threads, np.zeros(n_threads, np.int64),

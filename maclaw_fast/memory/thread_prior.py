@@ -23,7 +23,7 @@ def thread_postings(p: Postings, thread_of: np.ndarray, member: np.ndarray, n_th
     ``p`` (CSR and forward-listed tail): a thread holds the terms of its live ``member`` rows
     with their counts summed, its length is the sum of theirs, N counts the threads of some
     length and df the threads holding a term. Thread ``t`` scores into ``out[t]``."""
-    n_keys, n_main = member.shape[0], p.indptr.shape[0] - 1
+    n_main, width = p.indptr.shape[0] - 1, max(n_threads, 1)
     n_terms = p.df.shape[0]  # the vocabulary: the tail may hold terms the CSR has not seen
     nnz = int(p.indptr[-1])
     tail = np.arange(p.main_upto, p.n_docs)
@@ -34,12 +34,12 @@ def thread_postings(p: Postings, thread_of: np.ndarray, member: np.ndarray, n_th
                             p.fwd_terms[pos].astype(np.int64)])
     docs = np.concatenate([p.post_docs[:nnz].astype(np.int64), np.repeat(tail, counts)])
     tfs = np.concatenate([p.post_tfs[:nnz], p.fwd_tfs[pos]]).astype(np.float64)
-    thread = _thread_of_docs(p, np.arange(p.n_docs), thread_of, member, n_keys)
+    thread = _thread_of_docs(p, thread_of, member)
     keep = thread[docs] >= 0
-    pair = terms[keep] * max(n_threads, 1) + thread[docs[keep]]
+    pair = terms[keep] * width + thread[docs[keep]]
     uniq, inverse = np.unique(pair, return_inverse=True)
     tf = np.bincount(inverse, weights=tfs[keep], minlength=uniq.shape[0])
-    per_term = np.bincount(uniq // max(n_threads, 1), minlength=n_terms)[:n_terms]
+    per_term = np.bincount(uniq // width, minlength=n_terms)[:n_terms]
     indptr = np.zeros(n_terms + 1, np.int64)
     np.cumsum(per_term, out=indptr[1:])
     sized = (thread >= 0) & (p.doc_norm[:p.n_docs] > 0.0)
@@ -51,20 +51,19 @@ def thread_postings(p: Postings, thread_of: np.ndarray, member: np.ndarray, n_th
     if n_with:  # no thread of any length: every thread scores 0
         df[:] = per_term
     total = float(np.cumsum(length[has_doc])[-1]) if n_with else 0.0  # summed in thread order
-    return Postings(df, n_with, indptr, (uniq % max(n_threads, 1)).astype(np.int32),
+    return Postings(df, n_with, indptr, (uniq % width).astype(np.int32),
                     tf.astype(np.float32), n_threads, n_threads, np.zeros(n_threads, np.int64),
                     np.zeros(n_threads, np.int32), _NO_TERMS, _NO_TFS,
                     length.astype(np.float32), has_doc, np.arange(n_threads, dtype=np.int64),
                     float(k1), float(b), max(total / max(n_with, 1), 1e-9), p.term_weight)
 
 
-def _thread_of_docs(p: Postings, docs: np.ndarray, thread_of: np.ndarray, member: np.ndarray,
-                    n_keys: int) -> np.ndarray:
+def _thread_of_docs(p: Postings, thread_of: np.ndarray, member: np.ndarray) -> np.ndarray:
     """Each document's thread: its row's, or -1 for a dead document or one of no member row."""
-    key = p.doc_key[docs]
-    ok = p.doc_live[docs] & (key >= 0) & (key < n_keys)
+    key = p.doc_key[:p.n_docs]
+    ok = p.doc_live[:p.n_docs] & (key >= 0) & (key < member.shape[0])
     ok[ok] = member[key[ok]]
-    out = np.full(docs.shape[0], -1, np.int64)
+    out = np.full(p.n_docs, -1, np.int64)
     out[ok] = thread_of[key[ok]]
     return out
 

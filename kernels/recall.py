@@ -199,7 +199,9 @@ def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
     lo = np.inf
     hi = -np.inf
     count = np.int64(0)  # not the literal 0: a callee would compile once more for it
+    cand = np.empty(base.shape[0], np.bool_)  # the rows the new top is among
     for i in range(base.shape[0]):
+        cand[i] = False
         graph[i] = 0.0
         score[i] = -np.inf
         if scored[i]:
@@ -216,7 +218,6 @@ def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
     sim, link, reached = propagate_linked(seeds, rel[seeds], rows.nbr, rows.edge_w, hops,
                                           knobs.hop_factor, rows.prev, rows.nxt, adj_hops,
                                           knobs.adj_factor, scored)
-    cand = np.zeros(base.shape[0], np.bool_)  # the rows the new top is among
     for r in top:
         cand[r] = True
     raised = False
@@ -301,7 +302,8 @@ def query_prior(term_ids, term_weight, cos, has_vec, has_vector, threads, out):
     thread's members): each thread scored as one document, BM25 of its rows' text and the
     cosine of their centroid (:mod:`maclaw_kernels.thread_prior`)."""
     n_threads = int(threads.n_threads)
-    tb = np.zeros(n_threads)
+    tb = np.empty(n_threads)
+    tb[:] = 0.0
     bm25_query(term_ids, Postings(*threads.postings[:17], term_weight), tb)
     thread_prior(tb, cos, has_vec, has_vector and threads.w_cos > 0.0, threads.member,
                  threads.thread_of, n_threads, threads.vnorm, threads.w_bm25, threads.w_cos,

@@ -57,7 +57,7 @@ def _in(r, rows, m):
 def kth_relevance(rel, scored, k):
     """The ``k``-th largest ``rel`` among the ``scored`` rows (the least of them when fewer;
     inf when there are none or ``k`` ≤ 0): the bar a leading user fact reaches."""
-    top = np.full(max(k, 1), -np.inf)
+    top = np.empty(max(k, 1))
     m = 0
     for i in range(rel.shape[0]):
         if not scored[i] or k <= 0:

@@ -81,7 +81,10 @@ def revived_masks(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, need
                                           has_vector, needs_term, cos_floor) < min_cue:
             continue
         if count == 0:
-            el, sc = eligible.copy(), scored.copy()
+            el, sc = np.empty(bm25.shape[0], np.bool_), np.empty(bm25.shape[0], np.bool_)
+            for j in range(bm25.shape[0]):
+                el[j] = eligible[j]
+                sc[j] = scored[j]
         count += 1
         el[i] = True
         sc[i] = True

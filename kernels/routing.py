@@ -230,7 +230,7 @@ def route_one(bm25, cos, exp_by_uid, group, w_cos, catalog, knobs, out):
     n = bm25.shape[0]
     c, k = catalog, knobs
     n_vec, slots = int(k.n_vec), int(k.slots)
-    key = np.empty(n, np.float64)
+    key = np.empty(n)
     scratch = np.empty(max(n_vec, 1), np.int64)
     fuse_scores(bm25, cos, c.cand, c.tie, n_vec, k.w_bm25, w_cos, int(k.norm), out.hit,
                 out.retrieval, scratch)

@@ -51,7 +51,8 @@ def bucket_floor(score, mask, k, lo, hi, count):
         return 0.0, 0.0, 0
     n_buckets = N_BUCKETS
     scale = n_buckets / (hi - lo)
-    hist = np.zeros(n_buckets + 1, np.int64)
+    hist = np.empty(n_buckets + 1, np.int64)
+    hist[:] = 0
     for i in range(score.shape[0]):
         if mask[i]:
             hist[int((score[i] - lo) * scale)] += 1
@@ -78,7 +79,7 @@ def top_k_known(score, access, seq, mask, k, lo, hi, count):
     Only rows in the score buckets that hold the best ``k`` can be among them (ties included),
     so the full-key heap below sees about ``k`` rows (:func:`bucket_floor`), not all of them.
     """
-    rows = np.empty(max(k, 0), dtype=np.int64)
+    rows = np.empty(max(k, 0), np.int64)
     kept = np.empty(max(k, 0))
     if k <= 0:
         return rows

@@ -151,27 +151,3 @@ def bm25_block(q_indptr, term_ids, p, out):
     q_indptr[q + 1]]``) into row ``out[q]``."""
     for q in range(q_indptr.shape[0] - 1):
         bm25_query(term_ids[q_indptr[q]:q_indptr[q + 1]], p, out[q])
-
-
-@njit(cache=True)
-def check_postings(terms, docs, offsets, lengths, indptr, n_words, df_out):
-    """Whether saved postings are consistent (what ``index.bm25_persist.Postings.check`` asks,
-    shapes aside): ``terms`` in ``[0, n_words)``, ``docs`` in ``[0, len(lengths))``, both
-    offset arrays non-decreasing from 0 to ``len(terms)``, lengths ≥ 0. Counts each term's
-    documents into ``df_out`` (zeroed here, ≥ ``n_words`` entries) on the way."""
-    nnz, n = terms.shape[0], lengths.shape[0]
-    df_out[:] = 0
-    if offsets[0] != 0 or offsets[n] != nnz or indptr[0] != 0 or indptr[n_words] != nnz:
-        return False
-    for i in range(n):
-        if offsets[i + 1] < offsets[i] or lengths[i] < 0:
-            return False
-    for w in range(n_words):
-        if indptr[w + 1] < indptr[w]:
-            return False
-    for j in range(nnz):
-        t, d = terms[j], docs[j]
-        if t < 0 or t >= n_words or d < 0 or d >= n:
-            return False
-        df_out[t] += 1
-    return True

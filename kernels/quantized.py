@@ -57,7 +57,7 @@ def query_norm(query):
 @njit(cache=True, fastmath=True, nogil=True)
 def bound_rows(codes, scale, err, has_vec, query, q_norm, slack, start, end, lo_out, hi_out):
     """Lower and upper bounds of the inner products of rows ``start..end`` with ``query``. Four
-    rows per step share each load of the query (as ``dot_scores`` does): 2.5× one at a time.
+    rows per step share each load of the query: 2.5× one at a time.
     Releases the GIL: a large column bounds row ranges on several threads."""
     d = query.shape[0]
     i = start

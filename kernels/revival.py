@@ -4,7 +4,7 @@ import numpy as np
 from numba import njit
 
 from maclaw_kernels.bm25 import bm25_query
-from maclaw_kernels.vectors import dot_scores
+from maclaw_kernels.vectors import row_dot
 
 # the least BM25 that counts as holding a query term for ``needs_term``: about the idf of a term
 # nine in ten memories hold (ln 1.11), so a word every memory holds cues none of them
@@ -118,10 +118,8 @@ def archive_cues(term_ids, postings, matrix, has_vec, query, alive, seq, knobs, 
     n = alive.shape[0]
     bm25_out[:n] = 0.0
     bm25_query(term_ids, postings, bm25_out[:n])
-    if query.shape[0]:
-        dot_scores(matrix, n, has_vec, query, cos_out)
-    else:
-        cos_out[:n] = 0.0
+    for i in range(n):
+        cos_out[i] = row_dot(matrix, i, query) if query.shape[0] and has_vec[i] else 0.0
     idf_total = terms_idf_total(term_ids, postings.df, postings.n_live)
     m = 0
     for r in range(n):

@@ -4,7 +4,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def propagate_reached(seeds, seed_values, nbr, edge_w, hops, hop_factor, eligible):
     """Breadth-first from ``seeds``: a node reached gets ``value · edge · hop_factor`` per hop,
     compounding, keeping the maximum when reached twice; seeds are never re-added. Returns the
@@ -51,7 +51,7 @@ def propagate_reached(seeds, seed_values, nbr, edge_w, hops, hop_factor, eligibl
     return best, reached[:n_reached]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def link_candidates(bm25, cos, alive, seq, row, use_cos, min_cos, w_bm25, w_cos, top):
     """The ``top`` entries a new ``row`` links to (design §4): with a vector, those with
     cos ≥ ``min_cos`` ranked by ``w_bm25·bm25 + w_cos·cos`` (strength = cos); without, those
@@ -90,7 +90,7 @@ def link_candidates(bm25, cos, alive, seq, row, use_cos, min_cos, w_bm25, w_cos,
     return picked[:m], strength[:m]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def propagate_linked(seeds, seed_values, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops,
                      adj_factor, eligible):
     """:func:`propagate_reached` over the similarity edges, then along the conversation links

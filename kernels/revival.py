@@ -11,7 +11,7 @@ from maclaw_kernels.vectors import row_dot
 TERM_BM25 = 0.1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def cue_strength(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, cos_floor):
     """Absolute strength of a query's cue for one memory, in [0, 1].
 
@@ -40,7 +40,7 @@ def cue_strength(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, co
     return (bm25_w * lex + cos_w * c) / total
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def terms_idf_total(term_ids, df, n_live):
     """The ``idf_total`` of :func:`cue_strength` for one query given as vocabulary ids (-1 =
     unknown): Σ idf over its distinct known terms, plus ``idf(df = 0)`` for every word the
@@ -63,7 +63,7 @@ def terms_idf_total(term_ids, df, n_live):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def revived_masks(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term,
                   cos_floor, min_cue, prev, nxt, adj_hops, eligible, scored):
     """How many ``dormant`` rows the query cues at least ``min_cue`` strongly
@@ -100,13 +100,13 @@ def revived_masks(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, need
     return count, el, sc
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def ahead_of(a, b, cue, seq):
     """Row ``a`` comes before row ``b`` in the archive's answer: a stronger cue, then older."""
     return cue[a] > cue[b] or (cue[a] == cue[b] and seq[a] < seq[b])
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def archive_cues(term_ids, postings, matrix, has_vec, query, alive, seq, knobs, limit, bm25_out,
                  cos_out, cue_out, rows_out):
     """Archive search in one call: BM25 of every row over ``postings`` (into ``bm25_out``), its

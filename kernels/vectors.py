@@ -4,7 +4,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, fastmath=True, nogil=True)
+@njit(cache=True, no_cfunc_wrapper=True, fastmath=True, nogil=True)
 def dot_tile(matrix, n_rows, has_vec, queries, q0, q1, out):
     """``out[q − q0, i] = matrix[i] · queries[q]`` for the queries ``q0..q1`` and the rows
     ``i < n_rows`` (0 for rows without a vector): each row is read once for the whole tile, not
@@ -20,7 +20,7 @@ def dot_tile(matrix, n_rows, has_vec, queries, q0, q1, out):
                 out[q - q0, i] = 0.0
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, no_cfunc_wrapper=True, fastmath=True)
 def row_dot(matrix, i, query):
     """``matrix[i] · query`` in float32: the loop of :func:`dot_tile`, shared with
     the exact rescoring of ``quantized.py`` so both give the same bits. Not inlined at numba's

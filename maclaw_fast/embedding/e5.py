@@ -101,6 +101,11 @@ COSINE_FLOOR = 0.71
 # the 95th percentile 0.30 against MiniLM's 0.28); used for a Chinese or mixed query
 # (embedding.base.cosine_floor)
 COSINE_FLOOR_CJK = 0.82
+# and a Chinese query's best match reaches less high on that scale: on the same dialogues the
+# best passage of each first message maps to a median 0.38 (files 0.38 / 0.34 / 0.41), where
+# MiniLM's best LoCoMo turn of a question sits at 0.61 (`fit_cosine_floor.py --zh`): recall's
+# least cosine range (RecallConfig.cos_spread, set on MiniLM) shrinks by that share for it
+COSINE_REACH_CJK = 0.62
 
 # The model reads 512 tokens (specials and the "query: "/"passage: " prefix included). A longer
 # text keeps its head: the subject of a message, a note or a query comes first, and one window
@@ -345,6 +350,7 @@ class E5Embedder:
         self.languages = ("multi", "en", "zh")
         self.cosine_floor = COSINE_FLOOR
         self.cosine_floor_cjk = COSINE_FLOOR_CJK
+        self.cosine_reach_cjk = COSINE_REACH_CJK
         self._backend = None
         self._lock = threading.Lock()
 

@@ -20,7 +20,8 @@ class Embedder(Protocol):
     embeds search queries differently (e5's ``"query: "`` prefix) also has
     ``embed_queries(texts)``, which :func:`embed_checked` uses with ``query=True``. A model
     whose cosines of unrelated texts run high may say so in ``cosine_floor``
-    (:func:`cosine_floor`).
+    (:func:`cosine_floor`), and one whose Chinese best matches reach less high above it in
+    ``cosine_reach_cjk`` (:func:`cosine_reach`).
     """
 
     dim: int

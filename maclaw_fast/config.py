@@ -86,7 +86,9 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     # (turns a 0.05 gap into a full unit); floor: (cos − f)/(1 − f); spread: min-max over a range
     # of at least cos_spread·(1 − f); raw: max(cos, 0)
     cos_norm: Literal["raw", "minmax", "floor", "spread", "floor_best"] = "floor_best"
-    cos_spread: float = 0.6  # the least range of floor_best / spread, in units of 1 − f
+    # the least range of floor_best / spread, in units of 1 − f, on MiniLM's scale: a query in a
+    # language whose best matches reach less high (embedding.cosine_reach) gets this × the reach
+    cos_spread: float = 0.6
     graph_seeds: int = 5
     graph_hops: int = 1
     graph_hop_factor: float = 0.5

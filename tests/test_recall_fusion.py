@@ -11,7 +11,7 @@ from maclaw_fast.config import MemoryConfig, RecallConfig
 from maclaw_fast.errors import EmbeddingError
 from maclaw_fast.memory import MemoryStore
 from maclaw_fast.memory.lifecycle import decay
-from maclaw_fast.embedding.base import cosine_floor
+from maclaw_fast.embedding.base import cosine_floor, cosine_reach
 from maclaw_kernels.recall_assemble import cos_ends, norm_cos
 from tests.maint_helpers import H, Clock
 
@@ -169,6 +169,36 @@ def test_a_chinese_query_is_scaled_by_the_models_floor_for_chinese():
                                                                   reinforce=False)}
             want = rc.weight_relevance * rc.cos_weight * 0.2 / (0.9 - floor)
             assert hits[ids[0]] - hits[ids[1]] == pytest.approx(want, rel=1e-5), query
+
+
+class ShortReach(TwoFloors):
+    """And a Chinese query's best match reaches half as high on the floor-mapped scale."""
+
+    cosine_reach_cjk = 0.5
+
+
+def test_a_chinese_querys_least_range_shrinks_by_the_models_reach():
+    """Memories at cosine 0.7 and 0.65, f 0.6 for Chinese: floor_best's hi is at least
+    f + cos_spread · reach · (1 − f), 0.72 with reach 0.5 (0.84 without one), so the 0.05 gap
+    weighs 0.05 / 0.12; an English query (f 0.2, reach 1) keeps hi = max(0.7, 0.68)."""
+    emb = ShortReach()
+    assert cosine_reach(emb, "which time zone") == cosine_reach(TwoFloors(), "时区") == 1.0
+    assert cosine_reach(emb, "用户在哪个时区") == 0.5
+    with MemoryStore.in_memory(embedder=emb, clock=Clock()) as store:
+        ids = [store.save(text, category="project_knowledge", vector=np.array(
+            [c, np.sqrt(1 - c * c)], np.float32)).id
+            for text, c in (("first note", 0.7), ("second note", 0.65))]
+        rc = store.config.recall
+        q = np.array([1.0, 0.0], np.float32)
+        for query, span in (("xyzzy plugh", 0.5), ("用户在哪个时区", 0.12)):
+            for hits in (store.recall(query, query_vector=q, reinforce=False),
+                         store.recall_batch([query, "x"], query_vectors=np.stack([q, q]),
+                                            reinforce=False)[0]):
+                score = {h.entry.id: h.score for h in hits}
+                want = rc.weight_relevance * rc.cos_weight * 0.05 / span
+                assert score[ids[0]] - score[ids[1]] == pytest.approx(want, rel=1e-4), query
+    with pytest.raises(EmbeddingError):
+        cosine_reach(type("Bad", (TwoFloors,), {"cosine_reach_cjk": 1.5})(), "时区")
 
 
 def test_a_batch_scales_each_query_by_its_own_languages_floor():

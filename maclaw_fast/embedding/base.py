@@ -20,7 +20,8 @@ class Embedder(Protocol):
     embeds search queries differently (e5's ``"query: "`` prefix) also has
     ``embed_queries(texts)``, which :func:`embed_checked` uses with ``query=True``. A model
     whose cosines of unrelated texts run high may say so in ``cosine_floor``
-    (:func:`cosine_floor`).
+    (:func:`cosine_floor`), and one whose Chinese best matches reach less high above it in
+    ``cosine_reach_cjk`` (:func:`cosine_reach`).
     """
 
     dim: int
@@ -62,15 +63,36 @@ def cosine_floor(embedder, text: str | None = None) -> float:
     >>> cosine_floor(Model()), cosine_floor(Model(), "用户在哪个时区"), cosine_floor(None)
     (0.5, 0.75, 0.0)
     """
-    name = "cosine_floor"
-    if text is not None and not text.isascii() and hasattr(embedder, "cosine_floor_cjk") \
+    return _language_value(embedder, text, "cosine_floor", 0.0)
+
+
+def cosine_reach(embedder, text: str | None = None) -> float:
+    """How high a Chinese or mixed ``text``'s best match reaches on ``embedder``'s floor-mapped
+    scale (:func:`cosine_floor`), as a share of MiniLM's on English, the scale on which
+    ``RecallConfig.cos_spread`` was set: the model's ``cosine_reach_cjk``; 1 for other text or
+    a model without one.
+
+    >>> class Model: cosine_reach_cjk = 0.6
+    >>> cosine_reach(Model()), cosine_reach(Model(), "用户在哪个时区"), cosine_reach(None, "时区")
+    (1.0, 0.6, 1.0)
+    """
+    if text is None or text.isascii() or not hasattr(embedder, "cosine_reach_cjk"):
+        return 1.0
+    return _language_value(embedder, text, "cosine_reach", 1.0)
+
+
+def _language_value(embedder, text: str | None, name: str, default: float) -> float:
+    """``embedder``'s attribute ``name`` (``name + "_cjk"`` for a Chinese or mixed ``text`` when
+    it has one), ``default`` when it has none; a number in [0, 1]."""
+    if text is not None and not text.isascii() and hasattr(embedder, name + "_cjk") \
             and cjk_share((text,)) >= CJK_SHARE:
-        name = "cosine_floor_cjk"
-    floor = getattr(embedder, name, 0.0) if embedder is not None else 0.0
-    if not isinstance(floor, (int, float)) or not 0.0 <= floor < 1.0:
+        name += "_cjk"
+    value = getattr(embedder, name, default) if embedder is not None else default
+    closed = not name.startswith("cosine_floor")  # a floor of 1 would leave no scale above it
+    if not isinstance(value, (int, float)) or not (0.0 <= value < 1.0 or closed and value == 1.0):
         raise EmbeddingError(f"{type(embedder).__name__}.{name} must be a number in "
-                             f"[0, 1), got {floor!r}")
-    return float(floor)
+                             f"[0, 1{']' if closed else ')'}, got {value!r}")
+    return float(value)
 
 
 def l2_normalise(matrix: np.ndarray) -> np.ndarray:

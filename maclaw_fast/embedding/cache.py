@@ -265,8 +265,9 @@ class CachedEmbedder:
         self.dim, self.fingerprint = inner.dim, inner.fingerprint
         self.languages = getattr(inner, "languages", None)
         self.cosine_floor = getattr(inner, "cosine_floor", 0.0)
-        if hasattr(inner, "cosine_floor_cjk"):
-            self.cosine_floor_cjk = inner.cosine_floor_cjk
+        for name in ("cosine_floor_cjk", "cosine_reach_cjk"):
+            if hasattr(inner, name):
+                setattr(self, name, getattr(inner, name))
         tag = hashlib.sha256(inner.fingerprint.encode()).hexdigest()[:16]
         self.cache = DiskEmbeddingCache(Path(directory) / f"vectors-{tag}.arrow", inner,
                                         max_entries)

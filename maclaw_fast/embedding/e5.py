@@ -101,6 +101,11 @@ COSINE_FLOOR = 0.71
 # the 95th percentile 0.30 against MiniLM's 0.28); used for a Chinese or mixed query
 # (embedding.base.cosine_floor)
 COSINE_FLOOR_CJK = 0.82
+# and a Chinese query's best match reaches less high on that scale: on the same dialogues the
+# best of its up to 40 passages maps to a median 0.37 where MiniLM's best of the 40 LoCoMo turns
+# sits at 0.51 (`fit_cosine_floor.py --zh`: 0.73 / 0.71 / 0.75 of it): recall's least cosine
+# range (RecallConfig.cos_spread, set on MiniLM) shrinks by that share for a Chinese query
+COSINE_REACH_CJK = 0.73
 
 # The model reads 512 tokens (specials and the "query: "/"passage: " prefix included). A longer
 # text keeps its head: the subject of a message, a note or a query comes first, and one window
@@ -345,6 +350,7 @@ class E5Embedder:
         self.languages = ("multi", "en", "zh")
         self.cosine_floor = COSINE_FLOOR
         self.cosine_floor_cjk = COSINE_FLOOR_CJK
+        self.cosine_reach_cjk = COSINE_REACH_CJK
         self._backend = None
         self._lock = threading.Lock()
 

@@ -24,14 +24,14 @@ from maclaw_fast.records import Entry, RecallHit, ScoreBreakdown
 
 def with_archive(store, plan, work, tokens: list[str], qvec, hits: list[RecallHit],
                  rows: np.ndarray, project, dynamic: bool, category,
-                 now: float, floor: float) -> list[RecallHit]:
+                 now: float, scale) -> list[RecallHit]:
     """``hits`` (of store ``rows``) with up to ``archive_max_hits`` archived entries of the
     query's scope cued at least ``archive_min_cue`` strongly, and those within
     ``adjacency_hops`` conversation links of them, merged where their score places them
     (``reason="archived"``) within the recall's entry and token limits (design R9). ``work``:
     the recall's scratch (every row's BM25, cosine and thread prior): an archived entry has no
     thread in the store, so the merge compares the store's hits without their prior.
-    ``floor``: the model's cosine floor for the query's language."""
+    ``scale``: the model's cosine floor and ``cos_spread`` for the query's language."""
     fc = store.config.forgetting
     if not fc.archive_search or len(store.archive) == 0:
         return hits
@@ -41,13 +41,13 @@ def with_archive(store, plan, work, tokens: list[str], qvec, hits: list[RecallHi
     found = store.archive.search(tokens, qvec, bm25_weight=rc.bm25_weight,
                                  cos_weight=rc.cos_weight, min_cue=fc.archive_min_cue,
                                  limit=4 * fc.archive_max_hits + 4,
-                                 cos_floor=floor)
+                                 cos_floor=scale[0])
     found = [f for f in found if _in_scope(store, f[0], project, dynamic, category)
              ][:fc.archive_max_hits]
     if not found:
         return hits
     eligible = plan.scope(store, project)[0].eligible[0]
-    ranges = _ranges(work.bm25[:n][eligible], work.cos[0, :n][eligible], floor)
+    ranges = _ranges(work.bm25[:n][eligible], work.cos[0, :n][eligible], scale)
     seeds = [_archive_hit(store, entry, bm25, cos, ranges, now)
              for entry, _, bm25, cos in found]
     extra = [h for h, _ in seeds]
@@ -115,21 +115,21 @@ def _linked_hits(store, seeds: list[tuple[RecallHit, float]], tokens, qvec, rang
             for (e, v), (bm25, cos) in zip(reached, scores)]
 
 
-def _ranges(bm25: np.ndarray, cos: np.ndarray, floor: float) -> tuple:
-    """(BM25 lo, hi over the hits, cosine lo, hi, the query's cosine floor) of the store's
+def _ranges(bm25: np.ndarray, cos: np.ndarray, scale) -> tuple:
+    """(BM25 lo, hi over the hits, cosine lo, hi, the query's (floor, spread)) of the store's
     candidates for this query: archived entries are normalised by them as the kernel normalises
     a row."""
     hits = bm25[bm25 > 0]
     b_lo, b_hi = (float(hits.min()), float(hits.max())) if hits.shape[0] else (np.inf, 0.0)
     c_lo, c_hi = (float(cos.min()), float(cos.max())) if cos.shape[0] else (np.inf, -np.inf)
-    return b_lo, b_hi, c_lo, c_hi, floor
+    return b_lo, b_hi, c_lo, c_hi, (float(scale[0]), float(scale[1]))
 
 
 def _normalised(store, bm25: float, cos: float, ranges) -> tuple[float, float]:
     """An archived entry's raw BM25 and cosine normalised by the configured modes over the
     store's candidates (:func:`_ranges`), each capped to [0, 1]."""
     rc = store.config.recall
-    b_lo, b_hi, c_lo, c_hi, floor = ranges
+    b_lo, b_hi, c_lo, c_hi, (floor, spread) = ranges
     x = bm25
     if rc.bm25_norm == "max" and x > 0:
         x = min(1.0, x / b_hi) if b_hi > 0 else 1.0
@@ -141,7 +141,7 @@ def _normalised(store, bm25: float, cos: float, ranges) -> tuple[float, float]:
     elif rc.cos_norm == "raw":
         c = max(cos, 0.0)
     else:  # the ends as the kernel's cos_ends gives them, tied to the model's floor
-        least = rc.cos_spread * (1.0 - floor)
+        least = spread * (1.0 - floor)
         lo, hi = {"floor": (floor, 1.0), "floor_best": (floor, max(c_hi, floor + least)),
                   "spread": (c_lo, max(c_hi, c_lo + least))}[rc.cos_norm]
         c = min(1.0, max((cos - lo) / (hi - lo), 0.0)) if hi > lo else 0.0

@@ -18,7 +18,7 @@ import msgspec
 import numpy as np
 
 from maclaw_fast.embedding import check_vectors
-from maclaw_fast.embedding.base import cosine_floor, plain_vector
+from maclaw_fast.embedding.base import cosine_floor, cosine_reach, plain_vector
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory import validate
 from maclaw_fast.index.vectors import PARALLEL_ELEMENTS
@@ -67,13 +67,13 @@ def _query_vector(store, query: str, given) -> np.ndarray | None:
 
 # ---------------------------------------------------------------------- the kernel's block
 def _floors(store, queries: list[str]) -> np.ndarray:
-    """Each query's cosine floor (the model's for the query's language) when one differs from
-    the model's own; no rows when none does (the kernel then reads the plan's)."""
+    """Each query's (cosine floor, ``cos_spread`` × reach) of the model for the query's language
+    when one differs from the model's own; no rows when none does (the plan's then hold)."""
     if store.embedder is None or all(q.isascii() for q in queries):
-        return _NO_FLOORS
-    own = cosine_floor(store.embedder)
-    floors = np.array([cosine_floor(store.embedder, q) for q in queries])
-    return floors if (floors != own).any() else _NO_FLOORS
+        return _NO_SCALES
+    spread, e = store.config.recall.cos_spread, store.embedder
+    floors = np.array([(cosine_floor(e, q), spread * cosine_reach(e, q)) for q in queries])
+    return floors if (floors != (cosine_floor(e), spread)).any() else _NO_SCALES
 
 
 def _times(store, queries: list[str], now: float) -> np.ndarray:
@@ -158,7 +158,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         if out.best_cue[0] < store.config.forgetting.archive_below:
             hits = with_archive(store, plan, work, tokens, None if qvec is None else qvec[0],
                                 hits, rows, project, dynamic, category, now,
-                                float(floors[0]) if floors.shape[0] else knobs[FLOOR_AT])
+                                floors[0] if floors.shape[0] else knobs[FLOOR_AT:FLOOR_AT + 2])
         if reinforce and any(h.reason == "archived" for h in hits):
             hits = _reinforce_hits(store, hits, now)
         elif reinforce and m:
@@ -169,7 +169,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
 _ONE = np.zeros(1, np.int64)  # a single query's scope row
 _NO_VECTORS = np.zeros((1, 0), np.float32)
 _NO_BM25, _NO_COS = np.zeros((0, 0)), np.zeros((0, 0), np.float32)
-_NO_FLOORS = np.zeros(0)
+_NO_FLOORS, _NO_SCALES = np.zeros(0), np.zeros((0, 2))
 
 
 # ---------------------------------------------------------------------- many queries

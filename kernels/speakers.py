@@ -5,17 +5,19 @@ from numba import njit
 
 
 @njit(cache=True)
-def raise_and_order(rows, parts, m, own, bonus, weight, score_at, affinity_at, reason_at,
+def raise_and_order(rows, parts, m, own, keep, bonus, weight, score_at, affinity_at, reason_at,
                     lead_a, lead_b):
     """One query's ``rows[:m]`` and ``parts[:, :m]``: after the leading block (part ``reason_at``
-    ``lead_a`` or ``lead_b``) each ``own`` row gains ``bonus`` in part ``score_at``, ``weight`` in
-    ``affinity_at``; then they are ordered by score, descending, ties kept."""
+    ``lead_a`` or ``lead_b``) each ``own`` row and the first ``keep`` others gain ``bonus`` in part
+    ``score_at``, ``weight`` in ``affinity_at``; then they are ordered by score, descending, ties
+    kept."""
     start = 0
     while start < m and (parts[reason_at, start] == lead_a or parts[reason_at, start] == lead_b):
         start += 1
     gained = False
     for j in range(start, m):
-        if own[j]:
+        if own[j] or keep > 0:
+            keep -= 0 if own[j] else 1
             parts[score_at, j] += bonus
             parts[affinity_at, j] += weight
             gained = True

@@ -47,6 +47,10 @@ def test_named_speakers_are_whole_words_or_a_chinese_substring():
     assert index.named("camelanie") == () and index.named("ana") == ()
     index.discard(3, "林遥：d")
     assert index.named("林遥住在哪里") == () and index.unspaced == set()
+    index.add(5, "Bo: hi")  # a name added after a lookup is found (the first-word cue is new)
+    assert index.named("what did Bo say") == ("bo",) and index.named("a plain query") == ()
+    index.discard(5, "Bo: hi")
+    assert index.named("what did Bo say") == ()
 
 
 def test_a_named_speakers_lines_come_first_and_off_restores_the_plain_order():

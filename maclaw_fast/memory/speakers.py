@@ -32,10 +32,9 @@ def speaker_order(store, queries: list[str], rows: np.ndarray, parts: np.ndarray
         named[q], m = names, int(counts[q])
         own = np.array(index.marked(names, rows[q, :m].tolist(), prev[rows[q, :m]].tolist(),
                                     rc.speaker_replies), np.bool_)
-        other = ~own & ~np.isin(parts[q, PART_REASON, :m], _LEADING)
-        own[np.flatnonzero(other)[:rc.speaker_keep]] = True
-        raise_and_order(rows[q], parts[q], m, own, rc.speaker_weight * rc.weight_relevance,
-                        rc.speaker_weight, PART_SCORE, PART_AFFINITY, PART_REASON, *_LEADING)
+        raise_and_order(rows[q], parts[q], m, own, rc.speaker_keep, rc.speaker_weight
+                        * rc.weight_relevance, rc.speaker_weight, PART_SCORE, PART_AFFINITY,
+                        PART_REASON, *_LEADING)
     return named
 
 

@@ -78,13 +78,14 @@ class SpeakerIndex:
     [3]
     """
 
-    __slots__ = ("asks", "rows", "span", "unspaced")
+    __slots__ = ("asks", "cue", "rows", "span", "unspaced")
 
     def __init__(self) -> None:
         self.rows: dict[str, set[int]] = {}
         self.asks: set[int] = set()  # the rows of speakers' lines that ask something
         self.span = 1  # the most words of a name held (runs of more are never looked up)
         self.unspaced: set[str] = set()  # names of a script without spaces: found as substrings
+        self.cue: re.Pattern | None = None  # any name's first word: made again when names change
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -96,6 +97,7 @@ class SpeakerIndex:
         rows = self.rows.get(key)
         if rows is None:
             rows = self.rows[key] = set()
+            self.cue = None
             self.span = max(self.span, key.count(" ") + 1)
             if not key.isascii() and " " not in key:
                 self.unspaced.add(key)
@@ -112,6 +114,7 @@ class SpeakerIndex:
             if not rows:
                 del self.rows[key]
                 self.unspaced.discard(key)
+                self.cue = None
 
     def marked(self, names, rows: list[int], before: list[int], replies: bool) -> list[bool]:
         """Whether each of ``rows`` is a line one of ``names`` spoke, or (``replies``) follows
@@ -128,6 +131,10 @@ class SpeakerIndex:
         if not self.rows:
             return ()
         low = query.lower()
+        if self.cue is None:  # a found name's first word is in the query: most queries stop here
+            self.cue = re.compile("|".join({re.escape(k.split(" ")[0]) for k in self.rows}))
+        if not self.cue.search(low):
+            return ()
         words = _WORD.findall(low)
         grams = set(words)
         if self.span > 1:

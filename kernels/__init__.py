@@ -1,7 +1,8 @@
 """numba kernels of maclaw_fast, installed as ``maclaw_kernels``.
 
 Plain functions over arrays and scalars: no objects, no globals, every knob an argument,
-``cache=True``. This package depends only on numpy and numba and never imports
+``cache=True``, and ``no_cfunc_wrapper=True`` (no kernel is a C callback; numba would
+otherwise build and optimise a C wrapper for each, compile time on a fresh install). This package depends only on numpy and numba and never imports
 ``maclaw_fast``. Each kernel is compared with a plain reference on random inputs in
 ``tests/test_*kernels.py``.
 

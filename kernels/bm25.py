@@ -17,18 +17,20 @@ Postings = namedtuple("Postings", [
     "term_weight"])
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def build_csr(n_terms, terms, docs, tfs):
     """Counting-sort COO postings (term, doc, tf) into CSR by term; within a term docs keep the
     input order. Returns ``(indptr, post_docs, post_tfs)``."""
-    indptr = np.zeros(n_terms + 1, dtype=np.int64)
+    indptr = np.empty(n_terms + 1, np.int64)
+    indptr[:] = 0
     for i in range(terms.shape[0]):
         indptr[terms[i] + 1] += 1
+    fill = np.empty(n_terms, np.int64)
     for t in range(n_terms):
+        fill[t] = indptr[t]
         indptr[t + 1] += indptr[t]
-    fill = indptr[:-1].copy()
-    post_docs = np.empty(terms.shape[0], dtype=np.int32)
-    post_tfs = np.empty(terms.shape[0], dtype=np.float32)
+    post_docs = np.empty(terms.shape[0], np.int32)
+    post_tfs = np.empty(terms.shape[0], np.float32)
     for i in range(terms.shape[0]):
         p = fill[terms[i]]
         post_docs[p] = docs[i]
@@ -37,12 +39,13 @@ def build_csr(n_terms, terms, docs, tfs):
     return indptr, post_docs, post_tfs
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def count_terms(flat_ids, offsets, n_vocab, out_terms, out_tfs, out_nterms):
     """Per document ``d`` (tokens ``flat_ids[offsets[d]:offsets[d+1]]``), its distinct terms in
     first-seen order with their counts, packed one document after another. Returns how many
     (term, tf) pairs were written. O(tokens), one scratch array over the vocabulary."""
-    first = np.full(n_vocab, -1, np.int64)
+    first = np.empty(n_vocab, np.int64)
+    first[:] = -1
     pos = 0
     for d in range(offsets.shape[0] - 1):
         start = pos
@@ -59,7 +62,7 @@ def count_terms(flat_ids, offsets, n_vocab, out_terms, out_tfs, out_nterms):
     return pos
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def query_idf(term_ids, df, n_live, term_weight):
     """Unique known terms of ``term_ids`` (first seen first; ``-1``, out of range or ``df == 0``
     skipped) and their ``idf = ln((N − df + ½)/(df + ½) + 1)``, also written into the zeroed
@@ -79,7 +82,20 @@ def query_idf(term_ids, df, n_live, term_weight):
     return uniq[:m], idf[:m]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
+def first_at_least(docs, lo, hi, d):
+    """The first position in ``docs[lo:hi]`` (sorted) holding a value ≥ ``d`` (``hi``: none);
+    written out: ``np.searchsorted`` compiles NumPy's comparison machinery (~0.4 s)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if docs[mid] < d:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def bm25_range(uniq, idf, p, out, d_lo, d_hi):
     """The documents ``d_lo..d_hi`` of :func:`bm25_query` for its terms ``uniq`` and ``idf``
     (:func:`query_idf`'s): CSR postings below ``main_upto`` (a term's postings are sorted by
@@ -93,9 +109,9 @@ def bm25_range(uniq, idf, p, out, d_lo, d_hi):
         if t < 0 or t >= n_terms:
             continue
         w = idf[i] * (k1 + 1.0)
-        docs = p.post_docs[p.indptr[t]:p.indptr[t + 1]]
-        lo = p.indptr[t] + np.searchsorted(docs, d_lo)
-        hi = p.indptr[t] + np.searchsorted(docs, min(d_hi, p.main_upto))
+        lo = first_at_least(p.post_docs, p.indptr[t], p.indptr[t + 1], d_lo)
+        hi = first_at_least(p.post_docs, lo, p.indptr[t + 1], d_hi if d_hi < p.main_upto
+                            else p.main_upto)
         for j in range(lo, hi):
             d = p.post_docs[j]
             if p.doc_live[d]:
@@ -116,7 +132,7 @@ def bm25_range(uniq, idf, p, out, d_lo, d_hi):
                     break
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def bm25_query(term_ids, p, out):
     """One query's BM25 added into ``out[doc_key]`` over the :data:`Postings` ``p``: the terms
     of :func:`query_idf`; documents below ``main_upto`` scored from the CSR postings, the tail
@@ -129,33 +145,9 @@ def bm25_query(term_ids, p, out):
     return uniq.shape[0]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def bm25_block(q_indptr, term_ids, p, out):
     """:func:`bm25_query` of each query ``q`` (vocabulary ids ``term_ids[q_indptr[q]:
     q_indptr[q + 1]]``) into row ``out[q]``."""
     for q in range(q_indptr.shape[0] - 1):
         bm25_query(term_ids[q_indptr[q]:q_indptr[q + 1]], p, out[q])
-
-
-@njit(cache=True)
-def check_postings(terms, docs, offsets, lengths, indptr, n_words, df_out):
-    """Whether saved postings are consistent (what ``index.bm25_persist.Postings.check`` asks,
-    shapes aside): ``terms`` in ``[0, n_words)``, ``docs`` in ``[0, len(lengths))``, both
-    offset arrays non-decreasing from 0 to ``len(terms)``, lengths ≥ 0. Counts each term's
-    documents into ``df_out`` (zeroed here, ≥ ``n_words`` entries) on the way."""
-    nnz, n = terms.shape[0], lengths.shape[0]
-    df_out[:] = 0
-    if offsets[0] != 0 or offsets[n] != nnz or indptr[0] != 0 or indptr[n_words] != nnz:
-        return False
-    for i in range(n):
-        if offsets[i + 1] < offsets[i] or lengths[i] < 0:
-            return False
-    for w in range(n_words):
-        if indptr[w + 1] < indptr[w]:
-            return False
-    for j in range(nnz):
-        t, d = terms[j], docs[j]
-        if t < 0 or t >= n_words or d < 0 or d >= n:
-            return False
-        df_out[t] += 1
-    return True

@@ -4,14 +4,14 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def _strength_now(strength, updated_at, now, rate):
     if strength <= 0.0:
         return 0.0
     return strength * np.exp(-rate * max(now - updated_at, 0.0) / 3600.0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def decay_pass(strength, updated_at, exempt, active, now, rate, threshold, out_strength,
                out_dormant):
     """``S = strength·exp(-rate·hours)``; rows that are ``active`` and not ``exempt`` (self
@@ -32,7 +32,7 @@ def decay_pass(strength, updated_at, exempt, active, now, rate, threshold, out_s
     return count
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def touch_rows(rows, access, strength, updated_at, access_add, strength_add, set_time,
                time_value, out):
     """Reinforce ``rows`` in place: ``access += access_add`` and ``strength += strength_add``

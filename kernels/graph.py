@@ -4,24 +4,30 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def propagate_reached(seeds, seed_values, nbr, edge_w, hops, hop_factor, eligible):
     """Breadth-first from ``seeds``: a node reached gets ``value · edge · hop_factor`` per hop,
     compounding, keeping the maximum when reached twice; seeds are never re-added. Returns the
     dense values over the ``eligible`` rows (0 where nothing arrived) and the rows raised above 0,
     each once, in the order they were first reached (a caller visits those, not every row)."""
     n = nbr.shape[0]
-    best = np.zeros(n, dtype=np.float64)
-    is_seed = np.zeros(n, dtype=np.bool_)
+    best = np.empty(n)
+    is_seed = np.empty(n, np.bool_)
+    for i in range(n):
+        best[i] = 0.0
+        is_seed[i] = False
     for s in seeds:
         is_seed[s] = True
-    reached = np.empty(n, dtype=np.int64)
+    reached = np.empty(n, np.int64)
     n_reached = 0
-    frontier = seeds.copy()
-    values = seed_values.astype(np.float64).copy()
+    frontier = np.empty(seeds.shape[0], np.int64)
+    values = np.empty(seeds.shape[0])
+    for j in range(seeds.shape[0]):
+        frontier[j] = seeds[j]
+        values[j] = seed_values[j]
     for _ in range(hops):
-        nxt = np.empty(frontier.shape[0] * nbr.shape[1], dtype=np.int64)
-        nval = np.empty(nxt.shape[0], dtype=np.float64)
+        nxt = np.empty(frontier.shape[0] * nbr.shape[1], np.int64)
+        nval = np.empty(nxt.shape[0])
         m = 0
         for f in range(frontier.shape[0]):
             node = frontier[f]
@@ -45,16 +51,17 @@ def propagate_reached(seeds, seed_values, nbr, edge_w, hops, hop_factor, eligibl
     return best, reached[:n_reached]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def link_candidates(bm25, cos, alive, seq, row, use_cos, min_cos, w_bm25, w_cos, top):
     """The ``top`` entries a new ``row`` links to (design §4): with a vector, those with
     cos ≥ ``min_cos`` ranked by ``w_bm25·bm25 + w_cos·cos`` (strength = cos); without, those
     with BM25 > 0 ranked by BM25 (strength = bm25 / best, ≤ 1). Ties: older (lower seq) first.
     Returns ``(rows, strengths)``."""
     n = bm25.shape[0]
-    rank = np.full(n, -np.inf)
+    rank = np.empty(n)
     best = 0.0
     for i in range(n):
+        rank[i] = -np.inf
         if i != row and alive[i] and bm25[i] > best:
             best = bm25[i]
     for i in range(n):
@@ -83,7 +90,7 @@ def link_candidates(bm25, cos, alive, seq, row, use_cos, min_cos, w_bm25, w_cos,
     return picked[:m], strength[:m]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def propagate_linked(seeds, seed_values, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops,
                      adj_factor, eligible):
     """:func:`propagate_reached` over the similarity edges, then along the conversation links
@@ -96,10 +103,13 @@ def propagate_linked(seeds, seed_values, nbr, edge_w, hops, hop_factor, prev, nx
     best, reached = propagate_reached(seeds, seed_values, nbr, edge_w, max(hops, 0), hop_factor,
                                       eligible)
     n = nbr.shape[0]
-    linked = np.zeros(n)
+    linked = np.empty(n)
+    is_seed = np.empty(n, np.bool_)
+    for i in range(n):
+        linked[i] = 0.0
+        is_seed[i] = False
     if adj_hops <= 0 or seeds.shape[0] == 0:
         return best, linked, reached
-    is_seed = np.zeros(n, dtype=np.bool_)
     for s in seeds:
         is_seed[s] = True
     more = np.empty(reached.shape[0] + 2 * seeds.shape[0] * adj_hops, np.int64)

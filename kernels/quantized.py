@@ -13,7 +13,7 @@ from maclaw_kernels.vectors import row_dot
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def quantize_rows(vectors, codes_out, scale_out, err_out):
     """int8 codes, float32 scale and float64 error bound of every row of ``vectors``."""
     d = vectors.shape[1]
@@ -33,7 +33,7 @@ def quantize_rows(vectors, codes_out, scale_out, err_out):
         err_out[i] = np.sqrt(e) * (1.0 + 1e-12) + 1e-12
 
 
-@njit(cache=True, fastmath=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, fastmath=True, inline="always")
 def _bounds_of(scale, err, has_vec, i, acc, q_norm, slack, lo_out, hi_out):
     if not has_vec[i]:  # no vector: the score is exactly 0
         lo_out[i] = 0.0
@@ -45,7 +45,7 @@ def _bounds_of(scale, err, has_vec, i, acc, q_norm, slack, lo_out, hi_out):
         hi_out[i] = a + margin
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def query_norm(query):
     """||query||₂ in float64 (the bound scales with it)."""
     total = 0.0
@@ -54,10 +54,10 @@ def query_norm(query):
     return np.sqrt(total)
 
 
-@njit(cache=True, fastmath=True, nogil=True)
+@njit(cache=True, no_cfunc_wrapper=True, fastmath=True, nogil=True)
 def bound_rows(codes, scale, err, has_vec, query, q_norm, slack, start, end, lo_out, hi_out):
     """Lower and upper bounds of the inner products of rows ``start..end`` with ``query``. Four
-    rows per step share each load of the query (as ``dot_scores`` does): 2.5× one at a time.
+    rows per step share each load of the query: 2.5× one at a time.
     Releases the GIL: a large column bounds row ranges on several threads."""
     d = query.shape[0]
     i = start
@@ -81,7 +81,7 @@ def bound_rows(codes, scale, err, has_vec, query, q_norm, slack, start, end, lo_
         _bounds_of(scale, err, has_vec, r, acc, q_norm, slack, lo_out, hi_out)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def kth_largest(values, n, k):
     """The ``k``-th largest of ``values[:n]`` (-inf when ``n < k``): a min-heap of ``k``."""
     if k <= 0 or n < k:
@@ -107,7 +107,7 @@ def kth_largest(values, n, k):
     return heap[0]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def rescore_candidates(lo, hi, n_rows, k, matrix, has_vec, query, out):
     """``out[i]`` = the exact score of every row that may be among the ``k`` best, ``-inf`` for
     the others. Returns how many rows were scored exactly."""

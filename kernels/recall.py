@@ -101,7 +101,7 @@ REASON_GRAPH = 1.0
 REASON_REVIVED = 4.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def recency_epoch(now, decay_per_hour):
     """``now`` rounded down to a multiple of the span over which the decay falls by e^15: every
     call at ``now`` shares the memo's epoch and its factors stay within float64 range."""
@@ -110,7 +110,7 @@ def recency_epoch(now, decay_per_hour):
     return np.floor(now / span) * span
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def refresh_recency(rows, now, decay_per_hour):
     """Bring the memo up to date and return ``decay_now``: ``memo_factor[i] =
     exp(decay·(updated_at[i] − epoch)/3600)`` is recomputed only for rows whose ``updated_at``
@@ -129,7 +129,7 @@ def refresh_recency(rows, now, decay_per_hour):
     return np.exp(-decay_per_hour * (now - epoch) / 3600.0)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def base_scores(rows, knobs, now, out):
     """Into ``out`` (f8[3, n]): every row's recency ``exp(-decay·max(now − updated_at, 0)/3600)``,
     importance ``weight + ln(1 + access)`` and their weighted sum, the memory-stream base score
@@ -145,7 +145,7 @@ def base_scores(rows, knobs, now, out):
         out[2, i] = knobs.w_rec * rec + knobs.w_imp * imp
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def fuse(bm25, cos, affinity, eligible, knobs, bm25_out, rel_out):
     """``rel = bm25_w·norm(bm25) + cos_w·norm(cos) + affinity`` of the ``eligible`` rows (0
     elsewhere). BM25 by ``bm25_norm``: 0 raw, 1 over the best hit, 2 min-max over the hits (a
@@ -176,7 +176,7 @@ def fuse(bm25, cos, affinity, eligible, knobs, bm25_out, rel_out):
         rel_out[i] = r
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def linked_relevance(own, sim, link, mix):
     """A row the walk reached: the larger of ``own`` and ``sim`` (similarity edges); along the
     conversation links ``mix`` 0 keeps the larger too, ``mix`` > 0 adds ``mix·link`` to its own
@@ -189,7 +189,7 @@ def linked_relevance(own, sim, link, mix):
     return v
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
     """Score every ``scored`` row (``base + w_rel·rel``; −inf elsewhere), take the best
     ``max(k, n_seeds)``, propagate relevance from the first ``n_seeds`` along the similarity
@@ -199,7 +199,9 @@ def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
     lo = np.inf
     hi = -np.inf
     count = np.int64(0)  # not the literal 0: a callee would compile once more for it
+    cand = np.empty(base.shape[0], np.bool_)  # the rows the new top is among
     for i in range(base.shape[0]):
+        cand[i] = False
         graph[i] = 0.0
         score[i] = -np.inf
         if scored[i]:
@@ -216,7 +218,6 @@ def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
     sim, link, reached = propagate_linked(seeds, rel[seeds], rows.nbr, rows.edge_w, hops,
                                           knobs.hop_factor, rows.prev, rows.nxt, adj_hops,
                                           knobs.adj_factor, scored)
-    cand = np.zeros(base.shape[0], np.bool_)  # the rows the new top is among
     for r in top:
         cand[r] = True
     raised = False
@@ -232,7 +233,7 @@ def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
     return top_k_desc(score, rows.access, rows.seq, cand, k), count
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, work, out_rows,
              out_parts):
     """One query from its relevance inputs to the selected rows (written into ``out_rows`` and
@@ -286,7 +287,7 @@ def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, 
     return m
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def near_in_time(created_at, when, weight, scale, affinity, out):
     """``affinity + weight·exp(−|created_at − when| / scale)`` into ``out``: a memory saved
     near the time the query asks about gains up to ``weight`` of relevance."""
@@ -295,20 +296,21 @@ def near_in_time(created_at, when, weight, scale, affinity, out):
     return out
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def query_prior(term_ids, term_weight, cos, has_vec, has_vector, threads, out):
     """Every row's thread prior for one query into ``out`` (0 for the rows that are no
     thread's members): each thread scored as one document, BM25 of its rows' text and the
     cosine of their centroid (:mod:`maclaw_kernels.thread_prior`)."""
     n_threads = int(threads.n_threads)
-    tb = np.zeros(n_threads)
+    tb = np.empty(n_threads)
+    tb[:] = 0.0
     bm25_query(term_ids, Postings(*threads.postings[:17], term_weight), tb)
     thread_prior(tb, cos, has_vec, has_vector and threads.w_cos > 0.0, threads.member,
                  threads.thread_of, n_threads, threads.vnorm, threads.w_bm25, threads.w_cos,
                  out)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, work, out, now):
     """Recall at ``now`` for each query ``q`` of ``block``: its BM25 and cosine over every
     row, its thread prior, then :func:`rank_one` over the masks of ``scopes`` row

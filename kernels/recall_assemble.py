@@ -11,7 +11,7 @@ KIND_IDENTITY = 2
 KIND_USER_FACT = 3
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def _identity_before(a, b, access, updated_at, seq):
     """Row ``a`` leads row ``b``: more important (self-identity entries share one category
     weight, so the access count decides), then more recent, then saved first."""
@@ -22,7 +22,7 @@ def _identity_before(a, b, access, updated_at, seq):
     return seq[a] < seq[b]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def pick_identity(fixed_rows, eligible, access, updated_at, seq, max_identity):
     """The at most ``max_identity`` ``eligible`` rows of ``fixed_rows`` that lead every recall,
     most important first, then most recent (an insertion into a list of a few rows)."""
@@ -45,7 +45,7 @@ def pick_identity(fixed_rows, eligible, access, updated_at, seq, max_identity):
     return out[:m]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def _in(r, rows, m):
     for j in range(m):
         if rows[j] == r:
@@ -53,11 +53,11 @@ def _in(r, rows, m):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def kth_relevance(rel, scored, k):
     """The ``k``-th largest ``rel`` among the ``scored`` rows (the least of them when fewer;
     inf when there are none or ``k`` ≤ 0): the bar a leading user fact reaches."""
-    top = np.full(max(k, 1), -np.inf)
+    top = np.empty(max(k, 1))
     m = 0
     for i in range(rel.shape[0]):
         if not scored[i] or k <= 0:
@@ -77,7 +77,7 @@ def kth_relevance(rel, scored, k):
     return top[m - 1] if m > 0 else np.inf
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def lead_facts(user_fact, scored, rel, graph, seq, bar, max_user_facts):
     """The user facts that lead a recall (design R4): the ``scored`` rows of ``user_fact`` whose
     relevance (``rel + graph``, with what the walk gave them) is above 0 and at least ``bar``
@@ -107,7 +107,7 @@ def lead_facts(user_fact, scored, rel, graph, seq, bar, max_user_facts):
     return lead[:n_lead]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def select_hits(fixed, lead, ranked, tokens, max_entries, budget, out_rows, out_kind):
     """Assemble a recall: the ``fixed`` rows always (they count towards ``max_entries``); then
     the ``lead`` user facts (:func:`lead_facts`); then the other ``ranked`` rows in order (-1:
@@ -145,7 +145,7 @@ def select_hits(fixed, lead, ranked, tokens, max_entries, budget, out_rows, out_
     return n
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def cos_range(cos, eligible):
     """(lowest, highest) cosine among the ``eligible`` rows ((inf, -inf) when none): the
     min-max normalisation of the cosines over a recall's candidates (design R3)."""
@@ -159,7 +159,7 @@ def cos_range(cos, eligible):
     return lo, hi
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def norm_cos(c, cos_mode, c_lo, c_hi):
     """A row's cosine as fused: ``max(c, 0)`` (``cos_mode`` 0, raw); min-max over the
     candidates (1): ``(c − lo)/(hi − lo)``, and when all candidates are equal 1 for a positive
@@ -175,7 +175,7 @@ def norm_cos(c, cos_mode, c_lo, c_hi):
     return 1.0 if c > 0.0 else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def cos_ends(cos, eligible, cos_mode, floor, spread):
     """The (lo, hi) :func:`norm_cos` maps a query's cosines with: the candidates' range
     (``cos_mode`` 1, min-max); the model's ``floor`` and 1 (2, floor); the candidates' range

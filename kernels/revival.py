@@ -4,14 +4,14 @@ import numpy as np
 from numba import njit
 
 from maclaw_kernels.bm25 import bm25_query
-from maclaw_kernels.vectors import dot_scores
+from maclaw_kernels.vectors import row_dot
 
 # the least BM25 that counts as holding a query term for ``needs_term``: about the idf of a term
 # nine in ten memories hold (ln 1.11), so a word every memory holds cues none of them
 TERM_BM25 = 0.1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def cue_strength(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, cos_floor):
     """Absolute strength of a query's cue for one memory, in [0, 1].
 
@@ -40,7 +40,7 @@ def cue_strength(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, co
     return (bm25_w * lex + cos_w * c) / total
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def terms_idf_total(term_ids, df, n_live):
     """The ``idf_total`` of :func:`cue_strength` for one query given as vocabulary ids (-1 =
     unknown): Σ idf over its distinct known terms, plus ``idf(df = 0)`` for every word the
@@ -63,7 +63,7 @@ def terms_idf_total(term_ids, df, n_live):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def revived_masks(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term,
                   cos_floor, min_cue, prev, nxt, adj_hops, eligible, scored):
     """How many ``dormant`` rows the query cues at least ``min_cue`` strongly
@@ -81,7 +81,10 @@ def revived_masks(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, need
                                           has_vector, needs_term, cos_floor) < min_cue:
             continue
         if count == 0:
-            el, sc = eligible.copy(), scored.copy()
+            el, sc = np.empty(bm25.shape[0], np.bool_), np.empty(bm25.shape[0], np.bool_)
+            for j in range(bm25.shape[0]):
+                el[j] = eligible[j]
+                sc[j] = scored[j]
         count += 1
         el[i] = True
         sc[i] = True
@@ -97,13 +100,13 @@ def revived_masks(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, need
     return count, el, sc
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def ahead_of(a, b, cue, seq):
     """Row ``a`` comes before row ``b`` in the archive's answer: a stronger cue, then older."""
     return cue[a] > cue[b] or (cue[a] == cue[b] and seq[a] < seq[b])
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def archive_cues(term_ids, postings, matrix, has_vec, query, alive, seq, knobs, limit, bm25_out,
                  cos_out, cue_out, rows_out):
     """Archive search in one call: BM25 of every row over ``postings`` (into ``bm25_out``), its
@@ -115,10 +118,8 @@ def archive_cues(term_ids, postings, matrix, has_vec, query, alive, seq, knobs, 
     n = alive.shape[0]
     bm25_out[:n] = 0.0
     bm25_query(term_ids, postings, bm25_out[:n])
-    if query.shape[0]:
-        dot_scores(matrix, n, has_vec, query, cos_out)
-    else:
-        cos_out[:n] = 0.0
+    for i in range(n):
+        cos_out[i] = row_dot(matrix, i, query) if query.shape[0] and has_vec[i] else 0.0
     idf_total = terms_idf_total(term_ids, postings.df, postings.n_live)
     m = 0
     for r in range(n):

@@ -13,13 +13,13 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _before(x, tie, i, j):
     """Row ``i`` ranks before row ``j``: larger ``x``, then smaller ``tie``."""
     return x[i] > x[j] or (x[i] == x[j] and tie[i] < tie[j])
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def topk_masked(x, mask, tie, k, out_idx):
     """Write the rows of the ``k`` largest ``x`` among ``mask`` into ``out_idx`` (descending, ties
     by smaller ``tie``) and return how many were written. Insertion into a sorted buffer: O(n)
@@ -27,7 +27,7 @@ def topk_masked(x, mask, tie, k, out_idx):
     return topk_where(x, mask, mask, np.bool_(True), tie, k, out_idx)  # a literal: 1 more compile
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def topk_where(x, mask, flag, want, tie, k, buf):
     """:func:`topk_masked` over the rows with ``mask[i]`` and ``flag[i] == want``.
 
@@ -54,7 +54,7 @@ NORM_MINMAX = 1  # minmax(bm25) + minmax(cos) (design R3)
 NORM_ZSCORE = 2  # z-scores of both: (x − mean)/std over the hits
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _moments(x, hit):
     """Mean and population standard deviation of ``x`` over the rows with ``hit``."""
     s = 0.0
@@ -74,7 +74,7 @@ def _moments(x, hit):
     return mu, np.sqrt(v / m)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def fuse_scores(bm25, cos, cand, tie, n_vec, w_bm25, w_cos, norm, hit, fused, scratch):
     """Hybrid retrieval over the candidate rows.
 
@@ -155,7 +155,7 @@ def fuse_scores(bm25, cos, cand, tie, n_vec, w_bm25, w_cos, norm, hit, fused, sc
     return n_hit
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def rank_keys(retrieval, exp_by_uid, row_uid, prio, cand, hit, group, w_ret, w_exp, w_prio,
               experience, score, key):
     """Three-signal score and the ordering key of every candidate row.
@@ -180,7 +180,7 @@ def rank_keys(retrieval, exp_by_uid, row_uid, prio, cand, hit, group, w_ret, w_e
             key[i] = s
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def fill_select(key, tie, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf_n):
     """The budgeted fill (design §12 step 7): walk candidates by ``key`` descending (ties by
     smaller ``tie``), taking builtin rows freely and at most ``nb_slots`` non-builtin ones, until
@@ -218,7 +218,8 @@ RouteKnobs = namedtuple("RouteKnobs", ["n_vec", "w_bm25", "norm", "w_ret", "w_ex
 RouteOut = namedtuple("RouteOut", ["idx", "hit", "retrieval", "experience", "score"])
 
 
-@njit(cache=True, inline="always")  # one compiled entry (route_rows): no re-optimised level
+# inlined: one compiled entry (route_rows), no re-optimised level
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def route_one(bm25, cos, exp_by_uid, group, w_cos, catalog, knobs, out):
     """Fusion, three-signal score and budgeted fill for one message (``w_cos``: its cosine
     weight). Ties are broken by the smaller ``tie`` (each row's rank by tool name, so the order
@@ -230,7 +231,7 @@ def route_one(bm25, cos, exp_by_uid, group, w_cos, catalog, knobs, out):
     n = bm25.shape[0]
     c, k = catalog, knobs
     n_vec, slots = int(k.n_vec), int(k.slots)
-    key = np.empty(n, np.float64)
+    key = np.empty(n)
     scratch = np.empty(max(n_vec, 1), np.int64)
     fuse_scores(bm25, cos, c.cand, c.tie, n_vec, k.w_bm25, w_cos, int(k.norm), out.hit,
                 out.retrieval, scratch)
@@ -247,7 +248,7 @@ def route_one(bm25, cos, exp_by_uid, group, w_cos, catalog, knobs, out):
     return n_sel, n_cand
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def route_rows(bm25, cos, exp_by_uid, group, w_cos, catalog, knobs, out, out_n, out_cand, lo,
                hi):
     """:func:`route_one` for messages ``lo..hi``; row ``q`` of every 2-D array (and of each array
@@ -262,7 +263,7 @@ def route_rows(bm25, cos, exp_by_uid, group, w_cos, catalog, knobs, out, out_n, 
         out_cand[q] = n_cand
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def selected_fields(out_idx, out_n, score, retrieval, experience, prio, bm25, cos, group, hit,
                     rows, fields):
     """Every message's selected rows flattened in order into ``rows`` (message ``q`` owns the

@@ -4,7 +4,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def raise_and_order(rows, parts, m, own, keep, bonus, weight, score_at, affinity_at, reason_at,
                     lead_a, lead_b):
     """One query's ``rows[:m]`` and ``parts[:, :m]``: after the leading block (part ``reason_at``

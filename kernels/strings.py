@@ -8,7 +8,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def term_hash(data, start, end):
     """64-bit FNV-1a of ``data[start:end]``."""
     h = np.uint64(0xCBF29CE484222325)
@@ -17,7 +17,7 @@ def term_hash(data, start, end):
     return h
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _same(data, a0, a1, other, b0, b1):
     if a1 - a0 != b1 - b0:
         return False
@@ -27,7 +27,7 @@ def _same(data, a0, a1, other, b0, b1):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def value_indices(data, offsets, values, value_offsets, out):
     """``out[i]`` = the index of the value equal to string ``i`` (``data[offsets[i]:
     offsets[i + 1]]``; value ``k`` is ``values[value_offsets[k]:value_offsets[k + 1]]``), -1
@@ -46,7 +46,7 @@ def value_indices(data, offsets, values, value_offsets, out):
     return missing
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def distinct_nonempty(data, offsets, table):
     """Whether the ``n`` strings are all non-empty and pairwise different; ``table``: int64
     scratch, a power of two ≥ 2n entries (an open-addressing set of string numbers)."""

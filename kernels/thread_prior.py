@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def thread_labels(prev, nxt, out):
     """Label every row with its thread: rows joined by ``prev``/``next`` links (-1 = none) share
     a label, labels 0, 1, … in the order of each thread's first row. Returns the count."""
@@ -40,12 +40,13 @@ def thread_labels(prev, nxt, out):
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def thread_vector_norms(matrix, has_vec, member, thread_of, n_threads, out):
     """``out[t]`` = the length of the sum of the vectors of the ``member`` rows of thread ``t``
     that have one (0 when none): the centroid's cosine is then Σ cos / this."""
     d = matrix.shape[1]
-    acc = np.zeros((n_threads, d))
+    acc = np.empty((n_threads, d))
+    acc[:] = 0.0
     for i in range(member.shape[0]):
         if member[i] and has_vec[i]:
             t = thread_of[i]
@@ -58,7 +59,7 @@ def thread_vector_norms(matrix, has_vec, member, thread_of, n_threads, out):
         out[t] = np.sqrt(s)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def thread_prior(tbm25, cos, has_vec, use_cos, member, thread_of, n_threads, vnorm, w_bm25,
                  w_cos, out):
     """Each ``member`` row's prior (0 for the others): ``w_bm25`` × its thread's BM25 over the
@@ -66,7 +67,8 @@ def thread_prior(tbm25, cos, has_vec, use_cos, member, thread_of, n_threads, vno
     ``vnorm``), min-max over the threads that have vectors; the cosine part only with
     ``use_cos``."""
     n = member.shape[0]
-    csum = np.zeros(n_threads)
+    csum = np.empty(n_threads)
+    csum[:] = 0.0
     if use_cos:
         for i in range(n):
             if member[i] and has_vec[i]:

@@ -13,7 +13,7 @@ from numba import njit
 N_BUCKETS = 64  # histogram buckets of bucket_floor
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def ahead(score_a, access_a, seq_a, row_a, score_b, access_b, seq_b, row_b):
     """Row a ranks before row b."""
     if score_a != score_b:
@@ -25,7 +25,7 @@ def ahead(score_a, access_a, seq_a, row_a, score_b, access_b, seq_b, row_b):
     return row_a < row_b
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def score_range(score, mask):
     """(lowest, highest, count) of the ``mask`` rows' scores."""
     lo = np.inf
@@ -39,7 +39,7 @@ def score_range(score, mask):
     return lo, hi, count
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def bucket_floor(score, mask, k, lo, hi, count):
     """``(lo, scale, b)`` such that every one of the ``k`` best ``mask`` rows has
     ``int((score - lo) * scale) >= b``, given the rows' :func:`score_range` ``lo``, ``hi``,
@@ -51,7 +51,8 @@ def bucket_floor(score, mask, k, lo, hi, count):
         return 0.0, 0.0, 0
     n_buckets = N_BUCKETS
     scale = n_buckets / (hi - lo)
-    hist = np.zeros(n_buckets + 1, np.int64)
+    hist = np.empty(n_buckets + 1, np.int64)
+    hist[:] = 0
     for i in range(score.shape[0]):
         if mask[i]:
             hist[int((score[i] - lo) * scale)] += 1
@@ -63,14 +64,14 @@ def bucket_floor(score, mask, k, lo, hi, count):
     return lo, scale, b
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def top_k_desc(score, access, seq, mask, k):
     """Rows of ``mask`` ordered best first, the first ``k`` of them."""
     lo, hi, count = score_range(score, mask)
     return top_k_known(score, access, seq, mask, k, lo, hi, count)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def top_k_known(score, access, seq, mask, k, lo, hi, count):
     """:func:`top_k_desc` given the :func:`score_range` of the ``mask`` rows (a caller that
     computes the scores can take it on the way, saving a pass).
@@ -78,7 +79,7 @@ def top_k_known(score, access, seq, mask, k, lo, hi, count):
     Only rows in the score buckets that hold the best ``k`` can be among them (ties included),
     so the full-key heap below sees about ``k`` rows (:func:`bucket_floor`), not all of them.
     """
-    rows = np.empty(max(k, 0), dtype=np.int64)
+    rows = np.empty(max(k, 0), np.int64)
     kept = np.empty(max(k, 0))
     if k <= 0:
         return rows

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from maclaw_kernels.quantized import (bound_rows, kth_largest, query_norm, quantize_rows,
                                       rescore_candidates)
-from maclaw_kernels.vectors import dot_scores
+from maclaw_kernels.vectors import dot_tile
 from maclaw_fast.workspace.search import best_rows
 
 from maclaw_fast.index.vectors import BOUND_SLACK, VectorColumn
@@ -46,7 +46,7 @@ def test_bounds_hold_and_the_top_k_is_the_full_scans(seed):
     for a, b in ((0, cut), (cut, n)):
         bound_rows(codes, scale, err, has, q, query_norm(q), BOUND_SLACK, a, b, lo, hi)
     dense = np.empty(n, np.float32)
-    dot_scores(m, n, has, q, dense)
+    dot_tile(m, n, has, q[None], 0, 1, dense[None])
     exact = (m.astype(np.float64) @ q.astype(np.float64)) * has
     assert (lo <= exact).all() and (exact <= hi).all()
     assert (lo <= dense).all() and (dense <= hi).all()

@@ -12,7 +12,7 @@ import pytest
 
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_kernels.revival import TERM_BM25, archive_cues, revived_masks
-from maclaw_kernels.vectors import dot_scores
+from maclaw_kernels.vectors import dot_tile
 from tests.test_memory_kernels import WORDS, zipf_doc
 
 
@@ -100,7 +100,7 @@ def test_cued_rows_match_reference(seed):
 @pytest.mark.parametrize("seed", range(4))
 def test_archive_cues_against_a_plain_reference(seed):
     """``archive_cues`` gives every row's BM25 (as the index scores it) and cosine (as
-    ``dot_scores``), a cue of -1 for dead rows, and selects the live rows whose reference cue
+    ``dot_tile``), a cue of -1 for dead rows, and selects the live rows whose reference cue
     strength (no shared term needed) reaches the bar: strongest first, ties by ``seq``, at
     most ``limit``."""
     rng = np.random.default_rng(seed)
@@ -130,7 +130,7 @@ def test_archive_cues_against_a_plain_reference(seed):
         want_bm25 = index.scores(terms, n)
         want_cos = np.zeros(n, np.float32)
         if with_vec:
-            dot_scores(matrix, n, has_vec, query, want_cos)
+            dot_tile(matrix, n, has_vec, query[None], 0, 1, want_cos[None])
         assert bm25.tolist() == want_bm25.tolist() and cos.tolist() == want_cos.tolist()
         idf = ref_idf_total(index, terms)
         ref = [ref_cue(float(want_bm25[r]), float(want_cos[r]), idf, 0.4, 0.6, has_vector,

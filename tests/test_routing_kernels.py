@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from maclaw_kernels.experience import (experience_indexed,
                                       experience_indexed_batch, experience_postings)
-from maclaw_kernels.vectors import dot_scores
+from maclaw_kernels.vectors import dot_tile
 from maclaw_kernels.routing import (NORM_MINMAX, NORM_RAW_COS, NORM_ZSCORE,
                                     fill_select, fuse_scores, rank_keys,
                                     route_one, route_rows, selected_fields, topk_masked,
@@ -363,7 +363,7 @@ def test_batched_cosines_are_bitwise_equal_to_single_query_kernel():
         col.scores_batch(q, n, out, parts)
         for i in range(nq):
             one = np.empty(n, np.float32)
-            dot_scores(col.matrix, n, col.has_vec, q[i], one)
+            dot_tile(col.matrix, n, col.has_vec, q[i][None], 0, 1, one[None])
             assert np.array_equal(one, out[i])
         np.testing.assert_allclose(out, np.where(has[:n], q @ col.matrix[:n].T, 0.0),
                                    rtol=1e-4, atol=1e-4)

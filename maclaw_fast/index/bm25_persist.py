@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import msgspec
 import numpy as np
-from maclaw_kernels.bm25 import build_csr, check_postings
+from maclaw_kernels.bm25 import build_csr
 
 from maclaw_fast.index.fieldnorm import encode_length
 
@@ -45,8 +45,16 @@ class Postings(msgspec.Struct, kw_only=True):
             return False
         if df_out is None:
             df_out = np.empty(max(v, 1), np.int64)
-        return bool(check_postings(self.terms, self.docs, self.offsets, self.lengths,
-                                   self.indptr, v, df_out))
+        df_out[:] = 0
+        off, ptr, terms, docs = self.offsets, self.indptr, self.terms, self.docs
+        if (off[0] != 0 or off[n] != nnz or ptr[0] != 0 or ptr[v] != nnz
+                or (np.diff(off) < 0).any() or (np.diff(ptr) < 0).any()
+                or (self.lengths < 0).any()):
+            return False
+        if nnz and (terms.min() < 0 or terms.max() >= v or docs.min() < 0 or docs.max() >= n):
+            return False
+        df_out[:v] = np.bincount(terms, minlength=v)
+        return True
 
 
 def _distinct(keys: np.ndarray) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 from maclaw_kernels.quantized import bound_rows, query_norm, quantize_rows, rescore_candidates
-from maclaw_kernels.vectors import dot_scores, dot_tile
+from maclaw_kernels.vectors import dot_tile
 
 from maclaw_fast.index.arrays import aligned_zeros
 from maclaw_fast.threads import in_ranges
@@ -148,12 +148,12 @@ class VectorColumn:
         vector)."""
         if out is None:
             out = np.empty(n_rows, dtype=np.float32)
+        m, has, q = self.matrix, self.has_vec, query[None]
         if n_rows * self.dim >= PARALLEL_ELEMENTS:
-            m, has = self.matrix, self.has_vec
-            in_ranges(n_rows, lambda lo, hi: dot_scores(m[lo:hi], hi - lo, has[lo:hi], query,
-                                                        out[lo:hi]))
+            in_ranges(n_rows, lambda lo, hi: dot_tile(m[lo:hi], hi - lo, has[lo:hi], q, 0, 1,
+                                                      out[lo:hi][None]))
         else:
-            dot_scores(self.matrix, n_rows, self.has_vec, query, out)
+            dot_tile(m, n_rows, has, q, 0, 1, out[None])
         return out
 
     def scores_batch(self, queries: np.ndarray, n_rows: int, out: np.ndarray,

@@ -29,7 +29,7 @@ import unicodedata
 
 import msgspec
 import numpy as np
-from maclaw_kernels.vectors import dot_scores
+from maclaw_kernels.vectors import dot_tile
 from maclaw_kernels.routing import topk_masked
 from maclaw_kernels.workspace import mmr_order
 
@@ -331,7 +331,7 @@ def _search_locked(ix, query: str, n_max: int, floor: float) -> SearchResponse:
         elif spare:
             ix.vectors.scores(qvec, n, out=dense_v)
         else:
-            dot_scores(ix.vectors.matrix, n, ix.vectors.has_vec, qvec, dense_v)
+            dot_tile(ix.vectors.matrix, n, ix.vectors.has_vec, qvec[None], 0, 1, dense_v[None])
         dense_v = dense_v.astype(np.float64)  # float64 scores: one compiled top-k kernel
         v_idx = best_rows(dense_v, cand)
         v_sc = dense_v[v_idx]

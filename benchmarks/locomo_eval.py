@@ -10,7 +10,8 @@ so the store ranks everything. Two clocks:
 * **(a) now** — every turn saved at one instant and recalled then (no recency differences);
 * **(b) dated** — each turn saved at its session's date, recalled at the last session's date.
 
-Questions (categories 1–4) are recalled in their conversation's store with
+Questions (categories 1–4; the adversarial category 5 reported apart) are recalled in their
+conversation's store with
 ``recall_batch_arrow`` (the same ranking as ``recall``, checked by the oracle tests). Identical
 turn texts of one conversation are one memory; its rank stands for all its turns. Metrics: turn
 Recall@5/@10, nDCG@10, session Recall@10 (turns mapped to sessions, ranking de-duplicated).
@@ -245,8 +246,11 @@ def evaluate(convs, turn_vecs, q_vecs, embedder, variants, clocks=CLOCKS, conv_i
     return dict(out)
 
 
-def summary(res: dict, label: str, clock: str, conv_ids, metric: str) -> float:
-    rows = [m for ci in conv_ids for m in res.get((label, clock), {}).get(ci, [])]
+def summary(res: dict, label: str, clock: str, conv_ids, metric: str,
+            categories=(1, 2, 3, 4)) -> float:
+    """The mean of ``metric`` over the questions of ``categories`` (5, adversarial: apart)."""
+    rows = [m for ci in conv_ids for m in res.get((label, clock), {}).get(ci, [])
+            if m["category"] in categories]
     return float(np.mean([r[metric] for r in rows])) if rows else float("nan")
 
 
@@ -269,16 +273,20 @@ def results_table(res: dict, labels: list[str], clocks=CLOCKS) -> list[str]:
     return lines
 
 
-def sweep_table(res: dict, labels: list[str], clocks=CLOCKS) -> list[str]:
-    """Tuning half only: turn R@10, nDCG@10 and session R@10 per clock."""
-    lines = ["| variant | " + " | ".join(f"R@10 {c} | nDCG@10 {c} | session R@10 {c}"
-                                           for c in clocks) + " |",
-             "|---|" + "---|---|---|" * len(clocks)]
+def sweep_table(res: dict, labels: list[str], clocks=CLOCKS, adversarial=False) -> list[str]:
+    """Tuning half only: turn R@10, nDCG@10 and session R@10 per clock (and ``adversarial``:
+    the adversarial category's turn R@10 per clock)."""
+    adv = [f"adversarial R@10 {c}" for c in clocks] if adversarial else []
+    lines = ["| variant | " + " | ".join([f"R@10 {c} | nDCG@10 {c} | session R@10 {c}"
+                                           for c in clocks] + adv) + " |",
+             "|---|" + "---|---|---|" * len(clocks) + "---|" * len(adv)]
     for label in labels:
         cells = []
         for c in clocks:
             cells += [f"{summary(res, label, c, TUNING, m):.3f}" for m in ("R@10", "nDCG@10",
                                                                             "S@10")]
+        if adversarial:
+            cells += [f"{summary(res, label, c, TUNING, 'R@10', (5,)):.3f}" for c in clocks]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines
 
@@ -316,6 +324,10 @@ def sweep_variants() -> dict[str, list[Variant]]:
              for w in (0.0, 0.2, 0.4, 0.8) for sc in (1.0, 3.0, 10.0) if w or sc == 3.0]
     speakers = [variant(f"speaker_weight {w:g}", speaker_weight=w)
                 for w in (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4)]
+    speakers += [variant(f"speaker_weight {w:g}, speaker_keep {k}", speaker_weight=w,
+                         speaker_keep=k) for w in (0.15, 0.25) for k in (0, 1, 3)]
+    speakers += [variant(f"speaker_weight {w:g}, replies off", speaker_weight=w,
+                         speaker_replies=False) for w in (0.15, 0.25)]
     prior = [variant(f"thread prior BM25 {b:g} / cosine {c:g}", thread_bm25_weight=b,
                      thread_cos_weight=c)
              for b, c in ((0.0, 0.0), (0.1, 0.1), (0.2, 0.05), (0.2, 0.1), (0.3, 0.05),
@@ -340,6 +352,22 @@ def sweep_variants() -> dict[str, list[Variant]]:
             "combinations of the best single changes": combos}
 
 
+# the speaker order off, and its guards off one at a time (the category table of the results)
+SPEAKER_ROWS = (
+    variant("the speaker a question names off (speaker_weight 0)", speaker_weight=0.0),
+    variant("speaker order without its guards (speaker_keep 0, replies off)", speaker_keep=0,
+            speaker_replies=False),
+    variant("speaker order without its guards, weight 0.25 (their best on 0–4)",
+            speaker_weight=0.25, speaker_keep=0, speaker_replies=False),
+    variant("the best other hits not kept (speaker_keep 0)", speaker_keep=0),
+    variant("replies to the named speaker's questions not raised (speaker_replies off)",
+            speaker_replies=False),
+    # without threads there is no thread prior to hold the other speaker's lines up
+    *(variant(f"saved without threads, {label}", threads=False, **change) for label, change in (
+        ("speaker_weight 0", {"speaker_weight": 0.0}), ("speaker_keep 0", {"speaker_keep": 0}),
+        ("speaker_keep 1", {"speaker_keep": 1}))))
+
+
 def ablation_variants() -> list[Variant]:
     """The default configuration and each change off."""
     out = [variant("default"),
@@ -352,7 +380,7 @@ def ablation_variants() -> list[Variant]:
                    adjacency_mix=0.0),
            variant("thread prior off", **NO_PRIOR),
            variant("the time a question names off", time_weight=0.0),
-           variant("the speaker a question names on (speaker_weight 0.25)", speaker_weight=0.25),
+           *SPEAKER_ROWS[:5],
            variant("saved without threads (links by the 30-minute gap alone)", threads=False),
            variant("BM25 k1 1.2 b 0.75 (long-document defaults)", bm25=(1.2, 0.75)),
            variant("relevance only (recency, importance weight 0)", weight_recency=0.0,
@@ -361,4 +389,22 @@ def ablation_variants() -> list[Variant]:
            variant("vector alone", bm25_weight=0.0, cos_weight=1.0, graph_hops=0,
                    adjacency_hops=0, **NO_PRIOR)]
     out.insert(1, variant("tokenizer off (no stop words, no stemming)", tokenizer="plain"))
-    return out
+    return out + list(SPEAKER_ROWS[5:])
+
+
+def category_table(res: dict, labels: list[str], clocks=CLOCKS) -> list[str]:
+    """Turn R@10 per half and per question category, the adversarial category (5) with it."""
+    names = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+    lines = ["| variant | clock | R@10 tuning 0–4 | R@10 held-out 5–9 | R@10 all 10 | "
+             + " | ".join(names.values()) + " | adversarial (5) tuning / held-out / all |",
+             "|---|---|---|---|---|" + "---|" * len(names) + "---|"]
+    for label in labels:
+        for clock in clocks:
+            halves = [f"{summary(res, label, clock, ids, 'R@10'):.3f}" for _, ids in HALVES]
+            cats = [f"{summary(res, label, clock, TUNING + HELD_OUT, 'R@10', (c,)):.3f}"
+                    for c in names]
+            adv = " / ".join(f"{summary(res, label, clock, ids, 'R@10', (5,)):.3f}"
+                             for _, ids in HALVES)
+            lines.append(f"| {label} | {CLOCK_NAMES[clock]} | " + " | ".join(halves + cats)
+                         + f" | {adv} |")
+    return lines

@@ -16,7 +16,8 @@ Metrics: turn R@5/R@10, session R@10, as in ``quality_memory.py``.
 
 Rows: the clocks of the recall-quality protocol without forgetting — (a) every turn saved at
 one time, (b) at its session date — then the lifecycle at both capacities with each of tiered
-decay, cue-driven revival and archive search on and off. Conversations 0–4 tune the revival
+decay, cue-driven revival and archive search on and off, and the four base settings with the
+speaker order (``RecallConfig.speaker_weight``) off. Conversations 0–4 tune the revival
 and archive bars (the sweep table), 5–9 are held out; both halves and all ten are reported.
 """
 
@@ -46,11 +47,12 @@ DEFAULT = ForgettingConfig()
 
 
 def make_config(n_turns: int, *, capacity: int | None, forgetting: ForgettingConfig,
-                base: MemoryConfig | None = None) -> MemoryConfig:
+                base: MemoryConfig | None = None, recall: dict | None = None) -> MemoryConfig:
     """The store's configuration: every turn ranked (``max_entries`` = turns + 8, no token
-    budget); ``capacity`` None = room for every turn."""
+    budget), with the ``recall`` changes; ``capacity`` None = room for every turn."""
     base = base or MemoryConfig()
-    rc = msgspec.structs.replace(base.recall, max_entries=n_turns + 8, token_budget=10**12)
+    rc = msgspec.structs.replace(base.recall, max_entries=n_turns + 8, token_budget=10**12,
+                                 **(recall or {}))
     if capacity is None:
         cap = CapacityConfig(store_capacity=n_turns + 10, gc_threshold=n_turns + 10)
     else:
@@ -60,11 +62,12 @@ def make_config(n_turns: int, *, capacity: int | None, forgetting: ForgettingCon
 
 def run_conversation(conv: dict, turn_vecs, q_vecs, embedder, *, lifecycle: bool,
                      capacity: int | None, forgetting: ForgettingConfig = DEFAULT,
-                     same_time: bool = False, stats: dict | None = None) -> list[list[str]]:
+                     same_time: bool = False, stats: dict | None = None,
+                     recall: dict | None = None) -> list[list[str]]:
     """Save ``conv``'s turns session by session (forgetting between sessions when
     ``lifecycle``), then rank every turn for each question; returns turn-id rankings."""
     n = len(conv["turns"])
-    cfg = make_config(n, capacity=capacity, forgetting=forgetting)
+    cfg = make_config(n, capacity=capacity, forgetting=forgetting, recall=recall)
     clock = Clock()
     use_vec = turn_vecs is not None
     store = MemoryStore.in_memory(embedder=embedder if use_vec else None, config=cfg,
@@ -164,6 +167,13 @@ def settings() -> list[tuple[str, dict]]:
                          dict(lifecycle=True, capacity=cap, forgetting=no_links)))
     rows.append(("capacity 500, no decay (GC and archive only)",
                  dict(lifecycle=False, capacity=500)))
+    off = {"speaker_weight": 0.0}  # the speaker order (on by default) off: R@10 (5) above
+    rows += [("(a), speaker order off", dict(lifecycle=False, capacity=None, same_time=True,
+                                             recall=off)),
+             ("(b), speaker order off", dict(lifecycle=False, capacity=None, recall=off)),
+             ("capacity = turns, speaker order off", dict(lifecycle=True, capacity=None,
+                                                          recall=off)),
+             ("capacity 500, speaker order off", dict(lifecycle=True, capacity=500, recall=off))]
     return rows
 
 
@@ -262,7 +272,10 @@ def findings(results) -> list[str]:
             "archive; archive search brings those turns back when no returned turn is cued "
             "above `archive_below`, scored as the store's rows (BM25 and cosine normalised "
             "over the store's candidates), and with each the archived turns within "
-            "`adjacency_hops` conversation links of it (the reply to an archived question)."]
+            "`adjacency_hops` conversation links of it (the reply to an archived question). "
+            "The last four rows turn the speaker order off (on by default: a question that "
+            "names a speaker favours that speaker's lines, docs/evaluation.md); archived hits "
+            "gain its bonus before they are merged with the store's, as the store's hits do."]
 
 
 def report(results, sweep, emb_desc: str, argv: str, seconds: float) -> str:

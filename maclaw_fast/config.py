@@ -73,10 +73,15 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     time_scale_days: float = 3.0
     # a query that names the speaker of transcript lines ("Melanie: ..."): that speaker's
     # lines among the selected hits gain speaker_weight of relevance after the graph walk and
-    # are ordered again (memory.speakers). Off by default: 0.25 (best on LoCoMo's tuning half)
-    # lifts turn R@10 (held-out 0.737 → 0.758) but lowers the adversarial questions, which name
-    # the other speaker, and archived hits at capacity 500 (docs/evaluation.md)
-    speaker_weight: float = 0.0
+    # are ordered again; archived hits gain it before their merge (memory.speakers). 0: off.
+    # Chosen on LoCoMo's tuning half (docs/evaluation.md)
+    speaker_weight: float = 0.2
+    # the line after a question of that speaker gains it too ("What got Melanie into pottery?"
+    # is answered by the reply to her "what got you into pottery?")
+    speaker_replies: bool = True
+    # the best other hits that gain it too and keep their place: a question that names the
+    # wrong speaker (LoCoMo's adversarial category) still finds the line it asks about
+    speaker_keep: int = 2
     bm25_norm: Literal["raw", "max", "minmax"] = "max"  # max: by the query's best score
     # the cosine's scale (f: the model's floor for the query's language, embedding.cosine_floor).
     # floor_best: (cos − f)/(hi − f), ≥ 0, hi the best candidate's cosine but at least
@@ -123,6 +128,9 @@ class RecallConfig(Config, frozen=True, kw_only=True):
         if not self.time_scale_days > 0:
             raise ValidationError(f"RecallConfig.time_scale_days must be > 0, got "
                                   f"{self.time_scale_days!r}")
+        if self.speaker_keep < 0:
+            raise ValidationError(f"RecallConfig.speaker_keep must be >= 0, got "
+                                  f"{self.speaker_keep!r}")
 
 
 class GraphConfig(Config, frozen=True, kw_only=True):

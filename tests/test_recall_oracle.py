@@ -158,8 +158,9 @@ class World:
                 out[-1] += w
             else:
                 out.append(w)
-        if self.rng.random() < 0.3:  # a transcript line: its speaker a query may name
-            return f"{self.rng.choice(SPEAKERS)}: " + " ".join(out)
+        if self.rng.random() < 0.3:  # a transcript line: its speaker a query may name, and
+            # every other one a question (the reply to it counts as that speaker's)
+            return f"{self.rng.choice(SPEAKERS)}: " + " ".join(out) + "?" * (len(out) % 2)
         return " ".join(out)
 
     def _raw_vec(self, centre):
@@ -470,7 +471,8 @@ def recall_configs(draw):
         weight_recency=draw(st.sampled_from((1.0, 0.5))),
         weight_relevance=draw(st.sampled_from((1.0, 2.0, 10.0))),
         project_affinity=draw(st.sampled_from((3.0, 0.7))),
-        speaker_weight=draw(st.sampled_from((0.25, 0.0, 1.0))))
+        speaker_weight=draw(st.sampled_from((0.25, 0.0, 1.0))),
+        speaker_keep=draw(st.sampled_from((2, 0, 1))), speaker_replies=draw(st.booleans()))
     return MemoryConfig(recall=rc)
 
 

@@ -1,5 +1,7 @@
 """The speaker order of recall (``RecallConfig.speaker_weight``): a query that names the speaker
-of transcript lines ("Melanie: ...") puts that speaker's lines forward among the hits."""
+of transcript lines ("Melanie: ...") puts that speaker's lines forward among the hits, with the
+replies to that speaker's questions, while the best other hits keep their place; archived hits
+gain the same bonus before they are merged."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import msgspec
 import pytest
 
 from maclaw_fast.config import MemoryConfig, RecallConfig
+from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory import MemoryStore
 from maclaw_fast.text.speakers import SpeakerIndex, line_speaker
 
@@ -16,10 +19,11 @@ LINES = ("Caroline: we camped by the lake and the camping trip was lovely",
          "Melanie: I finished a painting of a sunset")
 
 
-def _store(weight: float | None = None, **kw) -> MemoryStore:
-    rc = RecallConfig(speaker_weight=0.25 if weight is None else weight)
-    store = MemoryStore.in_memory(embedder=None, config=MemoryConfig(recall=rc), **kw)
-    for line in LINES:
+def _store(weight: float | None = None, lines=LINES, **recall) -> MemoryStore:
+    recall.setdefault("speaker_keep", 0)  # the bare rule; the kept hits have their own test
+    rc = RecallConfig(speaker_weight=0.25 if weight is None else weight, **recall)
+    store = MemoryStore.in_memory(embedder=None, config=MemoryConfig(recall=rc))
+    for line in lines:
         store.save(line, category="conversation_summary", thread="s1")
     return store
 
@@ -43,6 +47,10 @@ def test_named_speakers_are_whole_words_or_a_chinese_substring():
     assert index.named("camelanie") == () and index.named("ana") == ()
     index.discard(3, "林遥：d")
     assert index.named("林遥住在哪里") == () and index.unspaced == set()
+    index.add(5, "Bo: hi")  # a name added after a lookup is found (the first-word cue is new)
+    assert index.named("what did Bo say") == ("bo",) and index.named("a plain query") == ()
+    index.discard(5, "Bo: hi")
+    assert index.named("what did Bo say") == ()
 
 
 def test_a_named_speakers_lines_come_first_and_off_restores_the_plain_order():
@@ -78,7 +86,7 @@ def test_identity_stays_first_and_writes_keep_the_speaker_index(tmp_path):
 
 
 def test_a_reopened_store_finds_its_speakers_in_the_packed_text(tmp_path):
-    cfg = MemoryConfig(recall=RecallConfig(speaker_weight=0.25))
+    cfg = MemoryConfig(recall=RecallConfig(speaker_weight=0.25, speaker_keep=0))
     with MemoryStore.open(tmp_path / "s", embedder=None, config=cfg) as store:
         for line in LINES:
             store.save(line, category="conversation_summary", thread="s1")
@@ -90,6 +98,79 @@ def test_a_reopened_store_finds_its_speakers_in_the_packed_text(tmp_path):
             "caroline": 2, "melanie": 2}
 
 
-def test_speaker_weight_is_a_recall_config_field():
-    rc = msgspec.convert({"speaker_weight": 0.5}, RecallConfig)
-    assert rc.speaker_weight == 0.5 and RecallConfig().speaker_weight == 0.0
+def test_the_speaker_order_is_on_by_default_and_its_knobs_are_config_fields():
+    rc = msgspec.convert({"speaker_weight": 0.5, "speaker_keep": 1}, RecallConfig)
+    assert rc.speaker_weight == 0.5 and rc.speaker_keep == 1
+    default = RecallConfig()
+    assert (default.speaker_weight, default.speaker_keep) == (0.2, 2) and default.speaker_replies
+    with pytest.raises(ValidationError):
+        RecallConfig(speaker_keep=-1)
+
+
+TALK = ("Melanie: what got you into pottery?",
+        "Caroline: my aunt taught me when I was ten",
+        "Melanie: I went hiking with the kids",
+        "Caroline: pottery calms me down",
+        "Melanie: the kids love the lake")
+
+
+def test_the_reply_to_a_named_speakers_question_gains_the_bonus():
+    """A question built from a reply names the one who asked ("What got Melanie into
+    pottery?"): the reply gains as the asker's own lines do; with speaker_replies off it does
+    not, and a reply to a statement never does."""
+    query = "what got Melanie into pottery"
+    for replies in (True, False):
+        with _store(lines=TALK, speaker_replies=replies) as store:
+            w = store.config.recall.speaker_weight
+            gained = {h.entry.content: h.breakdown.affinity
+                      for h in store.recall(query, reinforce=False)}
+            assert gained[TALK[0]] == pytest.approx(w)
+            assert gained.get(TALK[1], 0.0) == pytest.approx(w if replies else 0.0)
+            assert gained.get(TALK[3], 0.0) == 0.0  # after a statement of hers
+
+
+def test_the_best_other_hits_keep_their_place():
+    """A query that names the wrong speaker (Caroline's line asked about as Melanie's): with
+    speaker_keep k, the k best hits of the other speaker rank no lower than without the speaker
+    order; with 0 the named speaker's lines pass them."""
+    lines = ["Caroline: I ran a charity race for mental health last Saturday"] + [
+        f"Melanie: a note about my {w} and the race day" for w in
+        ("garden", "kids", "painting", "camping", "pottery", "dog")]
+    query = "what did Melanie run the charity race for"
+    with _store(0.0, lines=lines) as off:
+        plain = [h.entry.content for h in off.recall(query, reinforce=False)]
+    assert plain[0] == lines[0]  # the content match decides without the bonus
+    for keep, rank in ((0, len(lines) - 1), (1, 0), (2, 0)):
+        with _store(1.0, lines=lines, speaker_keep=keep) as store:
+            hits = store.recall(query, reinforce=False)
+            assert [h.entry.content for h in hits].index(lines[0]) == rank
+            assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_archived_lines_gain_the_bonus_before_the_merge():
+    """Archived hits are merged with the store's by score: a named speaker's archived line and
+    the archived reply to its question gain the bonus the store's lines gain, so the merge
+    ranks them as if they were still in the store."""
+    query = "what did Melanie take away from the book Becoming Nicole"
+    scores = {}
+    for weight in (0.0, 0.25):
+        notes = [f"Caroline: note {i} about the weather" for i in range(8)]
+        store = _store(weight, lines=notes + ["Melanie: the kids love the lake"])
+        with store:
+            q = store.save("Melanie: what did you take away from the book Becoming Nicole?",
+                           category="conversation_summary", thread="s1")
+            a = store.save("Caroline: it taught me self-acceptance",
+                           category="conversation_summary", thread="s1")
+            store.save("Caroline: then we talked about hiking", category="conversation_summary",
+                       thread="s1")
+            store.archive_rows([store.row_of_id(q.id), store.row_of_id(a.id)])
+            hits = store.recall(query, reinforce=False)
+            got = {h.entry.id: h for h in hits}
+            assert got[q.id].reason == "archived" and got[a.id].reason == "archived"
+            assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+            for h in (got[q.id], got[a.id]):
+                assert h.breakdown.affinity == pytest.approx(weight)
+                assert h.score == pytest.approx(h.breakdown.total)
+            scores[weight] = (got[q.id].score, got[a.id].score)
+    rel = RecallConfig().weight_relevance
+    assert scores[0.25] == pytest.approx(tuple(s + 0.25 * rel for s in scores[0.0]))

@@ -1,6 +1,6 @@
 """``kernels/speakers.py`` against a plain-Python reference on random selections: the named
-speaker's rows after the leading block gain the bonus, and the rows after the block are
-ordered by score again, ties in their order."""
+speaker's rows after the leading block and the first ``keep`` others gain the bonus, and the
+rows after the block are ordered by score again, ties in their order."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from maclaw_kernels.speakers import raise_and_order
 SCORE, AFFINITY, REASON = 0, 7, 8
 
 
-def reference(rows, parts, m, own, bonus, weight):
+def reference(rows, parts, m, own, keep, bonus, weight):
     rows, parts = rows.copy(), parts.copy()
     start = 0
     while start < m and parts[REASON, start] in (2.0, 3.0):
         start += 1
-    gained = [j for j in range(start, m) if own[j]]
+    others = [j for j in range(start, m) if not own[j]][:keep]
+    gained = [j for j in range(start, m) if own[j] or j in others]
     for j in gained:
         parts[SCORE, j] += bonus
         parts[AFFINITY, j] += weight
@@ -42,8 +43,9 @@ def test_raise_and_order_matches_the_reference(seed):
     parts[SCORE, :min(lead, m)] += 100.0  # the block leads whatever its score
     own = rng.random(width) < 0.4
     bonus = float(rng.choice([0.0, 1.0, 2.0, 5.0]))
-    want_rows, want_parts, want = reference(rows, parts, m, own, bonus, bonus / 10)
-    got = raise_and_order(rows, parts, m, own, bonus, bonus / 10, SCORE, AFFINITY, REASON,
+    keep = int(rng.integers(0, 4))
+    want_rows, want_parts, want = reference(rows, parts, m, own, keep, bonus, bonus / 10)
+    got = raise_and_order(rows, parts, m, own, keep, bonus, bonus / 10, SCORE, AFFINITY, REASON,
                           2.0, 3.0)
     assert got == want
     np.testing.assert_array_equal(rows, want_rows)

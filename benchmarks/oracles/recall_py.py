@@ -61,8 +61,10 @@ Decisions where the design leaves room (the engine is expected to agree):
   ``recall_dynamic``), by that relevance (ties: saved first); then the rest in rank order.
 * The speaker order: when the query names the speaker of some entry's transcript line
   (``maclaw_fast.text.speakers``: the names of every entry given), each selected entry after the
-  leading block whose line that speaker spoke gains ``speaker_weight`` of relevance (reported
-  with the affinity), and those entries are ordered by total again (ties keep their order).
+  leading block whose line that speaker spoke, or (``speaker_replies``) whose ``prev`` entry is
+  that speaker's line asking a question, gains ``speaker_weight`` of relevance (reported with the
+  affinity), and so do the first ``speaker_keep`` of the other entries after the block; those
+  entries are ordered by total again (ties keep their order).
 """
 
 from __future__ import annotations
@@ -497,16 +499,24 @@ class PyRecall:
         named = self.named_speakers(query) if rc.speaker_weight > 0.0 else set()
         self.last_named = named
         if named:
-            from maclaw_fast.text.speakers import line_speaker
+            from maclaw_fast.text.speakers import speaks_or_answers
 
             k = 0
             while k < len(out) and out[k]["id"] in self.last_kinds:
                 k += 1
+            content = {e["id"]: e["content"] for e in self.entries}
+            keep = rc.speaker_keep
             for e in out[k:]:
-                if line_speaker(e["content"]) in named:
-                    d = info[e["id"]]
-                    d["affinity"] += rc.speaker_weight
-                    d["total"] += rc.weight_relevance * rc.speaker_weight
+                before = content.get(e.get("prev")) if rc.speaker_replies else None
+                if speaks_or_answers(e["content"], before, named):
+                    pass
+                elif keep > 0:  # one of the best other hits: it keeps its place
+                    keep -= 1
+                else:
+                    continue
+                d = info[e["id"]]
+                d["affinity"] += rc.speaker_weight
+                d["total"] += rc.weight_relevance * rc.speaker_weight
             out[k:] = sorted(out[k:], key=lambda e: -info[e["id"]]["total"])
 
         result = []

@@ -19,19 +19,21 @@ import pyarrow.compute as pc
 from maclaw_fast.config import CATEGORY_TABLE
 from maclaw_fast.memory.columns import budget_tokens
 from maclaw_fast.memory.lifecycle import restore_locked
+from maclaw_fast.memory.speakers import raise_archived
 from maclaw_fast.records import Entry, RecallHit, ScoreBreakdown
 
 
 def with_archive(store, plan, work, tokens: list[str], qvec, hits: list[RecallHit],
                  rows: np.ndarray, project, dynamic: bool, category,
-                 now: float, scale) -> list[RecallHit]:
+                 now: float, scale, names=()) -> list[RecallHit]:
     """``hits`` (of store ``rows``) with up to ``archive_max_hits`` archived entries of the
     query's scope cued at least ``archive_min_cue`` strongly, and those within
     ``adjacency_hops`` conversation links of them, merged where their score places them
     (``reason="archived"``) within the recall's entry and token limits (design R9). ``work``:
     the recall's scratch (every row's BM25, cosine and thread prior): an archived entry has no
     thread in the store, so the merge compares the store's hits without their prior.
-    ``scale``: the model's cosine floor and ``cos_spread`` for the query's language."""
+    ``scale``: the model's cosine floor and ``cos_spread`` for the query's language;
+    ``names``: the query's speakers (memory.speakers)."""
     fc = store.config.forgetting
     if not fc.archive_search or len(store.archive) == 0:
         return hits
@@ -53,6 +55,7 @@ def with_archive(store, plan, work, tokens: list[str], qvec, hits: list[RecallHi
     extra = [h for h, _ in seeds]
     extra += _linked_hits(store, seeds, tokens, qvec, ranges, now,
                           lambda e: _in_scope(store, e, project, dynamic, category))
+    extra = raise_archived(store, extra, names) if names else extra
     lead = sum(1 for h in hits if h.reason in ("self_identity", "user_fact"))
     key = {}  # the store hits' scores without the thread prior (by position)
     if prior is not None:

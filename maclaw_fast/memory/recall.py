@@ -158,7 +158,8 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         if out.best_cue[0] < store.config.forgetting.archive_below:
             hits = with_archive(store, plan, work, tokens, None if qvec is None else qvec[0],
                                 hits, rows, project, dynamic, category, now,
-                                floors[0] if floors.shape[0] else knobs[FLOOR_AT:FLOOR_AT + 2])
+                                floors[0] if floors.shape[0] else knobs[FLOOR_AT:FLOOR_AT + 2],
+                                named.get(0, ()))
         if reinforce and any(h.reason == "archived" for h in hits):
             hits = _reinforce_hits(store, hits, now)
         elif reinforce and m:

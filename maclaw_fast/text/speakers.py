@@ -3,7 +3,9 @@
 A memory saved as a transcript line, ``"Melanie: we went camping"``, has a speaker: the one to
 three words before a leading colon, the first capitalised (or of a script without case, such as
 Chinese). A query that names a speaker ("what does Melanie do to relax?") is mostly about what
-that speaker said, so recall favours their lines (docs/design.md, "Recall").
+that speaker said, so recall favours their lines, and the reply to a question that speaker
+asked ("Melanie: what got you into pottery?"): that reply is about what the question named
+(docs/design.md, "Recall").
 """
 
 from __future__ import annotations
@@ -43,6 +45,26 @@ def line_speaker(text: str) -> str | None:
     return speaker_key(name) or None
 
 
+def line_asks(text: str) -> bool:
+    """Whether a line asks something (a question mark, either width)."""
+    return "?" in text or "？" in text
+
+
+def speaks_or_answers(text: str, before: str | None, names) -> bool:
+    """Whether a line is spoken by one of ``names`` (speaker keys) or answers a question one
+    of them asked in the line ``before`` it.
+
+    >>> ana = {"ana"}
+    >>> speaks_or_answers("Ana: hi", None, ana), speaks_or_answers("Bo: yes", "Ana: ok?", ana)
+    (True, True)
+    >>> speaks_or_answers("Bo: yes", "Ana: ok.", ana), speaks_or_answers("Bo: yes", None, ana)
+    (False, False)
+    """
+    if line_speaker(text) in names:
+        return True
+    return before is not None and line_asks(before) and line_speaker(before) in names
+
+
 class SpeakerIndex:
     """The rows of each speaker of a table's transcript lines, kept as rows are written.
 
@@ -52,14 +74,18 @@ class SpeakerIndex:
     (('melanie',), ('ana ruiz',))
     >>> index.discard(0, "Melanie: hi"); index.named("Melanie?"), len(index)
     ((), 1)
+    >>> index.add(3, "Ana Ruiz: how are you?"); sorted(index.asks)
+    [3]
     """
 
-    __slots__ = ("rows", "span", "unspaced")
+    __slots__ = ("asks", "cue", "rows", "span", "unspaced")
 
     def __init__(self) -> None:
         self.rows: dict[str, set[int]] = {}
+        self.asks: set[int] = set()  # the rows of speakers' lines that ask something
         self.span = 1  # the most words of a name held (runs of more are never looked up)
         self.unspaced: set[str] = set()  # names of a script without spaces: found as substrings
+        self.cue: re.Pattern | None = None  # any name's first word: made again when names change
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -71,19 +97,32 @@ class SpeakerIndex:
         rows = self.rows.get(key)
         if rows is None:
             rows = self.rows[key] = set()
+            self.cue = None
             self.span = max(self.span, key.count(" ") + 1)
             if not key.isascii() and " " not in key:
                 self.unspaced.add(key)
         rows.add(row)
+        if line_asks(text):
+            self.asks.add(row)
 
     def discard(self, row: int, text: str) -> None:
         key = line_speaker(text)
         rows = self.rows.get(key) if key is not None else None
         if rows is not None:
             rows.discard(row)
+            self.asks.discard(row)
             if not rows:
                 del self.rows[key]
                 self.unspaced.discard(key)
+                self.cue = None
+
+    def marked(self, names, rows: list[int], before: list[int], replies: bool) -> list[bool]:
+        """Whether each of ``rows`` is a line one of ``names`` spoke, or (``replies``) follows
+        (``before``: the row before it) a question one of them asked."""
+        sets = [self.rows[name] for name in names]
+        mine = sets[0] if len(sets) == 1 else set().union(*sets)
+        asks = self.asks if replies else ()
+        return [r in mine or b in asks and b in mine for r, b in zip(rows, before)]
 
     def named(self, query: str) -> tuple[str, ...]:
         """The speakers ``query`` names as whole words (of up to three), or holds as a
@@ -92,6 +131,10 @@ class SpeakerIndex:
         if not self.rows:
             return ()
         low = query.lower()
+        if self.cue is None:  # a found name's first word is in the query: most queries stop here
+            self.cue = re.compile("|".join({re.escape(k.split(" ")[0]) for k in self.rows}))
+        if not self.cue.search(low):
+            return ()
         words = _WORD.findall(low)
         grams = set(words)
         if self.span > 1:

@@ -174,3 +174,27 @@ def test_archived_lines_gain_the_bonus_before_the_merge():
             scores[weight] = (got[q.id].score, got[a.id].score)
     rel = RecallConfig().weight_relevance
     assert scores[0.25] == pytest.approx(tuple(s + 0.25 * rel for s in scores[0.0]))
+
+
+def test_named_finds_exactly_the_whole_word_names_a_query_holds():
+    """The one-word names' regex gives what matching the query's words against the names
+    gives (a name of non-ASCII letters is found as a substring, as a Chinese one is), on random
+    queries with prefixes, apostrophes, underscores and accents."""
+    import random
+    import re
+
+    from maclaw_fast.text.speakers import SpeakerIndex
+
+    rnd = random.Random(7)
+    pool = ["Ana", "Anabel", "Melanie", "Éric", "Bo", "Ma"]  # Éric: the general path
+    for _ in range(400):
+        index = SpeakerIndex()
+        for row, name in enumerate(rnd.sample(pool, rnd.randint(1, len(pool)))):
+            index.add(row, f"{name}: hi")
+        query = "".join(rnd.choice(["ana", "anabel", "melanie", "éric", "bo", "ma", "s", "_",
+                                    "'", "’", " ", "9", "?", "É"])
+                        for _ in range(rnd.randint(0, 12)))
+        low = query.lower()
+        want = set(re.findall(r"\w+", low)) & set(index.rows)
+        want |= {k for k in index.rows if not k.isascii() and k in low}  # no-space script
+        assert index.named(query) == tuple(sorted(want)), query

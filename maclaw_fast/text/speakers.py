@@ -132,7 +132,11 @@ class SpeakerIndex:
             return ()
         low = query.lower()
         if self.cue is None:  # a found name's first word is in the query: most queries stop here
-            self.cue = re.compile("|".join({re.escape(k.split(" ")[0]) for k in self.rows}))
+            firsts = "|".join({re.escape(k.split(" ")[0]) for k in self.rows})
+            self.cue = re.compile(firsts if self.unspaced or self.span > 1
+                                  else rf"\b(?:{firsts})\b")  # one-word names: found whole
+        if self.span == 1 and not self.unspaced:
+            return tuple(sorted(set(self.cue.findall(low))))
         if not self.cue.search(low):
             return ()
         words = _WORD.findall(low)

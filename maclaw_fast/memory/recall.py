@@ -69,7 +69,7 @@ def _query_vector(store, query: str, given) -> np.ndarray | None:
 def _floors(store, queries: list[str]) -> np.ndarray:
     """Each query's cosine floor (the model's for the query's language) when one differs from
     the model's own; no rows when none does (the kernel then reads the plan's)."""
-    if store.embedder is None or all(q.isascii() for q in queries):
+    if store.embedder is None or all(map(str.isascii, queries)):
         return _NO_FLOORS
     own = cosine_floor(store.embedder)
     floors = np.array([cosine_floor(store.embedder, q) for q in queries])

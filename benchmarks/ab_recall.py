@@ -5,6 +5,7 @@ queries per second.
     python benchmarks/ab_recall.py --base main --cand HEAD                     # 500 notes
     python benchmarks/ab_recall.py --base main --cand HEAD --sizes 500,1000,10000,100000 \\
         --kinds notes,conversation --batch --out benchmarks/results/recall_ab.md
+    python benchmarks/ab_recall.py --base REV --cand main,HEAD    # two candidates, one run
 
 Each build (a git revision) is exported to a temporary directory and imported from there by
 this interpreter, each with its own default config. Per (size, kind) and round, a fresh process
@@ -129,35 +130,52 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="write a Markdown table here")
     args = ap.parse_args(argv)
     repo = Path(__file__).resolve().parents[1]
+    cands = args.cand.split(",")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        roots = {"base": export(args.base, repo, Path(tmp) / "base"),
-                 "cand": export(args.cand, repo, Path(tmp) / "cand")}
+        roots = {"base": export(args.base, repo, Path(tmp) / "base")}
+        for i, cand in enumerate(cands):
+            roots[cand] = export(cand, repo, Path(tmp) / f"cand{i}")
         for root in roots.values():  # compile (numba caches under the export) before timing
             run(root, 50, "notes", 10, 0)
         for kind in args.kinds.split(","):
             for n in map(int, args.sizes.split(",")):
                 calls = max(50, min(args.calls, int(args.calls * 2000 / n)))
                 batch = args.batch if n <= 1000 else 0
-                res: dict[str, list[dict]] = {"base": [], "cand": []}
-                for r in range(args.rounds):
-                    for name in (("base", "cand") if r % 2 == 0 else ("cand", "base")):
+                res: dict[str, list[dict]] = {name: [] for name in roots}
+                names = list(roots)
+                for r in range(args.rounds):  # the builds take turns going first
+                    for name in names[r % len(names):] + names[:r % len(names)]:
                         res[name].append(run(roots[name], n, kind, calls, batch))
-                row = {"kind": kind, "n": n}
-                for key in ("p50", "bare_p50", "arrow_qps", "list_qps"):
-                    if key not in res["cand"][0]:
-                        continue
-                    b = [x[key] for x in res["base"]]
-                    c = [x[key] for x in res["cand"]]
-                    ratios = [ci / bi for bi, ci in zip(b, c)]
-                    row[key] = (statistics.median(b), statistics.median(c),
-                                statistics.median(ratios), min(ratios), max(ratios))
-                rows.append(row)
-                print(json.dumps(row), file=sys.stderr, flush=True)
-    lines = [f"# Recall A/B: {args.cand} against {args.base}", "",
+                for cand in cands:
+                    row = {"kind": kind, "n": n, "cand": cand}
+                    for key in ("p50", "bare_p50", "arrow_qps", "list_qps"):
+                        if key not in res[cand][0]:
+                            continue
+                        b = [x[key] for x in res["base"]]
+                        c = [x[key] for x in res[cand]]
+                        ratios = [ci / bi for bi, ci in zip(b, c)]
+                        row[key] = (statistics.median(b), statistics.median(c),
+                                    statistics.median(ratios), min(ratios), max(ratios))
+                    rows.append(row)
+                    print(json.dumps(row), file=sys.stderr, flush=True)
+    lines = [f"# Recall A/B: {', '.join(cands)} against {args.base}", "",
              f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, load "
              f"{os.getloadavg()[0]:.1f}; {args.rounds} rounds, builds alternating; default "
-             "config of each build, vectors given (the model is not timed).", "",
+             "config of each build, vectors given (the model is not timed)."]
+    for cand in cands:
+        lines += table(args, [row for row in rows if row["cand"] == cand],
+                       [f"## {cand}"] if len(cands) > 1 else [])
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+    return 0
+
+
+def table(args, rows: list[dict], heading: list[str]) -> list[str]:
+    """One candidate's rows as Markdown: single recall p50, then batch queries per second."""
+    lines = ["", *heading, *([""] if heading else []),
              "| store | entries | base p50 µs | cand p50 µs | cand/base (range) | "
              "NumPy E@q+top20 µs | cand/NumPy |", "|---|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
@@ -175,11 +193,7 @@ def main(argv=None) -> int:
                 b, c, r, lo, hi = row[key]
                 lines.append(f"| {row['kind']} | {row['n']:,} | {call} | {b:,.0f} | {c:,.0f} | "
                              f"{r:.2f} ({lo:.2f}–{hi:.2f}) |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
-    return 0
+    return lines
 
 
 if __name__ == "__main__":

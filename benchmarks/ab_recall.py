@@ -5,6 +5,8 @@ queries per second.
     python benchmarks/ab_recall.py --base main --cand HEAD                     # 500 notes
     python benchmarks/ab_recall.py --base main --cand HEAD --sizes 500,1000,10000,100000 \\
         --kinds notes,conversation --batch --out benchmarks/results/recall_ab.md
+    python benchmarks/ab_recall.py --base REV --cand main,HEAD    # two candidates, one run
+    python benchmarks/ab_recall.py --base main --cand HEAD --cpu  # CPU time: a shared machine
 
 Each build (a git revision) is exported to a temporary directory and imported from there by
 this interpreter, each with its own default config. Per (size, kind) and round, a fresh process
@@ -37,6 +39,7 @@ from maclaw_fast.config import CapacityConfig, MemoryConfig
 import msgspec
 
 N, KIND, CALLS, BATCH = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+clock = time.process_time if sys.argv[5] == "cpu" else time.perf_counter  # cpu: all threads
 NQ, DIM, NOW = 200, 384, 1.8e9
 rng = np.random.default_rng(0)
 words = [f"w{i}" for i in range(3000)]
@@ -72,18 +75,18 @@ for i in range(30):
 times = np.empty(CALLS)
 for j in range(CALLS):
     i = j % NQ
-    t0 = time.perf_counter()
+    t0 = clock()
     store.recall(queries[i], query_vector=Q[i], reinforce=False)
-    times[j] = time.perf_counter() - t0
+    times[j] = clock() - t0
 E = vecs
 bare = np.empty(CALLS)
 for j in range(CALLS):
     q = Q[j % NQ]
-    t0 = time.perf_counter()
+    t0 = clock()
     s = E @ q
     top = np.argpartition(-s, 20)[:20]
     top = top[np.argsort(-s[top])]
-    bare[j] = time.perf_counter() - t0
+    bare[j] = clock() - t0
 out = {"p50": float(np.median(times)), "bare_p50": float(np.median(bare))}
 if BATCH:
     qs = [queries[i % NQ] for i in range(BATCH)]
@@ -92,9 +95,9 @@ if BATCH:
         fn(qs[:50], query_vectors=qv[:50], reinforce=False)
         best = []
         for _ in range(3):
-            t0 = time.perf_counter()
+            t0 = clock()
             fn(qs, query_vectors=qv, reinforce=False)
-            best.append(BATCH / (time.perf_counter() - t0))
+            best.append(BATCH / (clock() - t0))
         out[name] = float(np.median(best))
 print(json.dumps(out))
 """
@@ -110,9 +113,10 @@ def export(rev: str, repo: Path, into: Path) -> Path:
     return into
 
 
-def run(root: Path, n: int, kind: str, calls: int, batch: int) -> dict:
+def run(root: Path, n: int, kind: str, calls: int, batch: int, cpu: bool = False) -> dict:
     env = dict(os.environ, PYTHONPATH=str(root))
-    out = subprocess.run([sys.executable, "-c", CHILD, str(n), kind, str(calls), str(batch)],
+    out = subprocess.run([sys.executable, "-c", CHILD, str(n), kind, str(calls), str(batch),
+                          "cpu" if cpu else "wall"],
                          cwd=root, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -126,38 +130,58 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--batch", type=int, default=0, help="also time batches of this many")
+    ap.add_argument("--cpu", action="store_true",
+                    help="time CPU, not wall-clock time (steadier on a shared machine)")
     ap.add_argument("--out", default=None, help="write a Markdown table here")
     args = ap.parse_args(argv)
     repo = Path(__file__).resolve().parents[1]
+    cands = args.cand.split(",")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        roots = {"base": export(args.base, repo, Path(tmp) / "base"),
-                 "cand": export(args.cand, repo, Path(tmp) / "cand")}
+        roots = {"base": export(args.base, repo, Path(tmp) / "base")}
+        for i, cand in enumerate(cands):
+            roots[cand] = export(cand, repo, Path(tmp) / f"cand{i}")
         for root in roots.values():  # compile (numba caches under the export) before timing
             run(root, 50, "notes", 10, 0)
         for kind in args.kinds.split(","):
             for n in map(int, args.sizes.split(",")):
                 calls = max(50, min(args.calls, int(args.calls * 2000 / n)))
                 batch = args.batch if n <= 1000 else 0
-                res: dict[str, list[dict]] = {"base": [], "cand": []}
-                for r in range(args.rounds):
-                    for name in (("base", "cand") if r % 2 == 0 else ("cand", "base")):
-                        res[name].append(run(roots[name], n, kind, calls, batch))
-                row = {"kind": kind, "n": n}
-                for key in ("p50", "bare_p50", "arrow_qps", "list_qps"):
-                    if key not in res["cand"][0]:
-                        continue
-                    b = [x[key] for x in res["base"]]
-                    c = [x[key] for x in res["cand"]]
-                    ratios = [ci / bi for bi, ci in zip(b, c)]
-                    row[key] = (statistics.median(b), statistics.median(c),
-                                statistics.median(ratios), min(ratios), max(ratios))
-                rows.append(row)
-                print(json.dumps(row), file=sys.stderr, flush=True)
-    lines = [f"# Recall A/B: {args.cand} against {args.base}", "",
+                res: dict[str, list[dict]] = {name: [] for name in roots}
+                names = list(roots)
+                for r in range(args.rounds):  # the builds take turns going first
+                    for name in names[r % len(names):] + names[:r % len(names)]:
+                        res[name].append(run(roots[name], n, kind, calls, batch, args.cpu))
+                for cand in cands:
+                    row = {"kind": kind, "n": n, "cand": cand}
+                    for key in ("p50", "bare_p50", "arrow_qps", "list_qps"):
+                        if key not in res[cand][0]:
+                            continue
+                        b = [x[key] for x in res["base"]]
+                        c = [x[key] for x in res[cand]]
+                        ratios = [ci / bi for bi, ci in zip(b, c)]
+                        row[key] = (statistics.median(b), statistics.median(c),
+                                    statistics.median(ratios), min(ratios), max(ratios))
+                    rows.append(row)
+                    print(json.dumps(row), file=sys.stderr, flush=True)
+    lines = [f"# Recall A/B: {', '.join(cands)} against {args.base}", "",
              f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, load "
              f"{os.getloadavg()[0]:.1f}; {args.rounds} rounds, builds alternating; default "
-             "config of each build, vectors given (the model is not timed).", "",
+             "config of each build, vectors given (the model is not timed)"
+             + ("; process CPU time, not wall-clock." if args.cpu else ".")]
+    for cand in cands:
+        lines += table(args, [row for row in rows if row["cand"] == cand],
+                       [f"## {cand}"] if len(cands) > 1 else [])
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+    return 0
+
+
+def table(args, rows: list[dict], heading: list[str]) -> list[str]:
+    """One candidate's rows as Markdown: single recall p50, then batch queries per second."""
+    lines = ["", *heading, *([""] if heading else []),
              "| store | entries | base p50 µs | cand p50 µs | cand/base (range) | "
              "NumPy E@q+top20 µs | cand/NumPy |", "|---|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
@@ -175,11 +199,7 @@ def main(argv=None) -> int:
                 b, c, r, lo, hi = row[key]
                 lines.append(f"| {row['kind']} | {row['n']:,} | {call} | {b:,.0f} | {c:,.0f} | "
                              f"{r:.2f} ({lo:.2f}–{hi:.2f}) |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
-    return 0
+    return lines
 
 
 if __name__ == "__main__":

@@ -186,12 +186,14 @@ def batch_with_archive(store, result, weak: np.ndarray, rows, counts, recall_one
         if any(h.reason == "archived" for h in hits):
             replaced[q] = hits
     row_of = store.table.row_of
-    sel = []
-    for q in range(rows.shape[0]):
-        if q in replaced:
-            sel.extend(row_of[h.entry.id] for h in replaced[q] if h.reason != "archived")
-        else:
-            sel.extend(rows[q, :counts[q]].tolist())
+    sel = rows[np.arange(rows.shape[1])[None, :] < counts[:, None]]  # each query's rows in turn
+    if replaced:  # a replaced query's rows are those of its store hits
+        sel = []
+        for q in range(rows.shape[0]):
+            if q in replaced:
+                sel.extend(row_of[h.entry.id] for h in replaced[q] if h.reason != "archived")
+            else:
+                sel.extend(rows[q, :counts[q]].tolist())
     archived = list(dict.fromkeys(h.entry.id for hits in replaced.values() for h in hits
                                   if h.reason == "archived"))
     if as_arrow and replaced:

@@ -12,7 +12,7 @@ matches strongly (:mod:`maclaw_fast.memory.archive_search`); reinforcement of wh
 from __future__ import annotations
 
 import os
-from itertools import repeat
+from itertools import chain, repeat
 
 import msgspec
 import numpy as np
@@ -69,7 +69,7 @@ def _query_vector(store, query: str, given) -> np.ndarray | None:
 def _floors(store, queries: list[str]) -> np.ndarray:
     """Each query's (cosine floor, ``cos_spread`` × reach) of the model for the query's language
     when one differs from the model's own; no rows when none does (the plan's then hold)."""
-    if store.embedder is None or all(q.isascii() for q in queries):
+    if store.embedder is None or all(map(str.isascii, queries)):
         return _NO_SCALES
     spread, e = store.config.recall.cos_spread, store.embedder
     floors = np.array([(cosine_floor(e, q), spread * cosine_reach(e, q)) for q in queries])
@@ -102,7 +102,7 @@ def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs,
         indptr = np.zeros(len(token_lists) + 1, np.int64)
         np.cumsum(np.fromiter(map(len, token_lists), np.int64, len(token_lists)),
                   out=indptr[1:])
-        ids = np.fromiter((get(tok, -1) for toks in token_lists for tok in toks), np.int64,
+        ids = np.fromiter(map(get, chain.from_iterable(token_lists), repeat(-1)), np.int64,
                           int(indptr[-1]))
     has_vector = qvecs is not None
     vectors = qvecs if has_vector else _NO_VECTORS
@@ -153,14 +153,14 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         named = speaker_order(store, [query], out.rows, out.parts, out.count)
         m = int(out.count[0])
         rows = out.rows[0, :m]
-        hits = hits_from_parts(store, rows, out.parts[0, :, :m],
-                               has_affinity or when.shape[0] > 0 or named)
+        hits = found = hits_from_parts(store, rows, out.parts[0, :, :m],
+                                       has_affinity or when.shape[0] > 0 or named)
         if out.best_cue[0] < store.config.forgetting.archive_below:
             hits = with_archive(store, plan, work, tokens, None if qvec is None else qvec[0],
                                 hits, rows, project, dynamic, category, now,
                                 floors[0] if floors.shape[0] else knobs[FLOOR_AT:FLOOR_AT + 2],
                                 named.get(0, ()))
-        if reinforce and any(h.reason == "archived" for h in hits):
+        if reinforce and hits is not found and any(h.reason == "archived" for h in hits):
             hits = _reinforce_hits(store, hits, now)
         elif reinforce and m:
             _reinforce(store, rows.copy(), now)
@@ -261,11 +261,9 @@ def reactivate(store, rows, now: float) -> list[str]:
     strength 1.0, ``updated_at = now``, journaled; returns their ids."""
     t = store.table
     rows = np.asarray(rows, np.int64)
-    if rows.shape[0] == 0:
-        return []
-    sleeping = np.unique(rows[t.status[rows] == DORMANT])
+    sleeping = rows[t.status[rows] == DORMANT]
     ops = []
-    for r in sleeping.tolist():
+    for r in sorted(set(sleeping.tolist())):
         entry = msgspec.structs.replace(store.entry_at(r), status="active", strength=1.0,
                                         updated_at=float(now))
         t.write(r, entry)

@@ -23,7 +23,7 @@ _YESTERDAY = re.compile(r"\byesterday\b", re.I)
 _MDY = re.compile(rf"\b({_MONTH})\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
 _DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH}),?\s+(\d{{4}})\b", re.I)
 _MY = re.compile(rf"\b({_MONTH})\s+(\d{{4}})\b", re.I)
-_YEAR = re.compile(r"\d\d\d\d")
+_YEAR = re.compile(r"\b\d{4}\b")  # a year the patterns below read stands alone
 
 
 def query_time(query: str, now: float) -> float:

@@ -159,9 +159,7 @@ def test_a_chinese_query_is_scaled_by_the_models_floor_for_chinese():
     assert cosine_floor(emb, "用户在哪个时区") == cosine_floor(emb, "用户 time zone") == 0.6
     clock = Clock()
     with MemoryStore.in_memory(embedder=emb, clock=clock) as store:
-        ids = [store.save(text, category="project_knowledge", vector=np.array(
-            [c, np.sqrt(1 - c * c)], np.float32)).id
-            for text, c in (("first note", 0.9), ("second note", 0.7))]
+        ids = _two_notes(store, 0.9, 0.7)
         rc = store.config.recall
         q = np.array([1.0, 0.0], np.float32)
         for query, floor in (("xyzzy plugh", 0.2), ("用户在哪个时区", 0.6)):
@@ -169,6 +167,13 @@ def test_a_chinese_query_is_scaled_by_the_models_floor_for_chinese():
                                                                   reinforce=False)}
             want = rc.weight_relevance * rc.cos_weight * 0.2 / (0.9 - floor)
             assert hits[ids[0]] - hits[ids[1]] == pytest.approx(want, rel=1e-5), query
+
+
+def _two_notes(store, first: float, second: float) -> list[str]:
+    """Two notes whose 2-d unit vectors have cosines ``first`` and ``second`` with (1, 0)."""
+    return [store.save(text, category="project_knowledge",
+                       vector=np.array([c, np.sqrt(1 - c * c)], np.float32)).id
+            for text, c in (("first note", first), ("second note", second))]
 
 
 class ShortReach(TwoFloors):
@@ -185,9 +190,7 @@ def test_a_chinese_querys_least_range_shrinks_by_the_models_reach():
     assert cosine_reach(emb, "which time zone") == cosine_reach(TwoFloors(), "时区") == 1.0
     assert cosine_reach(emb, "用户在哪个时区") == 0.5
     with MemoryStore.in_memory(embedder=emb, clock=Clock()) as store:
-        ids = [store.save(text, category="project_knowledge", vector=np.array(
-            [c, np.sqrt(1 - c * c)], np.float32)).id
-            for text, c in (("first note", 0.7), ("second note", 0.65))]
+        ids = _two_notes(store, 0.7, 0.65)
         rc = store.config.recall
         q = np.array([1.0, 0.0], np.float32)
         for query, span in (("xyzzy plugh", 0.5), ("用户在哪个时区", 0.12)):

@@ -45,7 +45,7 @@ def optimistic_column(lo, hi, eligible, dormant, members, matrix, has_vec, query
         exact[i] = exact[i] or (eligible[i] and (hi[i] + 2 * NUDGE >= top or lo[i] <= bottom)) \
             or (revives and dormant[i])
     n_threads = vnorm.shape[0]
-    for step in range(2 if member.shape[0] == n else 0):  # close, mark the extremes, close
+    if member.shape[0] == n:
         t_exact = np.zeros(n_threads, np.bool_)
         t_lo, t_hi = np.zeros(n_threads), np.zeros(n_threads)
         for i in range(n):
@@ -54,15 +54,14 @@ def optimistic_column(lo, hi, eligible, dormant, members, matrix, has_vec, query
                 if has_vec[i]:  # summed as thread_prior sums, bounds as the columns hold them
                     t_hi[thread_of[i]] += np.float64(np.float32(hi[i] + NUDGE))
                     t_lo[thread_of[i]] += np.float64(np.float32(lo[i] - NUDGE))
-        if step == 1:
-            top, bottom = -np.inf, np.inf
-            for t in range(n_threads):
-                if vnorm[t] > 0.0:
-                    top = max(top, t_lo[t] / vnorm[t])
-                    bottom = min(bottom, t_hi[t] / vnorm[t])
-            for t in range(n_threads):
-                if vnorm[t] > 0.0 and (t_hi[t] / vnorm[t] >= top or t_lo[t] / vnorm[t] <= bottom):
-                    t_exact[t] = True
+        top, bottom = -np.inf, np.inf
+        for t in range(n_threads):
+            if vnorm[t] > 0.0:
+                top = max(top, t_lo[t] / vnorm[t])
+                bottom = min(bottom, t_hi[t] / vnorm[t])
+        for t in range(n_threads):
+            if vnorm[t] > 0.0 and (t_hi[t] / vnorm[t] >= top or t_lo[t] / vnorm[t] <= bottom):
+                t_exact[t] = True
         for i in range(n):
             if member[i] and t_exact[thread_of[i]]:
                 exact[i] = True

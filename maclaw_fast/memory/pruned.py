@@ -54,10 +54,11 @@ def optimistic_cosines(store, plan, scope, term_ids: np.ndarray, query: np.ndarr
         tb = np.zeros(int(threads.n_threads))
         bm25_query(term_ids, Postings(*threads.postings[:17], work.term_weight), tb)
         prior_hi, prior_lo = np.empty(n), np.empty(n)
-        for column, out in ((cos[0], prior_hi), (low, prior_lo)):
-            thread_prior(tb, column, vec.has_vec, members[0].shape[0] > 0, threads.member,
-                         threads.thread_of, int(threads.n_threads), threads.vnorm,
-                         threads.w_bm25, threads.w_cos, out)
+        # at least its BM25 part (the centroid-cosine part is ≥ 0), at most its value here
+        for use_cos, out in ((members[0].shape[0] > 0, prior_hi), (False, prior_lo)):
+            thread_prior(tb, cos[0], vec.has_vec, use_cos, threads.member, threads.thread_of,
+                         int(threads.n_threads), threads.vnorm, threads.w_bm25, threads.w_cos,
+                         out)
     rows = plan.rows
     mark_contenders(cos[0], low, bm25, plan.base.values, prior_hi, prior_lo, eligible,
                     scope.affinity[0], scope.user_fact, tuple(plan.knobs),

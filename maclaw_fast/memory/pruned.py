@@ -18,7 +18,7 @@ from maclaw_kernels.thread_prior import thread_prior
 
 # from this many rows a single recall with a query vector reads int8 codes first: at 5,000 ×
 # 384 the int8 pass already costs less than the float32 scan it replaces
-PRUNE_ROWS = 50_000
+PRUNE_ROWS = 5_000
 _NO_MEMBERS = (np.zeros(0, np.int64), np.zeros(0, np.bool_), np.zeros(0))
 
 

@@ -188,13 +188,6 @@ class VectorColumn:
         """
         if not self.quantized:
             raise ValueError("top_scores needs a column made with quantized=True")
-        lo, hi = self.bounds(query, n_rows)
-        return rescore_candidates(lo, hi, n_rows, k, self.matrix, self.has_vec, query, out)
-
-    def bounds(self, query: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
-        """Lower and upper bounds (float64) of the first ``n_rows`` rows' scores for ``query``
-        from the int8 codes, on every core for a large column: views of scratch that the next
-        call overwrites. Needs the codes (``quantized=True`` or :meth:`keep_codes`)."""
         lo, hi = self._bounds
         if lo.shape[0] < n_rows:
             lo = np.empty(max(n_rows, 2 * lo.shape[0]))
@@ -209,4 +202,4 @@ class VectorColumn:
             in_ranges(n_rows, bound)
         else:
             bound(0, n_rows)
-        return lo[:n_rows], hi[:n_rows]
+        return rescore_candidates(lo, hi, n_rows, k, self.matrix, self.has_vec, query, out)

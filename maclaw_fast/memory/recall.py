@@ -25,7 +25,6 @@ from maclaw_fast.index.vectors import PARALLEL_ELEMENTS
 from maclaw_fast.memory.archive_search import batch_with_archive, restore_returned, with_archive
 from maclaw_fast.memory.hits import REASONS, arrow_hits, batch_hits, hits_from_parts
 from maclaw_fast.memory.plan import RecallPlan, new_out, recall_plan
-from maclaw_fast.memory.pruned import is_exact, optimistic_cosines, prunes
 from maclaw_fast.memory.speakers import speaker_order
 from maclaw_fast.persist.journal import PutOp, TouchOp
 from maclaw_fast.records import RecallHit
@@ -90,12 +89,10 @@ def _times(store, queries: list[str], now: float) -> np.ndarray:
 
 
 def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs,
-           floors: np.ndarray, when: np.ndarray, pruned: bool = False) -> tuple:
+           floors: np.ndarray, when: np.ndarray) -> tuple:
     """A block of queries as the kernel reads them (lock held), as a plain tuple: every query's
     vocabulary ids, its vector, and for a large store its BM25 and cosines scored across
-    threads first; ``floors``: :func:`_floors`; ``when``: :func:`_times`. ``pruned`` (one
-    query, :func:`maclaw_fast.memory.pruned.prunes`): its BM25 first, its cosines left to
-    :func:`_rank`."""
+    threads first; ``floors``: :func:`_floors`; ``when``: :func:`_times`."""
     index = store.bm25
     get = index.vocab.getter()
     if len(token_lists) == 1:
@@ -111,10 +108,9 @@ def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs,
     vectors = qvecs if has_vector else _NO_VECTORS
     n = plan.n
     bm25, cos = _NO_BM25, _NO_COS
-    if len(token_lists) == 1 and (index.is_large or pruned):  # large: split across threads
+    if len(token_lists) == 1 and index.is_large:  # many postings: split across threads
         bm25 = index.scores(token_lists[0], n)[None]
-    if len(token_lists) == 1 and has_vector and not pruned and \
-            n * store.dim >= PARALLEL_ELEMENTS:
+    if len(token_lists) == 1 and has_vector and n * store.dim >= PARALLEL_ELEMENTS:
         cos = store.vectors.scores(vectors[0], n)[None]
     return (ids, indptr, vectors, has_vector, bm25, cos, floors, when)  # a Block
 
@@ -151,10 +147,9 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         if work.term_weight.shape[0] < len(store.bm25.vocab):
             work = plan.work(store, fresh=True)
         threads, rows, knobs = plan.static_args(store)
-        pruned = prunes(store, plan, qvec)
-        _rank(store, plan, scope, (_corpus(store), threads, rows, tuple(scope), _ONE, knobs),
-              _block(store, plan, [tokens], qvec, floors, when, pruned), work, out, now,
-              pruned)
+        recall_block(_corpus(store), threads, rows, tuple(scope), _ONE, knobs,
+                     _block(store, plan, [tokens], qvec, floors, when), tuple(plan.base),
+                     tuple(work), tuple(out), now)
         named = speaker_order(store, [query], out.rows, out.parts, out.count)
         m = int(out.count[0])
         rows = out.rows[0, :m]
@@ -170,22 +165,6 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         elif reinforce and m:
             _reinforce(store, rows.copy(), now)
         return hits
-
-
-def _rank(store, plan, scope, static: tuple, block: tuple, work, out, now: float,
-          pruned: bool) -> None:
-    """:func:`recall_block` for one query; ``pruned``: on the cosines of the int8 first pass
-    (:mod:`maclaw_fast.memory.pruned`), again on the dense scan's when the ranking cannot be
-    shown to equal it."""
-    exact = None
-    if pruned:
-        cos, exact = optimistic_cosines(store, plan, scope, block[0], block[2][0], block[4][0],
-                                        work, now)
-        block = block[:5] + (cos,) + block[6:]
-    recall_block(*static, block, tuple(plan.base), tuple(work), tuple(out), now)
-    if exact is not None and not is_exact(plan, scope, exact, work, out):
-        block = block[:5] + (store.vectors.scores(block[2][0], plan.n)[None],) + block[6:]
-        recall_block(*static, block, tuple(plan.base), tuple(work), tuple(out), now)
 
 
 _ONE = np.zeros(1, np.int64)  # a single query's scope row

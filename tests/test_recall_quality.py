@@ -338,8 +338,8 @@ def test_default_config_is_the_evaluated_one():
     rc = cfg.recall
     assert (rc.bm25_norm, rc.cos_norm, rc.cos_spread) == ("max", "floor_best", 0.6)
     assert (rc.adjacency_factor, rc.adjacency_hops, rc.adjacency_mix, rc.max_identity,
-            rc.max_user_facts) == (0.6, 2, 0.4, 3, 3)
-    assert (rc.bm25_weight, rc.cos_weight, rc.time_scale_days, rc.speaker_keep) == (0.45, 0.5,
+            rc.max_user_facts) == (0.8, 2, 0.4, 3, 3)
+    assert (rc.bm25_weight, rc.cos_weight, rc.time_scale_days, rc.speaker_keep) == (0.49, 0.51,
                                                                                      10.0, 1)
     assert cfg.graph.adjacency_gap_s == 1800.0
     assert msgspec.structs.replace(rc, bm25_norm="raw").bm25_norm == "raw"  # compat option

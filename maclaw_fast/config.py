@@ -125,6 +125,11 @@ class RecallConfig(Config, frozen=True, kw_only=True):
     dynamic_token_budget: int = 1500
     self_identity_summary_chars: int = 600
     user_fact_summary_chars: int = 400
+    # a Chinese or mixed query (embedding.base.CJK_SHARE) with an embedder fuses BM25 at this
+    # weight and the cosine at bm25_weight + cos_weight − it: jieba's word-level BM25 is the
+    # weaker signal there (the Chinese sample ranks lower with the English tuning's 0.49);
+    # 0: such a query fuses as any other
+    cjk_bm25_weight: float = 0.4
 
     def check(self) -> None:
         if not self.time_scale_days > 0:
@@ -133,6 +138,9 @@ class RecallConfig(Config, frozen=True, kw_only=True):
         if self.speaker_keep < 0:
             raise ValidationError(f"RecallConfig.speaker_keep must be >= 0, got "
                                   f"{self.speaker_keep!r}")
+        if not 0.0 <= self.cjk_bm25_weight <= self.bm25_weight + self.cos_weight:
+            raise ValidationError("RecallConfig.cjk_bm25_weight must be in [0, bm25_weight + "
+                                  f"cos_weight], got {self.cjk_bm25_weight!r}")
 
 
 class GraphConfig(Config, frozen=True, kw_only=True):

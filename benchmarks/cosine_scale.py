@@ -234,7 +234,7 @@ def main(argv=None) -> int:
              "floor for the query's language: MiniLM 0, e5 0.71 English / 0.82 Chinese). "
              "`floor_best`: (cos − f)/(hi − f), hi the best candidate's cosine but at least "
              "f + `cos_spread`·(1 − f). Choice: on LoCoMo's tuning half the modes are within "
-             "0.006 of each other, so the weak-cue cases decide: min-max turns the small "
+             "0.007 of each other, so the weak-cue cases decide: min-max turns the small "
              "cosine gaps of one-topic episodes and of a rare identifier into a full unit, and "
              "the floor scale keeps them small but ranks the mixed-category Chinese sample "
              "lower (category importance outweighs a relevance that no longer reaches 1); "

@@ -365,7 +365,22 @@ SPEAKER_ROWS = (
     # without threads there is no thread prior to hold the other speaker's lines up
     *(variant(f"saved without threads, {label}", threads=False, **change) for label, change in (
         ("speaker_weight 0", {"speaker_weight": 0.0}), ("speaker_keep 0", {"speaker_keep": 0}),
-        ("speaker_keep 1", {"speaker_keep": 1}))))
+        ("speaker_keep 2", {"speaker_keep": 2}))))
+
+# the previous defaults of the knobs the joint re-tune changed (docs/evaluation.md), one at a time
+# and together, and the ascent's conversation-link factor that was not kept
+FORMER = {"bm25_weight": 0.4, "cos_weight": 0.6, "time_scale_days": 3.0, "speaker_keep": 2}
+RETUNE_ROWS = (
+    variant("re-tune: the former fusion weights (BM25 0.4 / cosine 0.6)", bm25_weight=0.4,
+            cos_weight=0.6),
+    variant("re-tune: the former time scale (3 days)", time_scale_days=3.0),
+    variant("re-tune: the former kept hits (speaker_keep 2)", speaker_keep=2),
+    variant("re-tune off (the three former values: the previous default)", **FORMER),
+    variant("re-tune: conversation links 0.6 per step (the ascent's, not kept)",
+            adjacency_factor=0.6),
+    variant("re-tune: conversation links 0.6 per step, saved without threads", threads=False,
+            adjacency_factor=0.6),
+    variant("re-tune off, saved without threads", threads=False, **FORMER))
 
 
 def ablation_variants() -> list[Variant]:
@@ -389,7 +404,7 @@ def ablation_variants() -> list[Variant]:
            variant("vector alone", bm25_weight=0.0, cos_weight=1.0, graph_hops=0,
                    adjacency_hops=0, **NO_PRIOR)]
     out.insert(1, variant("tokenizer off (no stop words, no stemming)", tokenizer="plain"))
-    return out + list(SPEAKER_ROWS[5:])
+    return out + list(RETUNE_ROWS) + list(SPEAKER_ROWS[5:])
 
 
 def category_table(res: dict, labels: list[str], clocks=CLOCKS) -> list[str]:

@@ -178,7 +178,7 @@ def ablation_data(results: Path) -> list[tuple[str, float, float]]:
     abl = find_table(read_tables(results / "quality_memory.md"), "ablations", "R@10 all")
     held, whole = abl.column("R@10 held-out"), abl.column("R@10 all")
     return [(r[0], number(r[held]), number(r[whole])) for r in abl.rows
-            if r[1].startswith("(b)")]
+            if r[1].startswith("(b)") and not r[0].startswith("re-tune")]  # parts, not knobs
 
 
 def recall_500_data(results: Path) -> list[tuple[str, float]]:

@@ -55,6 +55,8 @@ Knobs = namedtuple("Knobs", [
     "revive_needs_term", "cos_floor", "cos_spread", "time_weight", "time_scale"])
 FLOOR_AT = Knobs._fields.index("cos_floor")  # and cos_spread: replaced per query by Block's
 _AFTER_FLOOR = FLOOR_AT + 2  # a constant of its own: numba slices a tuple by constants only
+WEIGHTS_AT = Knobs._fields.index("bm25_w")  # and cos_w: replaced per query by Block's too
+_AFTER_WEIGHTS = WEIGHTS_AT + 2
 
 # What every query reads of the store's indexes: the BM25 ``postings``
 # (:data:`maclaw_kernels.bm25.Postings`; its ``term_weight`` scratch is replaced per call by
@@ -71,8 +73,9 @@ Threads = namedtuple("Threads", ["postings", "thread_of", "member", "vnorm", "n_
 # A block of queries: query ``q``'s vocabulary ids are ``term_ids[term_indptr[q]:
 # term_indptr[q + 1]]`` (-1 = unknown), its unit vector ``vectors[q]`` (read only when
 # ``has_vector``); ``bm25`` / ``cos`` f8/f4[q, n] computed beforehand (a large store scores
-# across threads), or with no rows: computed here; ``cos_floor`` f8[q, 2] the model's cosine
-# floor and cos_spread for each query's language (no rows: :data:`Knobs`' for every query).
+# across threads), or with no rows: computed here; ``cos_floor`` f8[q, 4] the model's cosine
+# floor, cos_spread and the BM25 and cosine weights for each query's language (no rows:
+# :data:`Knobs`' for every query).
 # ``when`` f8[q]: the time each query asks about (NaN: none; no rows: no query names one).
 Block = namedtuple("Block", ["term_ids", "term_indptr", "vectors", "has_vector", "bm25", "cos",
                              "cos_floor", "when"])
@@ -360,9 +363,11 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
                 this_prior = prior
             idf_total = terms_idf_total(term_ids, p.df, p.n_live)
             kq = knobs
-            if block.cos_floor.shape[0] > 0:  # the floor and spread of this query's language
-                kq = Knobs(*(knob_values[:FLOOR_AT] + (block.cos_floor[q, 0],
-                             block.cos_floor[q, 1]) + knob_values[_AFTER_FLOOR:]))
+            if block.cos_floor.shape[0] > 0:  # floor, spread and weights of the query's language
+                kq = Knobs(*(knob_values[:WEIGHTS_AT] + (block.cos_floor[q, 2],
+                             block.cos_floor[q, 3]) + knob_values[_AFTER_WEIGHTS:FLOOR_AT]
+                             + (block.cos_floor[q, 0], block.cos_floor[q, 1])
+                             + knob_values[_AFTER_FLOOR:]))
             s = scope_of[q]
             affinity = scopes.affinity[s]
             if block.when.shape[0] > 0 and knobs.time_weight > 0.0 and block.when[q] == \
@@ -377,7 +382,7 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
             best = 0.0
             for j in range(m):
                 r = out.rows[q, j]
-                best = max(best, cue_strength(bm25[r], cos[r], idf_total, knobs.bm25_w,
-                                              knobs.cos_w, block.has_vector, False,
+                best = max(best, cue_strength(bm25[r], cos[r], idf_total, kq.bm25_w,
+                                              kq.cos_w, block.has_vector, False,
                                               kq.cos_floor))
             out.best_cue[q] = best

@@ -165,8 +165,14 @@ def test_a_chinese_query_is_scaled_by_the_models_floor_for_chinese():
         for query, floor in (("xyzzy plugh", 0.2), ("用户在哪个时区", 0.6)):
             hits = {h.entry.id: h.score for h in store.recall(query, query_vector=q,
                                                                   reinforce=False)}
-            want = rc.weight_relevance * rc.cos_weight * 0.2 / (0.9 - floor)
+            want = rc.weight_relevance * _cos_weight(rc, query) * 0.2 / (0.9 - floor)
             assert hits[ids[0]] - hits[ids[1]] == pytest.approx(want, rel=1e-5), query
+
+
+def _cos_weight(rc, query: str) -> float:
+    """The cosine's weight for ``query``: a Chinese one fuses BM25 at ``cjk_bm25_weight``."""
+    return rc.cos_weight if query.isascii() else rc.bm25_weight + rc.cos_weight - \
+        rc.cjk_bm25_weight
 
 
 def _two_notes(store, first: float, second: float) -> list[str]:
@@ -198,7 +204,7 @@ def test_a_chinese_querys_least_range_shrinks_by_the_models_reach():
                          store.recall_batch([query, "x"], query_vectors=np.stack([q, q]),
                                             reinforce=False)[0]):
                 score = {h.entry.id: h.score for h in hits}
-                want = rc.weight_relevance * rc.cos_weight * 0.05 / span
+                want = rc.weight_relevance * _cos_weight(rc, query) * 0.05 / span
                 assert score[ids[0]] - score[ids[1]] == pytest.approx(want, rel=1e-4), query
     with pytest.raises(EmbeddingError):
         cosine_reach(type("Bad", (TwoFloors,), {"cosine_reach_cjk": 1.5})(), "时区")

@@ -102,7 +102,7 @@ def test_the_speaker_order_is_on_by_default_and_its_knobs_are_config_fields():
     rc = msgspec.convert({"speaker_weight": 0.5, "speaker_keep": 1}, RecallConfig)
     assert rc.speaker_weight == 0.5 and rc.speaker_keep == 1
     default = RecallConfig()
-    assert (default.speaker_weight, default.speaker_keep) == (0.2, 2) and default.speaker_replies
+    assert (default.speaker_weight, default.speaker_keep) == (0.2, 1) and default.speaker_replies
     with pytest.raises(ValidationError):
         RecallConfig(speaker_keep=-1)
 

@@ -36,6 +36,8 @@ Decisions where the design leaves room (the engine is expected to agree):
   a query whose non-space characters are at least 10 % Han) and ``s = cos_spread·(1 − f)``:
   ``floor`` a = f, b = 1; ``floor_best`` a = f, b = max(hi, f + s); ``spread`` a = lo,
   b = max(hi, lo + s). The breakdown's ``cos`` is ``max(c, 0)`` in every mode.
+* Such a query (at least 10 % Han) with an embedder fuses BM25 at ``cjk_bm25_weight`` and the
+  cosine at ``bm25_weight + cos_weight`` − it (``cjk_bm25_weight`` 0: at the English weights).
 * A query that names a time (``maclaw_fast.text.dates.query_time`` against the recall's
   ``now``): a candidate saved at ``t`` gains ``time_weight · exp(−|t − when| / time_scale)`` of
   relevance, reported with the project affinity.
@@ -414,6 +416,8 @@ class PyRecall:
             bw, cw = rc.bm25_weight, rc.cos_weight
             if self.bm25_only:
                 bw, cw = bw + cw, 0.0
+            elif rc.cjk_bm25_weight > 0.0 and han_share(query) >= 0.1:  # its own weights
+                bw, cw = rc.cjk_bm25_weight, bw + cw - rc.cjk_bm25_weight
             rel = bw * bm + cw * norm_cos(raw_cos[e["id"]]) + affinity
             base = rc.weight_recency * recency + rc.weight_importance * importance
             info[e["id"]] = {"recency": recency, "importance": importance, "bm25": bm,

@@ -18,7 +18,8 @@ import msgspec
 import numpy as np
 
 from maclaw_fast.embedding import check_vectors
-from maclaw_fast.embedding.base import cosine_floor, cosine_reach, plain_vector
+from maclaw_fast.embedding.base import (CJK_SHARE, cjk_share, cosine_floor, cosine_reach,
+                                        plain_vector)
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory import validate
 from maclaw_fast.index.vectors import PARALLEL_ELEMENTS
@@ -67,13 +68,18 @@ def _query_vector(store, query: str, given) -> np.ndarray | None:
 
 # ---------------------------------------------------------------------- the kernel's block
 def _floors(store, queries: list[str]) -> np.ndarray:
-    """Each query's (cosine floor, ``cos_spread`` × reach) of the model for the query's language
-    when one differs from the model's own; no rows when none does (the plan's then hold)."""
+    """Each query's (cosine floor, ``cos_spread`` × reach, BM25 weight, cosine weight) for the
+    query's language (a Chinese or mixed query: ``cjk_bm25_weight``) when one differs from the
+    plan's; no rows when none does (the plan's then hold)."""
     if store.embedder is None or all(map(str.isascii, queries)):
         return _NO_SCALES
-    spread, e = store.config.recall.cos_spread, store.embedder
-    floors = np.array([(cosine_floor(e, q), spread * cosine_reach(e, q)) for q in queries])
-    return floors if (floors != (cosine_floor(e), spread)).any() else _NO_SCALES
+    rc, e = store.config.recall, store.embedder
+    own = (cosine_floor(e), rc.cos_spread, rc.bm25_weight, rc.cos_weight)
+    zh = (rc.cjk_bm25_weight, rc.bm25_weight + rc.cos_weight - rc.cjk_bm25_weight) \
+        if rc.cjk_bm25_weight > 0.0 else own[2:]
+    floors = np.array([(cosine_floor(e, q), rc.cos_spread * cosine_reach(e, q))
+                       + (zh if cjk_share((q,)) >= CJK_SHARE else own[2:]) for q in queries])
+    return floors if (floors != own).any() else _NO_SCALES
 
 
 def _times(store, queries: list[str], now: float) -> np.ndarray:
@@ -156,9 +162,9 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         hits = found = hits_from_parts(store, rows, out.parts[0, :, :m],
                                        has_affinity or when.shape[0] > 0 or named)
         if out.best_cue[0] < store.config.forgetting.archive_below:
+            scale = floors[0, :2] if floors.shape[0] else knobs[FLOOR_AT:FLOOR_AT + 2]
             hits = with_archive(store, plan, work, tokens, None if qvec is None else qvec[0],
-                                hits, rows, project, dynamic, category, now,
-                                floors[0] if floors.shape[0] else knobs[FLOOR_AT:FLOOR_AT + 2],
+                                hits, rows, project, dynamic, category, now, scale,
                                 named.get(0, ()))
         if reinforce and hits is not found and any(h.reason == "archived" for h in hits):
             hits = _reinforce_hits(store, hits, now)
@@ -170,7 +176,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
 _ONE = np.zeros(1, np.int64)  # a single query's scope row
 _NO_VECTORS = np.zeros((1, 0), np.float32)
 _NO_BM25, _NO_COS = np.zeros((0, 0)), np.zeros((0, 0), np.float32)
-_NO_FLOORS, _NO_SCALES = np.zeros(0), np.zeros((0, 2))
+_NO_FLOORS, _NO_SCALES = np.zeros(0), np.zeros((0, 4))
 
 
 # ---------------------------------------------------------------------- many queries

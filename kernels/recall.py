@@ -41,11 +41,11 @@ Rows = namedtuple("Rows", ["updated_at", "weight", "access", "seq", "tokens", "n
                            "prev", "nxt", "memo_key", "memo_at", "memo_factor", "log_table",
                            "created_at"])
 
-# Which rows one recall may return: ``eligible`` b1 (candidates: active, in scope),
-# ``scored`` b1 (those ranked), ``affinity`` f8 (project bonus), ``dormant`` b1 (dormant rows
-# of the scope; length 0: revival off), ``fixed`` i8 (self-identity candidates, store order),
-# ``user_fact`` b1.
-Scope = namedtuple("Scope", ["eligible", "scored", "affinity", "dormant", "fixed", "user_fact"])
+# Which rows one recall may return: ``eligible`` b1 (candidates, the rows ranked: active, in
+# scope), ``affinity`` f8 (project bonus), ``dormant`` b1 (dormant rows of the scope; length 0:
+# revival off), ``fixed`` i8 (self-identity candidates, store order), ``user_facts`` i8 (the
+# user-fact rows of the view, ascending; none: no lead to look for).
+Scope = namedtuple("Scope", ["eligible", "affinity", "dormant", "fixed", "user_facts"])
 
 # The scoring knobs, every one a float64 (one tuple type, one compiled specialization).
 Knobs = namedtuple("Knobs", [
@@ -240,12 +240,13 @@ def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, 
     ``out_parts``; returns their count). ``base``: :func:`base_scores`' rows; ``work``: five
     float64 rows of at least n, scratch."""
     n = bm25.shape[0]
-    bm25n, rel, score, graph, base_q = work[0, :n], work[1, :n], work[2, :n], work[3, :n], \
-        work[4, :n]
-    with_prior = prior.shape[0] > 0  # the thread prior orders conversations, after the walk
-    for i in range(n):  # loops, not slice copies: those compile a shape-error formatter
-        base_q[i] = base[2, i] + (knobs.w_rel * prior[i] if with_prior else 0.0)
-    eligible, scored = scope.eligible, scope.scored
+    bm25n, rel, score, graph = work[0, :n], work[1, :n], work[2, :n], work[3, :n]
+    base_q = base[2, :n]
+    if prior.shape[0] > 0:  # the thread prior orders conversations, after the walk
+        base_q = work[4, :n]
+        for i in range(n):  # loops, not slice copies: those compile a shape-error formatter
+            base_q[i] = base[2, i] + knobs.w_rel * prior[i]
+    eligible = scored = scope.eligible
     cue = (idf_total, knobs.bm25_w, knobs.cos_w, has_vector, knobs.revive_needs_term != 0.0,
            knobs.cos_floor)
     n_cued, eligible, scored = revived_masks(scope.dormant, bm25, cos, *cue, knobs.revive_bar,
@@ -260,9 +261,11 @@ def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, 
     fixed = pick_identity(scope.fixed, eligible, rows.access, rows.updated_at, rows.seq,
                           int(knobs.max_identity))
     reason = out_parts[PART_REASON]
-    bar = kth_relevance(rel, scored, lead_window)  # among the best matches (own, not walked)
-    lead = lead_facts(scope.user_fact, scored, rel, graph, rows.seq, bar,
-                      int(knobs.max_user_facts))
+    lead = scope.user_facts[:0]
+    if scope.user_facts.shape[0] > 0 and knobs.max_user_facts > 0:  # else no fact can lead
+        bar = kth_relevance(rel, scored, lead_window)  # among the best matches (own, not walked)
+        lead = lead_facts(scope.user_facts, scored, rel, graph, rows.seq, bar,
+                          int(knobs.max_user_facts))
     while True:
         m = select_hits(fixed, lead, ranked, rows.tokens, max_entries, int(knobs.budget),
                         out_rows, reason)
@@ -369,8 +372,8 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
                     block.when[q]:  # (not NaN) the query names a time: favour memories of then
                 affinity = near_in_time(rows.created_at, block.when[q], knobs.time_weight,
                                         knobs.time_scale, affinity, work.mat[6, :n])
-            scope = Scope(scopes.eligible[s], scopes.scored[s], affinity,
-                          scopes.dormant[s], scopes.fixed, scopes.user_fact)
+            scope = Scope(scopes.eligible[s], affinity, scopes.dormant[s], scopes.fixed,
+                          scopes.user_facts)
             m = rank_one(rows, scope, kq, bm25, cos, this_prior, idf_total, block.has_vector,
                          base.values, work.mat, out.rows[q], out.parts[q])
             out.count[q] = m

@@ -210,7 +210,7 @@ def test_lead_facts_matches_reference(seed):
     graph = np.where(rng.random(n) < 0.2, 0.3, 0.0)
     seq = rng.permutation(n).astype(np.int64)
     for bar, max_uf in ((0.0, 3), (0.6, 3), (0.9, 1), (np.inf, 3), (0.3, 0), (-1.0, 60)):
-        got = lead_facts(user_fact, scored, rel, graph, seq, bar, max_uf)
+        got = lead_facts(np.flatnonzero(user_fact), scored, rel, graph, seq, bar, max_uf)
         assert got.tolist() == ref_lead(user_fact, scored, rel, graph, seq, bar, max_uf)
 
 
@@ -473,8 +473,8 @@ def test_rank_one_matches_reference(seed):
         for revive in (False, True):
             dormant = q["dormant"] if revive else np.zeros(0, np.bool_)
             idf = float(rng.uniform(2, 8))
-            scope = Scope(q["eligible"], q["scored"], q["affinity"], dormant, c["fixed"],
-                          c["user_fact"])
+            scope = Scope(q["eligible"], q["affinity"], dormant, c["fixed"],
+                          np.flatnonzero(c["user_fact"]))
             width = plan[8] + min(plan[5], c["fixed"].size)
             out_rows = np.full(width, -1, np.int64)
             parts = np.full((N_PARTS, width), np.nan)

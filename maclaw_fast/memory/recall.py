@@ -141,15 +141,10 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         store.check_open()
         now = float(store.clock())
         plan = recall_plan(store, dynamic, category)
-        scope, has_affinity = plan.scope(store, project)
         when = _times(store, [query], now)
+        head, tail, has_affinity = plan.single_args(store, project)
+        recall_block(*head, _block(store, plan, [tokens], qvec, floors, when), *tail, now)
         work, out = plan.work(store), plan.out()
-        if work.term_weight.shape[0] < len(store.bm25.vocab):
-            work = plan.work(store, fresh=True)
-        threads, rows, knobs = plan.static_args(store)
-        recall_block(_corpus(store), threads, rows, tuple(scope), _ONE, knobs,
-                     _block(store, plan, [tokens], qvec, floors, when), tuple(plan.base),
-                     tuple(work), tuple(out), now)
         named = speaker_order(store, [query], out.rows, out.parts, out.count)
         m = int(out.count[0])
         rows = out.rows[0, :m]
@@ -158,7 +153,8 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         if out.best_cue[0] < store.config.forgetting.archive_below:
             hits = with_archive(store, plan, work, tokens, None if qvec is None else qvec[0],
                                 hits, rows, project, dynamic, category, now,
-                                floors[0] if floors.shape[0] else knobs[FLOOR_AT:FLOOR_AT + 2],
+                                floors[0] if floors.shape[0] else
+                                plan.knobs[FLOOR_AT:FLOOR_AT + 2],
                                 named.get(0, ()))
         if reinforce and hits is not found and any(h.reason == "archived" for h in hits):
             hits = _reinforce_hits(store, hits, now)
@@ -167,7 +163,6 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         return hits
 
 
-_ONE = np.zeros(1, np.int64)  # a single query's scope row
 _NO_VECTORS = np.zeros((1, 0), np.float32)
 _NO_BM25, _NO_COS = np.zeros((0, 0)), np.zeros((0, 0), np.float32)
 _NO_FLOORS, _NO_SCALES = np.zeros(0), np.zeros((0, 2))

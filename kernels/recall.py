@@ -57,12 +57,13 @@ FLOOR_AT = Knobs._fields.index("cos_floor")  # and cos_spread: replaced per quer
 _AFTER_FLOOR = FLOOR_AT + 2  # a constant of its own: numba slices a tuple by constants only
 
 # What every query reads of the store's indexes: the BM25 ``postings``
-# (:data:`maclaw_kernels.bm25.Postings`; its ``term_weight`` scratch is replaced per call by
-# :data:`Work`'s), the unit vectors ``matrix`` f4[n, d] and ``has_vec`` b1.
+# (:data:`maclaw_kernels.bm25.Postings` but its ``term_weight`` scratch, :data:`Work`'s is
+# used: one array fewer to pass), the unit vectors ``matrix`` f4[n, d] and ``has_vec`` b1.
 Corpus = namedtuple("Corpus", ["postings", "matrix", "has_vec"])
 
 # The conversation threads of the thread prior (``n_threads`` 0: the prior does not apply):
-# ``postings`` the threads as BM25 documents (:data:`Postings`, thread ``t`` keyed ``t``),
+# ``postings`` the threads as BM25 documents (:data:`Postings` but its ``term_weight``, as in
+# :data:`Corpus`; thread ``t`` keyed ``t``),
 # ``thread_of`` i8[n], ``member`` b1[n], ``vnorm`` f8[threads] (length of each thread's vector
 # sum), then ``n_threads``, ``w_bm25``, ``w_cos`` as float64.
 Threads = namedtuple("Threads", ["postings", "thread_of", "member", "vnorm", "n_threads",
@@ -307,7 +308,7 @@ def query_prior(term_ids, term_weight, cos, has_vec, has_vector, threads, out):
     n_threads = int(threads.n_threads)
     tb = np.empty(n_threads)
     tb[:] = 0.0
-    bm25_query(term_ids, Postings(*threads.postings[:17], term_weight), tb)
+    bm25_query(term_ids, Postings(*threads.postings, term_weight), tb)
     thread_prior(tb, cos, has_vec, has_vector and threads.w_cos > 0.0, threads.member,
                  threads.thread_of, n_threads, threads.vnorm, threads.w_bm25, threads.w_cos,
                  out)
@@ -333,7 +334,7 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
         base_scores(rows, knobs, now, base.values)
         base.at[0] = now
     n = base.values.shape[1]
-    p = Postings(*corpus.postings[:17], work.term_weight)
+    p = Postings(*corpus.postings, work.term_weight)
     bm25 = work.bm25[:n]
     prior = work.mat[5, :n]
     no_prior = prior[:0]

@@ -22,7 +22,7 @@ COS_MODES = {"raw": 0, "minmax": 1, "floor": 2, "spread": 3, "floor_best": 4}
 COS_TILE = 16
 LOG_ACCESS = np.log1p(np.arange(64, dtype=np.float64))
 _NO_ROWS, _NO_MASK, _NO_FLOATS = np.zeros(0, np.int64), np.zeros(0, np.bool_), np.zeros(0)
-_NO_POSTINGS = tuple(empty_postings())  # the thread prior's when it does not apply
+_NO_POSTINGS = tuple(empty_postings())[:-1]  # the thread prior's when it does not apply
 _ONE = np.zeros(1, np.int64)  # a single query's scope row
 
 
@@ -160,7 +160,7 @@ class RecallPlan:
                 self._threads = Threads(_NO_POSTINGS, _NO_ROWS, _NO_MASK, _NO_FLOATS, 0.0, 0.0,
                                         0.0)
             else:
-                self._threads = Threads(tuple(plan.postings), plan.thread_of, plan.member,
+                self._threads = Threads(tuple(plan.postings)[:-1], plan.thread_of, plan.member,
                                         plan.vnorm, float(plan.n_threads),
                                         float(rc.thread_bm25_weight),
                                         float(rc.thread_cos_weight))
@@ -200,7 +200,7 @@ class RecallPlan:
                 or cached[2] is not work:
             threads, rows, knobs = self.static_args(store)
             scope, has_affinity = self.scope(store, project)
-            corpus = (tuple(postings), matrix, store.vectors.has_vec)
+            corpus = (tuple(postings)[:-1], matrix, store.vectors.has_vec)  # a Corpus
             cached = self._single[project] = (
                 postings, matrix, work, (corpus, threads, rows, tuple(scope), _ONE, knobs),
                 (tuple(self.base), tuple(work), tuple(self.out())), has_affinity)

@@ -96,8 +96,9 @@ def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs,
     index = store.bm25
     get = index.vocab.getter()
     if len(token_lists) == 1:
-        ids = np.fromiter(map(get, token_lists[0], repeat(-1)), np.int64, len(token_lists[0]))
-        indptr = np.array((0, ids.shape[0]), np.int64)
+        k = len(token_lists[0])
+        ids = np.fromiter(map(get, token_lists[0], repeat(-1)), np.int64, k)
+        indptr = _SPANS[k] if k < len(_SPANS) else np.array((0, k), np.int64)
     else:
         indptr = np.zeros(len(token_lists) + 1, np.int64)
         np.cumsum(np.fromiter(map(len, token_lists), np.int64, len(token_lists)),
@@ -118,7 +119,7 @@ def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs,
 def _corpus(store) -> tuple:
     """The store's indexes as the kernel reads them (a plain :data:`Corpus` tuple)."""
     vec = store.vectors
-    return (tuple(store.bm25.query_postings()), vec.matrix, vec.has_vec)
+    return (tuple(store.bm25.query_postings())[:-1], vec.matrix, vec.has_vec)
 
 
 # ---------------------------------------------------------------------- one query
@@ -164,6 +165,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
 
 
 _NO_VECTORS = np.zeros((1, 0), np.float32)
+_SPANS = [np.array((0, k), np.int64) for k in range(64)]  # a query's term span (kernel reads)
 _NO_BM25, _NO_COS = np.zeros((0, 0)), np.zeros((0, 0), np.float32)
 _NO_FLOORS, _NO_SCALES = np.zeros(0), np.zeros((0, 2))
 

@@ -202,7 +202,8 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
                  as_arrow=False):
     if isinstance(queries, str) or not hasattr(queries, "__len__"):
         raise ValidationError("queries must be a list of strings")
-    queries = [validate.query(q) for q in queries]
+    queries = [q if type(q) is str and q.isascii() else validate.query(q)  # plain: valid
+               for q in queries]
     nq = len(queries)
     projects = validate.projects(projects, nq)
     reinforce = validate.flag(reinforce, "reinforce") and not store.read_only

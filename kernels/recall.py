@@ -190,6 +190,21 @@ def linked_relevance(own, sim, link, mix):
     return v
 
 
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
+def walk_leaves(seeds, rows, hops, adj_hops):
+    """Whether a walk from ``seeds`` can reach a row: a seed has a similarity edge (``hops`` >
+    0) or a conversation link (``adj_hops`` > 0). A store without either skips the walk's
+    buffers over every row."""
+    for s in seeds:
+        if adj_hops > 0 and (rows.prev[s] >= 0 or rows.nxt[s] >= 0):
+            return True
+        if hops > 0:
+            for e in range(rows.nbr.shape[1]):
+                if rows.nbr[s, e] >= 0:
+                    return True
+    return False
+
+
 @njit(cache=True, no_cfunc_wrapper=True)
 def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
     """Score every ``scored`` row (``base + w_rel·rel``; −inf elsewhere), take the best
@@ -214,7 +229,7 @@ def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
     n_seeds, hops, adj_hops = int(knobs.n_seeds), int(knobs.hops), int(knobs.adj_hops)
     top = top_k_known(score, rows.access, rows.seq, scored, max(k, n_seeds), lo, hi, count)
     seeds = top[:min(n_seeds, top.shape[0])]
-    if (hops <= 0 and adj_hops <= 0) or seeds.shape[0] == 0:
+    if not walk_leaves(seeds, rows, hops, adj_hops):
         return top[:k], count
     sim, link, reached = propagate_linked(seeds, rel[seeds], rows.nbr, rows.edge_w, hops,
                                           knobs.hop_factor, rows.prev, rows.nxt, adj_hops,

@@ -26,6 +26,7 @@ from maclaw_kernels.recall import (
     ranked_rows,
     recency_epoch,
     refresh_recency,
+    walk_leaves,
 )
 from maclaw_kernels.recall_assemble import kth_relevance, lead_facts, pick_identity, select_hits
 from tests.test_memory_kernels import assert_order, random_graph, ref_propagate
@@ -416,6 +417,25 @@ def test_ranked_rows_match_reference(seed):
             if c["scored"][i]:
                 assert score[i] == pytest.approx(ref_score[i], rel=1e-12), ctx
                 assert graph[i] == pytest.approx(ref_graph[i], abs=1e-12), ctx
+
+
+def test_walk_leaves_only_from_a_seed_with_an_edge_or_a_link():
+    """The walk is skipped only when no seed has a similarity edge (hops on) or a conversation
+    link (adjacency on): a store without either, or a walk turned off."""
+    nbr = np.full((4, 2), -1, np.int64)
+    none = np.full(4, -1, np.int64)
+    rows = make_rows(np.zeros(4), np.ones(4), np.zeros(4), np.arange(4), np.zeros(4), nbr,
+                     np.zeros((4, 2)), none, none)
+    seeds = np.array([0, 2], np.int64)
+    assert not walk_leaves(seeds, rows, 1, 2)
+    nbr[2, 1] = 3  # an edge from a seed: only a similarity walk leaves along it
+    assert walk_leaves(seeds, rows, 1, 0) and not walk_leaves(seeds, rows, 0, 2)
+    nbr[2, 1] = -1
+    nxt = none.copy()
+    nxt[0] = 1  # a link from a seed: only a conversation walk leaves along it
+    linked = rows._replace(nxt=nxt)
+    assert walk_leaves(seeds, linked, 0, 2) and not walk_leaves(seeds, linked, 1, 0)
+    assert not walk_leaves(np.array([1, 3], np.int64), linked, 1, 2)  # not from a seed
 
 
 PLANS = (  # norm, cos_mode, seeds, hops, adjacency hops, max_identity, max_user_facts, lead

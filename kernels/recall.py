@@ -24,8 +24,8 @@ from numba import njit
 
 from maclaw_kernels.bm25 import Postings, bm25_query
 from maclaw_kernels.graph import propagate_linked
-from maclaw_kernels.recall_assemble import (KIND_RANKED, cos_ends, kth_relevance, lead_facts,
-                                            norm_cos, pick_identity, select_hits)
+from maclaw_kernels.recall_assemble import (KIND_RANKED, ends_of_range, kth_relevance,
+                                            lead_facts, norm_cos, pick_identity, select_hits)
 from maclaw_kernels.revival import cue_strength, revived_masks, terms_idf_total
 from maclaw_kernels.thread_prior import thread_prior
 from maclaw_kernels.topk import top_k_desc, top_k_known
@@ -157,11 +157,17 @@ def fuse(bm25, cos, affinity, eligible, knobs, bm25_out, rel_out):
     cos_mode = int(knobs.cos_norm)
     lo = np.inf
     hi = 0.0
-    for i in range(bm25.shape[0]):
-        if eligible[i] and bm25[i] > 0.0:
-            lo = min(lo, bm25[i])
-            hi = max(hi, bm25[i])
-    c_lo, c_hi = cos_ends(cos, eligible, cos_mode, knobs.cos_floor, knobs.cos_spread)
+    c_lo = np.inf
+    c_hi = -np.inf
+    for i in range(bm25.shape[0]):  # both ranges in one pass over the candidates
+        if eligible[i]:
+            if bm25[i] > 0.0:
+                lo = min(lo, bm25[i])
+                hi = max(hi, bm25[i])
+            c = np.float64(cos[i])
+            c_lo = min(c_lo, c)
+            c_hi = max(c_hi, c)
+    c_lo, c_hi = ends_of_range(c_lo, c_hi, cos_mode, knobs.cos_floor, knobs.cos_spread)
     for i in range(bm25.shape[0]):
         x = 0.0
         r = 0.0

@@ -185,6 +185,15 @@ def cos_ends(cos, eligible, cos_mode, floor, spread):
     if cos_mode == 2:
         return floor, 1.0
     lo, hi = cos_range(cos, eligible)
+    return ends_of_range(lo, hi, cos_mode, floor, spread)
+
+
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
+def ends_of_range(lo, hi, cos_mode, floor, spread):
+    """:func:`cos_ends` given the candidates' cosine range ``lo``, ``hi`` (:func:`cos_range`;
+    a caller that passes over the rows anyway takes it on the way)."""
+    if cos_mode == 2:
+        return floor, 1.0
     least = spread * (1.0 - floor)
     if cos_mode == 3:
         return lo, max(hi, lo + least)

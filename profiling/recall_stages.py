@@ -45,7 +45,7 @@ def staged_recall(store, query, qvec_in, acc):
     with store.lock:
         now = float(store.clock())
         plan = recall_plan(store)
-        head, tail, has_affinity = plan.single_args(store, None)
+        head, tail, has_affinity, _ = plan.single_args(store, None)
         out = plan.out()
         block = R._block(store, plan, [tokens], qvec, R._floors(store, [query]),
                          R._times(store, [query], now))

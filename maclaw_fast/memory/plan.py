@@ -188,11 +188,12 @@ class RecallPlan:
             self._static = (tuple(self.threads(store)), tuple(self.rows), tuple(self.knobs))
         return self._static
 
-    def single_args(self, store, project: str | None) -> tuple[tuple, tuple, bool]:
+    def single_args(self, store, project: str | None) -> tuple[tuple, tuple, bool, Work]:
         """One recall's arguments of :func:`maclaw_kernels.recall.recall_block` as plain tuples:
         those before the query's block (corpus, threads, rows, the scope of ``project``, its
-        row, knobs) and those after it but ``now`` (base, work, out), and whether any row has
-        an affinity in ``project``; made again only when the index or the scratch changed."""
+        row, knobs) and those after it but ``now`` (base, work, out), whether any row has an
+        affinity in ``project``, and the scratch the call writes; made again only when the
+        index or the scratch changed."""
         postings, matrix, work = store.bm25.query_postings(), store.vectors.matrix, \
             self.work(store)
         cached = self._single.get(project)
@@ -203,7 +204,7 @@ class RecallPlan:
             corpus = (tuple(postings)[:-1], matrix, store.vectors.has_vec)  # a Corpus
             cached = self._single[project] = (
                 postings, matrix, work, (corpus, threads, rows, tuple(scope), _ONE, knobs),
-                (tuple(self.base), tuple(work), tuple(self.out())), has_affinity)
+                (tuple(self.base), tuple(work), tuple(self.out())), has_affinity, work)
         return cached[3:]
 
     def out(self) -> Out:

@@ -143,9 +143,9 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         now = float(store.clock())
         plan = recall_plan(store, dynamic, category)
         when = _times(store, [query], now)
-        head, tail, has_affinity = plan.single_args(store, project)
+        head, tail, has_affinity, work = plan.single_args(store, project)
         recall_block(*head, _block(store, plan, [tokens], qvec, floors, when), *tail, now)
-        work, out = plan.work(store), plan.out()
+        out = plan.out()
         named = speaker_order(store, [query], out.rows, out.parts, out.count)
         m = int(out.count[0])
         rows = out.rows[0, :m]

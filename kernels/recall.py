@@ -24,8 +24,8 @@ from numba import njit
 
 from maclaw_kernels.bm25 import Postings, bm25_query
 from maclaw_kernels.graph import propagate_linked
-from maclaw_kernels.recall_assemble import (KIND_RANKED, cos_ends, kth_relevance, lead_facts,
-                                            norm_cos, pick_identity, select_hits)
+from maclaw_kernels.recall_assemble import (KIND_RANKED, ends_of_range, kth_relevance,
+                                            lead_facts, norm_cos, pick_identity, select_hits)
 from maclaw_kernels.revival import cue_strength, revived_masks, terms_idf_total
 from maclaw_kernels.thread_prior import thread_prior
 from maclaw_kernels.topk import top_k_desc, top_k_known
@@ -41,11 +41,11 @@ Rows = namedtuple("Rows", ["updated_at", "weight", "access", "seq", "tokens", "n
                            "prev", "nxt", "memo_key", "memo_at", "memo_factor", "log_table",
                            "created_at"])
 
-# Which rows one recall may return: ``eligible`` b1 (candidates: active, in scope),
-# ``scored`` b1 (those ranked), ``affinity`` f8 (project bonus), ``dormant`` b1 (dormant rows
-# of the scope; length 0: revival off), ``fixed`` i8 (self-identity candidates, store order),
-# ``user_fact`` b1.
-Scope = namedtuple("Scope", ["eligible", "scored", "affinity", "dormant", "fixed", "user_fact"])
+# Which rows one recall may return: ``eligible`` b1 (candidates, the rows ranked: active, in
+# scope), ``affinity`` f8 (project bonus), ``dormant`` b1 (dormant rows of the scope; length 0:
+# revival off), ``fixed`` i8 (self-identity candidates, store order), ``user_facts`` i8 (the
+# user-fact rows of the view, ascending; none: no lead to look for).
+Scope = namedtuple("Scope", ["eligible", "affinity", "dormant", "fixed", "user_facts"])
 
 # The scoring knobs, every one a float64 (one tuple type, one compiled specialization).
 Knobs = namedtuple("Knobs", [
@@ -59,12 +59,13 @@ WEIGHTS_AT = Knobs._fields.index("bm25_w")  # and cos_w: replaced per query by B
 _AFTER_WEIGHTS = WEIGHTS_AT + 2
 
 # What every query reads of the store's indexes: the BM25 ``postings``
-# (:data:`maclaw_kernels.bm25.Postings`; its ``term_weight`` scratch is replaced per call by
-# :data:`Work`'s), the unit vectors ``matrix`` f4[n, d] and ``has_vec`` b1.
+# (:data:`maclaw_kernels.bm25.Postings` but its ``term_weight`` scratch, :data:`Work`'s is
+# used: one array fewer to pass), the unit vectors ``matrix`` f4[n, d] and ``has_vec`` b1.
 Corpus = namedtuple("Corpus", ["postings", "matrix", "has_vec"])
 
 # The conversation threads of the thread prior (``n_threads`` 0: the prior does not apply):
-# ``postings`` the threads as BM25 documents (:data:`Postings`, thread ``t`` keyed ``t``),
+# ``postings`` the threads as BM25 documents (:data:`Postings` but its ``term_weight``, as in
+# :data:`Corpus`; thread ``t`` keyed ``t``),
 # ``thread_of`` i8[n], ``member`` b1[n], ``vnorm`` f8[threads] (length of each thread's vector
 # sum), then ``n_threads``, ``w_bm25``, ``w_cos`` as float64.
 Threads = namedtuple("Threads", ["postings", "thread_of", "member", "vnorm", "n_threads",
@@ -159,11 +160,17 @@ def fuse(bm25, cos, affinity, eligible, knobs, bm25_out, rel_out):
     cos_mode = int(knobs.cos_norm)
     lo = np.inf
     hi = 0.0
-    for i in range(bm25.shape[0]):
-        if eligible[i] and bm25[i] > 0.0:
-            lo = min(lo, bm25[i])
-            hi = max(hi, bm25[i])
-    c_lo, c_hi = cos_ends(cos, eligible, cos_mode, knobs.cos_floor, knobs.cos_spread)
+    c_lo = np.inf
+    c_hi = -np.inf
+    for i in range(bm25.shape[0]):  # both ranges in one pass over the candidates
+        if eligible[i]:
+            if bm25[i] > 0.0:
+                lo = min(lo, bm25[i])
+                hi = max(hi, bm25[i])
+            c = np.float64(cos[i])
+            c_lo = min(c_lo, c)
+            c_hi = max(c_hi, c)
+    c_lo, c_hi = ends_of_range(c_lo, c_hi, cos_mode, knobs.cos_floor, knobs.cos_spread)
     for i in range(bm25.shape[0]):
         x = 0.0
         r = 0.0
@@ -192,6 +199,21 @@ def linked_relevance(own, sim, link, mix):
     return v
 
 
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
+def walk_leaves(seeds, rows, hops, adj_hops):
+    """Whether a walk from ``seeds`` can reach a row: a seed has a similarity edge (``hops`` >
+    0) or a conversation link (``adj_hops`` > 0). A store without either skips the walk's
+    buffers over every row."""
+    for s in seeds:
+        if adj_hops > 0 and (rows.prev[s] >= 0 or rows.nxt[s] >= 0):
+            return True
+        if hops > 0:
+            for e in range(rows.nbr.shape[1]):
+                if rows.nbr[s, e] >= 0:
+                    return True
+    return False
+
+
 @njit(cache=True, no_cfunc_wrapper=True)
 def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
     """Score every ``scored`` row (``base + w_rel·rel``; −inf elsewhere), take the best
@@ -216,7 +238,7 @@ def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
     n_seeds, hops, adj_hops = int(knobs.n_seeds), int(knobs.hops), int(knobs.adj_hops)
     top = top_k_known(score, rows.access, rows.seq, scored, max(k, n_seeds), lo, hi, count)
     seeds = top[:min(n_seeds, top.shape[0])]
-    if (hops <= 0 and adj_hops <= 0) or seeds.shape[0] == 0:
+    if not walk_leaves(seeds, rows, hops, adj_hops):
         return top[:k], count
     sim, link, reached = propagate_linked(seeds, rel[seeds], rows.nbr, rows.edge_w, hops,
                                           knobs.hop_factor, rows.prev, rows.nxt, adj_hops,
@@ -243,12 +265,13 @@ def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, 
     ``out_parts``; returns their count). ``base``: :func:`base_scores`' rows; ``work``: five
     float64 rows of at least n, scratch."""
     n = bm25.shape[0]
-    bm25n, rel, score, graph, base_q = work[0, :n], work[1, :n], work[2, :n], work[3, :n], \
-        work[4, :n]
-    with_prior = prior.shape[0] > 0  # the thread prior orders conversations, after the walk
-    for i in range(n):  # loops, not slice copies: those compile a shape-error formatter
-        base_q[i] = base[2, i] + (knobs.w_rel * prior[i] if with_prior else 0.0)
-    eligible, scored = scope.eligible, scope.scored
+    bm25n, rel, score, graph = work[0, :n], work[1, :n], work[2, :n], work[3, :n]
+    base_q = base[2, :n]
+    if prior.shape[0] > 0:  # the thread prior orders conversations, after the walk
+        base_q = work[4, :n]
+        for i in range(n):  # loops, not slice copies: those compile a shape-error formatter
+            base_q[i] = base[2, i] + knobs.w_rel * prior[i]
+    eligible = scored = scope.eligible
     cue = (idf_total, knobs.bm25_w, knobs.cos_w, has_vector, knobs.revive_needs_term != 0.0,
            knobs.cos_floor)
     n_cued, eligible, scored = revived_masks(scope.dormant, bm25, cos, *cue, knobs.revive_bar,
@@ -263,9 +286,11 @@ def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, 
     fixed = pick_identity(scope.fixed, eligible, rows.access, rows.updated_at, rows.seq,
                           int(knobs.max_identity))
     reason = out_parts[PART_REASON]
-    bar = kth_relevance(rel, scored, lead_window)  # among the best matches (own, not walked)
-    lead = lead_facts(scope.user_fact, scored, rel, graph, rows.seq, bar,
-                      int(knobs.max_user_facts))
+    lead = scope.user_facts[:0]
+    if scope.user_facts.shape[0] > 0 and knobs.max_user_facts > 0:  # else no fact can lead
+        bar = kth_relevance(rel, scored, lead_window)  # among the best matches (own, not walked)
+        lead = lead_facts(scope.user_facts, scored, rel, graph, rows.seq, bar,
+                          int(knobs.max_user_facts))
     while True:
         m = select_hits(fixed, lead, ranked, rows.tokens, max_entries, int(knobs.budget),
                         out_rows, reason)
@@ -307,7 +332,7 @@ def query_prior(term_ids, term_weight, cos, has_vec, has_vector, threads, out):
     n_threads = int(threads.n_threads)
     tb = np.empty(n_threads)
     tb[:] = 0.0
-    bm25_query(term_ids, Postings(*threads.postings[:17], term_weight), tb)
+    bm25_query(term_ids, Postings(*threads.postings, term_weight), tb)
     thread_prior(tb, cos, has_vec, has_vector and threads.w_cos > 0.0, threads.member,
                  threads.thread_of, n_threads, threads.vnorm, threads.w_bm25, threads.w_cos,
                  out)
@@ -333,7 +358,7 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
         base_scores(rows, knobs, now, base.values)
         base.at[0] = now
     n = base.values.shape[1]
-    p = Postings(*corpus.postings[:17], work.term_weight)
+    p = Postings(*corpus.postings, work.term_weight)
     bm25 = work.bm25[:n]
     prior = work.mat[5, :n]
     no_prior = prior[:0]
@@ -374,8 +399,8 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
                     block.when[q]:  # (not NaN) the query names a time: favour memories of then
                 affinity = near_in_time(rows.created_at, block.when[q], knobs.time_weight,
                                         knobs.time_scale, affinity, work.mat[6, :n])
-            scope = Scope(scopes.eligible[s], scopes.scored[s], affinity,
-                          scopes.dormant[s], scopes.fixed, scopes.user_fact)
+            scope = Scope(scopes.eligible[s], affinity, scopes.dormant[s], scopes.fixed,
+                          scopes.user_facts)
             m = rank_one(rows, scope, kq, bm25, cos, this_prior, idf_total, block.has_vector,
                          base.values, work.mat, out.rows[q], out.parts[q])
             out.count[q] = m

@@ -78,17 +78,17 @@ def kth_relevance(rel, scored, k):
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
-def lead_facts(user_fact, scored, rel, graph, seq, bar, max_user_facts):
-    """The user facts that lead a recall (design R4): the ``scored`` rows of ``user_fact`` whose
+def lead_facts(user_facts, scored, rel, graph, seq, bar, max_user_facts):
+    """The user facts that lead a recall (design R4): the ``scored`` rows of ``user_facts`` whose
     relevance (``rel + graph``, with what the walk gave them) is above 0 and at least ``bar``
     (:func:`kth_relevance`: a fact among the query's best matches leads however its category
     weighs), the ``max_user_facts`` most relevant, best first (ties: lower ``seq``)."""
     lead = np.empty(max(max_user_facts, 0), np.int64)
     best = np.empty(max(max_user_facts, 0))
     n_lead = 0
-    for r in range(user_fact.shape[0]):
+    for r in user_facts:
         v = rel[r] + graph[r]
-        if not (user_fact[r] and scored[r] and v > 0.0 and v >= bar) or max_user_facts <= 0:
+        if not (scored[r] and v > 0.0 and v >= bar) or max_user_facts <= 0:
             continue
         if n_lead < max_user_facts:
             pos = n_lead
@@ -185,6 +185,15 @@ def cos_ends(cos, eligible, cos_mode, floor, spread):
     if cos_mode == 2:
         return floor, 1.0
     lo, hi = cos_range(cos, eligible)
+    return ends_of_range(lo, hi, cos_mode, floor, spread)
+
+
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
+def ends_of_range(lo, hi, cos_mode, floor, spread):
+    """:func:`cos_ends` given the candidates' cosine range ``lo``, ``hi`` (:func:`cos_range`;
+    a caller that passes over the rows anyway takes it on the way)."""
+    if cos_mode == 2:
+        return floor, 1.0
     least = spread * (1.0 - floor)
     if cos_mode == 3:
         return lo, max(hi, lo + least)

@@ -45,15 +45,12 @@ def staged_recall(store, query, qvec_in, acc):
     with store.lock:
         now = float(store.clock())
         plan = recall_plan(store)
-        scope, has_affinity = plan.scope(store, None)
-        work, out = plan.work(store), plan.out()
-        threads, rows, knobs = plan.static_args(store)
+        head, tail, has_affinity, _ = plan.single_args(store, None)
+        out = plan.out()
         block = R._block(store, plan, [tokens], qvec, R._floors(store, [query]),
                          R._times(store, [query], now))
-        corpus = R._corpus(store)
         t3 = time.perf_counter()
-        recall_block(corpus, threads, rows, tuple(scope), R._ONE, knobs, block,
-                     tuple(plan.base), tuple(work), tuple(out), now)
+        recall_block(*head, block, *tail, now)
         t4 = time.perf_counter()
         m = int(out.count[0])
         hits = hits_from_parts(store, out.rows[0, :m], out.parts[0, :, :m], has_affinity)

@@ -620,3 +620,27 @@ def test_a_cosine_floor_lowers_vector_cues_as_the_kernel_maps_them():
         if c * rc.cos_weight / (rc.bm25_weight + rc.cos_weight) >= bar:
             assert came_back, floor
     assert got[0.0] and not got[0.95]
+
+
+def test_an_archived_hit_of_a_chinese_query_is_weighed_as_the_query_is():
+    """A Chinese query's archived hits take its BM25 / cosine weights (``cjk_bm25_weight``), as
+    its hits in the store do; an English query's keep the configured weights (raw BM25 and
+    cosine, so no normalisation caps both parts at 1)."""
+    def archived(query: str, cjk: float) -> list[float]:
+        clock = Clock()
+        rc = msgspec.structs.replace(MemoryConfig().recall, cjk_bm25_weight=cjk,
+                                     bm25_norm="raw", cos_norm="raw")
+        cfg = MemoryConfig(capacity=CapacityConfig(store_capacity=30), recall=rc)
+        with MemoryStore.in_memory(embedder="hash", clock=clock, config=cfg) as s:
+            s.save("预发环境的数据库端口是五四三三 the staging database port is 5433",
+                   category="project_knowledge")
+            for i in range(40):
+                clock.t += H
+                s.save(f"helm chart {i} pins the redis image to version {i}.2",
+                       category="project_knowledge")
+            return [h.score for h in s.recall(query, reinforce=False) if h.reason == "archived"]
+
+    zh = "预发环境的数据库端口是多少"
+    assert archived(zh, 0.2) and archived(zh, 0.2) != archived(zh, 0.6)
+    en = "which port does the staging database listen on"
+    assert archived(en, 0.2) and archived(en, 0.2) == archived(en, 0.6)

@@ -26,6 +26,7 @@ from maclaw_kernels.recall import (
     ranked_rows,
     recency_epoch,
     refresh_recency,
+    walk_leaves,
 )
 from maclaw_kernels.recall_assemble import kth_relevance, lead_facts, pick_identity, select_hits
 from tests.test_memory_kernels import assert_order, random_graph, ref_propagate
@@ -210,7 +211,7 @@ def test_lead_facts_matches_reference(seed):
     graph = np.where(rng.random(n) < 0.2, 0.3, 0.0)
     seq = rng.permutation(n).astype(np.int64)
     for bar, max_uf in ((0.0, 3), (0.6, 3), (0.9, 1), (np.inf, 3), (0.3, 0), (-1.0, 60)):
-        got = lead_facts(user_fact, scored, rel, graph, seq, bar, max_uf)
+        got = lead_facts(np.flatnonzero(user_fact), scored, rel, graph, seq, bar, max_uf)
         assert got.tolist() == ref_lead(user_fact, scored, rel, graph, seq, bar, max_uf)
 
 
@@ -418,6 +419,25 @@ def test_ranked_rows_match_reference(seed):
                 assert graph[i] == pytest.approx(ref_graph[i], abs=1e-12), ctx
 
 
+def test_walk_leaves_only_from_a_seed_with_an_edge_or_a_link():
+    """The walk is skipped only when no seed has a similarity edge (hops on) or a conversation
+    link (adjacency on): a store without either, or a walk turned off."""
+    nbr = np.full((4, 2), -1, np.int64)
+    none = np.full(4, -1, np.int64)
+    rows = make_rows(np.zeros(4), np.ones(4), np.zeros(4), np.arange(4), np.zeros(4), nbr,
+                     np.zeros((4, 2)), none, none)
+    seeds = np.array([0, 2], np.int64)
+    assert not walk_leaves(seeds, rows, 1, 2)
+    nbr[2, 1] = 3  # an edge from a seed: only a similarity walk leaves along it
+    assert walk_leaves(seeds, rows, 1, 0) and not walk_leaves(seeds, rows, 0, 2)
+    nbr[2, 1] = -1
+    nxt = none.copy()
+    nxt[0] = 1  # a link from a seed: only a conversation walk leaves along it
+    linked = rows._replace(nxt=nxt)
+    assert walk_leaves(seeds, linked, 0, 2) and not walk_leaves(seeds, linked, 1, 0)
+    assert not walk_leaves(np.array([1, 3], np.int64), linked, 1, 2)  # not from a seed
+
+
 PLANS = (  # norm, cos_mode, seeds, hops, adjacency hops, max_identity, max_user_facts, lead
     # window, entries, budget
     (0, 0, 5, 1, 0, 50, 50, 20, 20, 2000), (1, 1, 3, 2, 2, 3, 3, 5, 5, 300),
@@ -473,8 +493,8 @@ def test_rank_one_matches_reference(seed):
         for revive in (False, True):
             dormant = q["dormant"] if revive else np.zeros(0, np.bool_)
             idf = float(rng.uniform(2, 8))
-            scope = Scope(q["eligible"], q["scored"], q["affinity"], dormant, c["fixed"],
-                          c["user_fact"])
+            scope = Scope(q["eligible"], q["affinity"], dormant, c["fixed"],
+                          np.flatnonzero(c["user_fact"]))
             width = plan[8] + min(plan[5], c["fixed"].size)
             out_rows = np.full(width, -1, np.int64)
             parts = np.full((N_PARTS, width), np.nan)

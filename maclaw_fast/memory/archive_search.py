@@ -32,7 +32,8 @@ def with_archive(store, plan, work, tokens: list[str], qvec, hits: list[RecallHi
     (``reason="archived"``) within the recall's entry and token limits (design R9). ``work``:
     the recall's scratch (every row's BM25, cosine and thread prior): an archived entry has no
     thread in the store, so the merge compares the store's hits without their prior.
-    ``scale``: the model's cosine floor and ``cos_spread`` for the query's language;
+    ``scale``: the model's cosine floor, ``cos_spread`` and the BM25 and cosine weights for the
+    query's language;
     ``names``: the query's speakers (memory.speakers)."""
     fc = store.config.forgetting
     if not fc.archive_search or len(store.archive) == 0:
@@ -40,8 +41,10 @@ def with_archive(store, plan, work, tokens: list[str], qvec, hits: list[RecallHi
     rc = store.config.recall
     n = plan.n
     prior = work.mat[5, :n] if plan.threads(store).n_threads > 0 else None
-    found = store.archive.search(tokens, qvec, bm25_weight=rc.bm25_weight,
-                                 cos_weight=rc.cos_weight, min_cue=fc.archive_min_cue,
+    # the query's weights (a Chinese query's differ); an embedder-less store keeps the config's
+    bw, cw = (float(scale[2]), float(scale[3])) if store.dim else (rc.bm25_weight, rc.cos_weight)
+    found = store.archive.search(tokens, qvec, bm25_weight=bw, cos_weight=cw,
+                                 min_cue=fc.archive_min_cue,
                                  limit=4 * fc.archive_max_hits + 4,
                                  cos_floor=scale[0])
     found = [f for f in found if _in_scope(store, f[0], project, dynamic, category)
@@ -49,7 +52,7 @@ def with_archive(store, plan, work, tokens: list[str], qvec, hits: list[RecallHi
     if not found:
         return hits
     eligible = plan.scope(store, project)[0].eligible[0]
-    ranges = _ranges(work.bm25[:n][eligible], work.cos[0, :n][eligible], scale)
+    ranges = _ranges(work.bm25[:n][eligible], work.cos[0, :n][eligible], scale, (bw, cw))
     seeds = [_archive_hit(store, entry, bm25, cos, ranges, now)
              for entry, _, bm25, cos in found]
     extra = [h for h, _ in seeds]
@@ -118,21 +121,21 @@ def _linked_hits(store, seeds: list[tuple[RecallHit, float]], tokens, qvec, rang
             for (e, v), (bm25, cos) in zip(reached, scores)]
 
 
-def _ranges(bm25: np.ndarray, cos: np.ndarray, scale) -> tuple:
-    """(BM25 lo, hi over the hits, cosine lo, hi, the query's (floor, spread)) of the store's
-    candidates for this query: archived entries are normalised by them as the kernel normalises
-    a row."""
+def _ranges(bm25: np.ndarray, cos: np.ndarray, scale, weights) -> tuple:
+    """(BM25 lo, hi over the hits, cosine lo, hi, the query's (floor, spread), its (BM25,
+    cosine) ``weights``) of the store's candidates for this query: archived entries are
+    normalised and weighed by them as the kernel does a row."""
     hits = bm25[bm25 > 0]
     b_lo, b_hi = (float(hits.min()), float(hits.max())) if hits.shape[0] else (np.inf, 0.0)
     c_lo, c_hi = (float(cos.min()), float(cos.max())) if cos.shape[0] else (np.inf, -np.inf)
-    return b_lo, b_hi, c_lo, c_hi, (float(scale[0]), float(scale[1]))
+    return b_lo, b_hi, c_lo, c_hi, (float(scale[0]), float(scale[1])), weights
 
 
 def _normalised(store, bm25: float, cos: float, ranges) -> tuple[float, float]:
     """An archived entry's raw BM25 and cosine normalised by the configured modes over the
     store's candidates (:func:`_ranges`), each capped to [0, 1]."""
     rc = store.config.recall
-    b_lo, b_hi, c_lo, c_hi, (floor, spread) = ranges
+    b_lo, b_hi, c_lo, c_hi, (floor, spread), _ = ranges
     x = bm25
     if rc.bm25_norm == "max" and x > 0:
         x = min(1.0, x / b_hi) if b_hi > 0 else 1.0
@@ -163,8 +166,8 @@ def _archive_hit(store, entry: Entry, bm25: float, cos: float, ranges, now: floa
     importance = CATEGORY_TABLE[entry.category][0] + math.log1p(entry.access_count)
     x, c = _normalised(store, bm25, cos, ranges)
     # an embedder-less store weighs BM25 alone, with both weights, as the kernel does
-    own = rc.bm25_weight * x + rc.cos_weight * c if store.dim else (
-        rc.bm25_weight + rc.cos_weight) * x
+    bw, cw = ranges[5]  # the query's weights (:func:`_ranges`)
+    own = bw * x + cw * c if store.dim else (bw + cw) * x
     rel = own
     if link > 0.0:
         rel = max(own, own + rc.adjacency_mix * link if rc.adjacency_mix > 0.0 else link)

@@ -22,7 +22,8 @@ COS_MODES = {"raw": 0, "minmax": 1, "floor": 2, "spread": 3, "floor_best": 4}
 COS_TILE = 16
 LOG_ACCESS = np.log1p(np.arange(64, dtype=np.float64))
 _NO_ROWS, _NO_MASK, _NO_FLOATS = np.zeros(0, np.int64), np.zeros(0, np.bool_), np.zeros(0)
-_NO_POSTINGS = tuple(empty_postings())  # the thread prior's when it does not apply
+_NO_POSTINGS = tuple(empty_postings())[:-1]  # the thread prior's when it does not apply
+_ONE = np.zeros(1, np.int64)  # a single query's scope row
 
 
 def new_out(queries: int, width: int) -> Out:
@@ -73,7 +74,7 @@ class RecallPlan:
         fixed = np.flatnonzero(active & (cat == SELF_IDENTITY))
         self.fixed = np.ascontiguousarray(fixed[np.argsort(t.seq[fixed], kind="stable")],
                                           dtype=np.int64)
-        self.user_fact = np.ascontiguousarray(active & (cat == USER_FACT))
+        self.user_facts = np.flatnonzero(active & (cat == USER_FACT)).astype(np.int64)
         self.max_entries = rc.dynamic_max_entries if dynamic else rc.max_entries
         self.budget = rc.dynamic_token_budget if dynamic else rc.token_budget
         max_identity = max(int(rc.max_identity), 0)
@@ -99,6 +100,7 @@ class RecallPlan:
         self._scopes: dict[str | None, tuple[Scope, bool]] = {}
         self._threads: Threads | bool = False  # made on first use
         self._static: tuple | None = None
+        self._single: dict[str | None, tuple] = {}  # single_args per project
         # every row's recency, importance and base score at the last recall's ``now``
         self.base = Base(np.empty((3, n)), np.full(1, np.nan))
         self._work: Work | None = None  # a single recall's scratch and outputs, made on
@@ -123,8 +125,8 @@ class RecallPlan:
                     dormant = dormant & in_scope
             if dormant is None or not dormant.any():
                 dormant = np.zeros((1, 0), np.bool_)
-            scope = Scope(eligible[None], eligible[None], affinity[None],
-                          dormant.reshape(1, -1), self.fixed, self.user_fact)
+            scope = Scope(eligible[None], affinity[None], dormant.reshape(1, -1), self.fixed,
+                          self.user_facts)
             cached = self._scopes[project] = (scope, bool(affinity.any()))
         return cached
 
@@ -140,8 +142,8 @@ class RecallPlan:
                                    else np.zeros((1, self.n), np.bool_) for s in scopes])
                    if revives else np.zeros((len(scopes), 0), np.bool_))
         stacked = Scope(*(np.concatenate([getattr(s, f) for s in scopes])
-                          for f in ("eligible", "scored", "affinity")), dormant, self.fixed,
-                        self.user_fact)
+                          for f in ("eligible", "affinity")), dormant, self.fixed,
+                        self.user_facts)
         return stacked, np.array([uniq[p] for p in projects], dtype=np.int64)
 
     def threads(self, store) -> Threads:
@@ -158,7 +160,7 @@ class RecallPlan:
                 self._threads = Threads(_NO_POSTINGS, _NO_ROWS, _NO_MASK, _NO_FLOATS, 0.0, 0.0,
                                         0.0)
             else:
-                self._threads = Threads(tuple(plan.postings), plan.thread_of, plan.member,
+                self._threads = Threads(tuple(plan.postings)[:-1], plan.thread_of, plan.member,
                                         plan.vnorm, float(plan.n_threads),
                                         float(rc.thread_bm25_weight),
                                         float(rc.thread_cos_weight))
@@ -166,8 +168,10 @@ class RecallPlan:
 
     def work(self, store, *, fresh: bool = False) -> Work:
         """Scratch for one thread's recalls (``fresh``: a new one, for a batch's extra
-        threads; otherwise the plan's own, used under the store lock)."""
-        if self._work is None or fresh:
+        threads; otherwise the plan's own, used under the store lock, made anew when the
+        vocabulary outgrew it)."""
+        if (self._work is None or fresh
+                or self._work.term_weight.shape[0] < len(store.bm25.vocab)):
             n = self.n
             tile = max(1, min(COS_TILE, (1 << 22) // max(n, 1)))  # at most 16 MiB of cosines
             work = Work(np.zeros(n), np.zeros((tile, n), np.float32), np.empty((7, n)),
@@ -183,6 +187,25 @@ class RecallPlan:
         if self._static is None:
             self._static = (tuple(self.threads(store)), tuple(self.rows), tuple(self.knobs))
         return self._static
+
+    def single_args(self, store, project: str | None) -> tuple[tuple, tuple, bool, Work]:
+        """One recall's arguments of :func:`maclaw_kernels.recall.recall_block` as plain tuples:
+        those before the query's block (corpus, threads, rows, the scope of ``project``, its
+        row, knobs) and those after it but ``now`` (base, work, out), whether any row has an
+        affinity in ``project``, and the scratch the call writes; made again only when the
+        index or the scratch changed."""
+        postings, matrix, work = store.bm25.query_postings(), store.vectors.matrix, \
+            self.work(store)
+        cached = self._single.get(project)
+        if cached is None or cached[0] is not postings or cached[1] is not matrix \
+                or cached[2] is not work:
+            threads, rows, knobs = self.static_args(store)
+            scope, has_affinity = self.scope(store, project)
+            corpus = (tuple(postings)[:-1], matrix, store.vectors.has_vec)  # a Corpus
+            cached = self._single[project] = (
+                postings, matrix, work, (corpus, threads, rows, tuple(scope), _ONE, knobs),
+                (tuple(self.base), tuple(work), tuple(self.out())), has_affinity, work)
+        return cached[3:]
 
     def out(self) -> Out:
         """A single recall's outputs (a block of one query)."""

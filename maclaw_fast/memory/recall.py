@@ -32,7 +32,7 @@ from maclaw_fast.records import RecallHit
 from maclaw_fast.text.dates import query_time
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_fast.threads import batch_threads, pool
-from maclaw_kernels.recall import FLOOR_AT, Block, Out, base_scores, recall_block
+from maclaw_kernels.recall import FLOOR_AT, WEIGHTS_AT, Block, Out, base_scores, recall_block
 DORMANT = 2  # the status code of dormant entries (columns.STATUS)
 
 
@@ -61,7 +61,7 @@ def _query_vector(store, query: str, given) -> np.ndarray | None:
     """One unit query vector as a block of one (1, dim), or None."""
     if given is None and (store.query_cache is None or not query.strip()):
         return None
-    if store.dim and plain_vector(given, store.dim) and abs(np.dot(given, given) - 1.0) < 1e-6:
+    if store.dim and plain_vector(given, store.dim) and abs(given.dot(given) - 1.0) < 1e-6:
         return given[None]  # the usual case: already of unit length, used as given
     return _query_vectors(store, [query], given)[:1]
 
@@ -102,8 +102,9 @@ def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs,
     index = store.bm25
     get = index.vocab.getter()
     if len(token_lists) == 1:
-        ids = np.fromiter(map(get, token_lists[0], repeat(-1)), np.int64, len(token_lists[0]))
-        indptr = np.array((0, ids.shape[0]), np.int64)
+        k = len(token_lists[0])
+        ids = np.fromiter(map(get, token_lists[0], repeat(-1)), np.int64, k)
+        indptr = _SPANS[k] if k < len(_SPANS) else np.array((0, k), np.int64)
     else:
         indptr = np.zeros(len(token_lists) + 1, np.int64)
         np.cumsum(np.fromiter(map(len, token_lists), np.int64, len(token_lists)),
@@ -124,7 +125,7 @@ def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs,
 def _corpus(store) -> tuple:
     """The store's indexes as the kernel reads them (a plain :data:`Corpus` tuple)."""
     vec = store.vectors
-    return (tuple(store.bm25.query_postings()), vec.matrix, vec.has_vec)
+    return (tuple(store.bm25.query_postings())[:-1], vec.matrix, vec.has_vec)
 
 
 # ---------------------------------------------------------------------- one query
@@ -147,22 +148,19 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         store.check_open()
         now = float(store.clock())
         plan = recall_plan(store, dynamic, category)
-        scope, has_affinity = plan.scope(store, project)
         when = _times(store, [query], now)
-        work, out = plan.work(store), plan.out()
-        if work.term_weight.shape[0] < len(store.bm25.vocab):
-            work = plan.work(store, fresh=True)
-        threads, rows, knobs = plan.static_args(store)
-        recall_block(_corpus(store), threads, rows, tuple(scope), _ONE, knobs,
-                     _block(store, plan, [tokens], qvec, floors, when), tuple(plan.base),
-                     tuple(work), tuple(out), now)
+        head, tail, has_affinity, work = plan.single_args(store, project)
+        recall_block(*head, _block(store, plan, [tokens], qvec, floors, when), *tail, now)
+        out = plan.out()
         named = speaker_order(store, [query], out.rows, out.parts, out.count)
         m = int(out.count[0])
         rows = out.rows[0, :m]
         hits = found = hits_from_parts(store, rows, out.parts[0, :, :m],
                                        has_affinity or when.shape[0] > 0 or named)
         if out.best_cue[0] < store.config.forgetting.archive_below:
-            scale = floors[0, :2] if floors.shape[0] else knobs[FLOOR_AT:FLOOR_AT + 2]
+            k = plan.knobs
+            scale = floors[0] if floors.shape[0] else (
+                k[FLOOR_AT], k[FLOOR_AT + 1], k[WEIGHTS_AT], k[WEIGHTS_AT + 1])
             hits = with_archive(store, plan, work, tokens, None if qvec is None else qvec[0],
                                 hits, rows, project, dynamic, category, now, scale,
                                 named.get(0, ()))
@@ -173,8 +171,8 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         return hits
 
 
-_ONE = np.zeros(1, np.int64)  # a single query's scope row
 _NO_VECTORS = np.zeros((1, 0), np.float32)
+_SPANS = [np.array((0, k), np.int64) for k in range(64)]  # a query's term span (kernel reads)
 _NO_BM25, _NO_COS = np.zeros((0, 0)), np.zeros((0, 0), np.float32)
 _NO_FLOORS, _NO_SCALES = np.zeros(0), np.zeros((0, 4))
 
@@ -211,7 +209,8 @@ def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors
                  as_arrow=False):
     if isinstance(queries, str) or not hasattr(queries, "__len__"):
         raise ValidationError("queries must be a list of strings")
-    queries = [validate.query(q) for q in queries]
+    queries = [q if type(q) is str and q.isascii() else validate.query(q)  # plain: valid
+               for q in queries]
     nq = len(queries)
     projects = validate.projects(projects, nq)
     reinforce = validate.flag(reinforce, "reinforce") and not store.read_only

@@ -58,7 +58,7 @@ from maclaw_fast.text.tokenizer import analysed_text, tokenize  # noqa: E402
 DIM = 384
 # design §6 as the reference wrote it: what the hand-glue contenders compute
 REFERENCE_SCORING = RecallConfig(bm25_norm="raw", cos_norm="raw", weight_relevance=1.0,
-                                 adjacency_hops=0)
+                                 bm25_weight=0.4, cos_weight=0.6, adjacency_hops=0)
 N_SMALL = 500
 N_QUERIES = 1000
 N_BIG = 100_000

@@ -162,9 +162,9 @@ def section_100k(rows: list[dict]) -> list[str]:
            "the whole float32 matrix — the least work of any scorer that reads every vector in "
            "float32 — with 2 numba threads and with 1, and NumPy `E @ q` (BLAS gemv); the engine "
            "at 1 and 2 numba threads; “engine / this” uses the faster engine row. The engine "
-           "reads int8 codes of the vectors first (a quarter of the bytes, with an exact error "
-           "bound per row) and float32 only for the rows that can reach the top, so it can go "
-           "below that floor while giving the dense kernel's results bit for bit. Store built "
+           "scores every row's cosine in float32 (in row ranges on the thread pool) and BM25, "
+           "then ranks every row: its time is the floor's plus the ranking passes "
+           "(profiling/recall_large.py). Store built "
            "with auto-link off (100k saves with linking would take an hour).", "",
            "| contender | p50 | mean | GB/s of the matrix | engine / this |", "|---|---|---|---|---|"]
     nbytes = 100_000 * 384 * 4

@@ -31,15 +31,13 @@ import tempfile
 import time
 from pathlib import Path
 
-CHILD = r"""
-import json, sys, time
+# The store of one (size N, kind KIND) and its queries: what the child times, and what
+# profiling/recall_large.py profiles (it runs this with N and KIND set).
+STORE = r"""
 import numpy as np
 from maclaw_fast import MemoryStore
 from maclaw_fast.config import CapacityConfig, MemoryConfig
 import msgspec
-
-N, KIND, CALLS, BATCH = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-clock = time.process_time if sys.argv[5] == "cpu" else time.perf_counter  # cpu: all threads
 NQ, DIM, NOW = 200, 384, 1.8e9
 rng = np.random.default_rng(0)
 words = [f"w{i}" for i in range(3000)]
@@ -70,7 +68,14 @@ for i in range(N):
 t[0] = NOW
 queries = [text(int(rng.integers(2, 7))) for _ in range(NQ)]
 Q = unit(NQ, 2000)
-for i in range(30):
+"""
+
+CHILD = r"""
+import json, sys, time
+
+N, KIND, CALLS, BATCH = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+clock = time.process_time if sys.argv[5] == "cpu" else time.perf_counter  # cpu: all threads
+""" + STORE + r"""for i in range(30):
     store.recall(queries[i % NQ], query_vector=Q[i % NQ], reinforce=False)
 times = np.empty(CALLS)
 for j in range(CALLS):

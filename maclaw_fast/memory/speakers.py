@@ -11,9 +11,28 @@ import numpy as np
 
 from maclaw_fast.text.speakers import speaks_or_answers
 from maclaw_kernels.recall import PART_AFFINITY, PART_REASON, PART_SCORE
-from maclaw_kernels.speakers import raise_and_order
 
 _LEADING = (2.0, 3.0)  # the identity and user-fact block (hits.REASONS codes): keeps its place
+
+
+def raise_and_order(rows: np.ndarray, parts: np.ndarray, m: int, own: np.ndarray, keep: int,
+                    bonus: float, weight: float) -> bool:
+    """One query's ``rows[:m]`` and ``parts[:, :m]`` (changed in place): after the leading
+    block each ``own`` row and the first ``keep`` others gain ``bonus`` in the score part and
+    ``weight`` in the affinity part; then they are ordered by score, descending, ties in their
+    order. Returns whether any row gained (none: the selection is left as it came)."""
+    lead = np.isin(parts[PART_REASON, :m], _LEADING)
+    start = m if lead.all() else int(np.argmin(lead))
+    mine = own[start:m]
+    gain = start + np.flatnonzero(mine | ((np.cumsum(~mine) <= keep) & ~mine))
+    if gain.size == 0:
+        return False
+    parts[PART_SCORE, gain] += bonus
+    parts[PART_AFFINITY, gain] += weight
+    order = start + np.argsort(-parts[PART_SCORE, start:m], kind="stable")
+    rows[start:m] = rows[order]
+    parts[:, start:m] = parts[:, order]
+    return True
 
 
 def speaker_order(store, queries: list[str], rows: np.ndarray, parts: np.ndarray,
@@ -33,8 +52,7 @@ def speaker_order(store, queries: list[str], rows: np.ndarray, parts: np.ndarray
         own = np.array(index.marked(names, rows[q, :m].tolist(), prev[rows[q, :m]].tolist(),
                                     rc.speaker_replies), np.bool_)
         raise_and_order(rows[q], parts[q], m, own, rc.speaker_keep, rc.speaker_weight
-                        * rc.weight_relevance, rc.speaker_weight, PART_SCORE, PART_AFFINITY,
-                        PART_REASON, *_LEADING)
+                        * rc.weight_relevance, rc.speaker_weight)
     return named
 
 

@@ -151,8 +151,6 @@ def check_table(table: pa.Table, known: dict[str, tuple[str, ...]] | None = None
     for name in ("id", "content", "category", "status", "scope"):
         if name in types and table.column(name).null_count:
             raise CorruptStoreError(f"snapshot column {name!r} has missing values")
-    # on the buffers (persist/strings.py): a set of 500 Python strings, or a pyarrow.compute
-    # call per column, cost more than the rest of this check
     if not distinct_nonempty(table.column("id")):
         raise CorruptStoreError("snapshot ids are empty or repeated")
     for name, allowed in (known or {}).items():

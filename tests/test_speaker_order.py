@@ -1,4 +1,4 @@
-"""``kernels/speakers.py`` against a plain-Python reference on random selections: the named
+"""The speaker order (``memory/speakers.py``) against a plain-Python reference on random selections: the named
 speaker's rows after the leading block and the first ``keep`` others gain the bonus, and the
 rows after the block are ordered by score again, ties in their order."""
 
@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maclaw_kernels.speakers import raise_and_order
-
-SCORE, AFFINITY, REASON = 0, 7, 8
+from maclaw_fast.memory.speakers import raise_and_order
+from maclaw_kernels.recall import PART_AFFINITY as AFFINITY
+from maclaw_kernels.recall import PART_REASON as REASON
+from maclaw_kernels.recall import PART_SCORE as SCORE
 
 
 def reference(rows, parts, m, own, keep, bonus, weight):
@@ -45,8 +46,7 @@ def test_raise_and_order_matches_the_reference(seed):
     bonus = float(rng.choice([0.0, 1.0, 2.0, 5.0]))
     keep = int(rng.integers(0, 4))
     want_rows, want_parts, want = reference(rows, parts, m, own, keep, bonus, bonus / 10)
-    got = raise_and_order(rows, parts, m, own, keep, bonus, bonus / 10, SCORE, AFFINITY, REASON,
-                          2.0, 3.0)
+    got = raise_and_order(rows, parts, m, own, keep, bonus, bonus / 10)
     assert got == want
     np.testing.assert_array_equal(rows, want_rows)
     np.testing.assert_array_equal(parts, want_parts)

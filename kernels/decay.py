@@ -1,35 +1,6 @@
-"""The forgetting curve (design §7) over strength / updated_at columns."""
+"""Reinforcement of recalled rows (design §7): access, strength and updated_at in place."""
 
-import numpy as np
 from numba import njit
-
-
-@njit(cache=True, no_cfunc_wrapper=True, inline="always")
-def _strength_now(strength, updated_at, now, rate):
-    if strength <= 0.0:
-        return 0.0
-    return strength * np.exp(-rate * max(now - updated_at, 0.0) / 3600.0)
-
-
-@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
-def decay_pass(strength, updated_at, exempt, active, now, rate, threshold, out_strength,
-               out_dormant):
-    """``S = strength·exp(-rate·hours)``; rows that are ``active`` and not ``exempt`` (self
-    identity) with ``S < threshold`` become dormant (``out_dormant``) and keep ``S`` as strength;
-    every other row keeps its stored strength. Returns how many became dormant. Releases the
-    GIL: a very large store runs row ranges on several threads."""
-    count = 0
-    for i in range(strength.shape[0]):
-        out_strength[i] = strength[i]
-        out_dormant[i] = False
-        if exempt[i] or not active[i]:
-            continue
-        s = _strength_now(strength[i], updated_at[i], now, rate)
-        if s < threshold:
-            out_strength[i] = s
-            out_dormant[i] = True
-            count += 1
-    return count
 
 
 @njit(cache=True, no_cfunc_wrapper=True)

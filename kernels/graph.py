@@ -52,45 +52,6 @@ def propagate_reached(seeds, seed_values, nbr, edge_w, hops, hop_factor, eligibl
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
-def link_candidates(bm25, cos, alive, seq, row, use_cos, min_cos, w_bm25, w_cos, top):
-    """The ``top`` entries a new ``row`` links to (design §4): with a vector, those with
-    cos ≥ ``min_cos`` ranked by ``w_bm25·bm25 + w_cos·cos`` (strength = cos); without, those
-    with BM25 > 0 ranked by BM25 (strength = bm25 / best, ≤ 1). Ties: older (lower seq) first.
-    Returns ``(rows, strengths)``."""
-    n = bm25.shape[0]
-    rank = np.empty(n)
-    best = 0.0
-    for i in range(n):
-        rank[i] = -np.inf
-        if i != row and alive[i] and bm25[i] > best:
-            best = bm25[i]
-    for i in range(n):
-        if i == row or not alive[i]:
-            continue
-        if use_cos:
-            if cos[i] >= min_cos:
-                rank[i] = w_bm25 * bm25[i] + w_cos * cos[i]
-        elif bm25[i] > 0.0:
-            rank[i] = bm25[i]
-    picked = np.empty(top, np.int64)
-    strength = np.empty(top)
-    m = 0
-    for _ in range(top):
-        j = -1
-        for i in range(n):
-            if rank[i] > -np.inf and (j < 0 or rank[i] > rank[j]
-                                      or (rank[i] == rank[j] and seq[i] < seq[j])):
-                j = i
-        if j < 0:
-            break
-        picked[m] = j
-        strength[m] = cos[j] if use_cos else min(1.0, bm25[j] / best)
-        rank[j] = -np.inf
-        m += 1
-    return picked[:m], strength[:m]
-
-
-@njit(cache=True, no_cfunc_wrapper=True)
 def propagate_linked(seeds, seed_values, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops,
                      adj_factor, eligible):
     """:func:`propagate_reached` over the similarity edges, then along the conversation links

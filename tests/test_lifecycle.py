@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from maclaw_fast.errors import DuplicateError, NotFoundError
 from maclaw_fast.memory import MemoryStore
 from maclaw_fast.memory.lifecycle import decay, replace_entries, restore
-from maclaw_kernels.decay import decay_pass
+from maclaw_fast.memory.lifecycle import decay_pass
 
 from tests.maint_helpers import H, T0, Clock
 from tests.test_memory_kernels import ref_decay

@@ -26,13 +26,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from maclaw_kernels.bm25 import Postings, bm25_block, bm25_query, bm25_range, build_csr, query_idf
-from maclaw_kernels.decay import decay_pass, touch_rows
+from maclaw_kernels.decay import touch_rows
 from maclaw_kernels.graph import propagate_reached
 from maclaw_kernels.topk import top_k_desc
 from maclaw_kernels.vectors import dot_tile
 
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.vectors import VectorColumn
+from maclaw_fast.memory.lifecycle import decay_pass
 from maclaw_fast.text import tokenize
 
 K1, B = 1.2, 0.75

@@ -21,11 +21,24 @@ from maclaw_fast.persist.journal import DeleteOp, PutOp
 from maclaw_fast.records import Entry, GcReport, replace_entry, vec_bytes
 from maclaw_fast.text.tokenizer import analysed_text
 from maclaw_fast.threads import in_ranges
-from maclaw_kernels.decay import decay_pass
 
-# The serial kernel does 100k rows in ~1.5 ms and decay runs every 6 h: row ranges go to the
-# thread pool only from this size (or when asked).
+# One pass does 100k rows in a few ms and decay runs every 6 h: row ranges go to the thread pool
+# only from this size (or when asked).
 PARALLEL_DECAY_ROWS = 2_000_000
+
+
+def decay_pass(strength, updated_at, exempt, active, now, rate, threshold, out_strength,
+               out_dormant) -> int:
+    """``S = strength·exp(-rate·hours)`` (0 for a strength ≤ 0); rows that are ``active`` and
+    not ``exempt`` (self identity) with ``S < threshold`` become dormant (``out_dormant``) and
+    keep ``S`` as strength; every other row keeps its stored strength. Returns how many became
+    dormant."""
+    s = strength * np.exp(-rate * np.maximum(now - updated_at, 0.0) / 3600.0)
+    s[strength <= 0.0] = 0.0
+    np.logical_and(active & ~exempt, s < threshold, out=out_dormant)
+    np.copyto(out_strength, strength)
+    np.copyto(out_strength, s, where=out_dormant)
+    return int(np.count_nonzero(out_dormant))
 
 
 class DecayReport(msgspec.Struct, kw_only=True):

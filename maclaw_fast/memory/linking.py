@@ -8,7 +8,30 @@ import numpy as np
 from maclaw_fast.memory.columns import SELF_IDENTITY
 from maclaw_fast.persist.journal import AdjacentOp, ConversationOp, DeleteOp, LinkOp
 from maclaw_fast.records import Entry
-from maclaw_kernels.graph import link_candidates
+
+
+def link_candidates(bm25: np.ndarray, cos: np.ndarray, alive: np.ndarray, seq: np.ndarray,
+                    row: int, use_cos: bool, min_cos: float, w_bm25: float, w_cos: float,
+                    top: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``top`` entries a new ``row`` links to (design §4): with a vector, those with
+    cos ≥ ``min_cos`` ranked by ``w_bm25·bm25 + w_cos·cos`` (strength = cos); without, those
+    with BM25 > 0 ranked by BM25 (strength = bm25 / best, ≤ 1). Ties: older (lower seq) first.
+    Returns ``(rows, strengths)``."""
+    others = alive.copy()
+    others[row] = False
+    cos = cos.astype(np.float64)  # float64 ranks, as the store sums its scores
+    if use_cos:
+        ok, rank = others & (cos >= min_cos), w_bm25 * bm25 + w_cos * cos
+    else:
+        ok, rank = others & (bm25 > 0.0), bm25
+    cand = np.flatnonzero(ok)
+    if cand.size > top > 0:  # only rows at or above the top-th rank can win (ties kept)
+        cand = cand[rank[cand] >= np.partition(rank[cand], cand.size - top)[cand.size - top]]
+    picked = cand[np.lexsort((seq[cand], -rank[cand]))[:max(top, 0)]]
+    if use_cos:
+        return picked, cos[picked]
+    best = bm25[others].max(initial=0.0)
+    return picked, np.minimum(1.0, bm25[picked] / best) if picked.size else np.zeros(0)
 
 
 def auto_link(store, row: int) -> list[LinkOp]:

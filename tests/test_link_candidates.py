@@ -1,11 +1,11 @@
-"""kernels/graph.py link_candidates against a plain Python reference of design §4 auto-link."""
+"""memory/linking.py link_candidates against a plain Python reference of design §4 auto-link."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from maclaw_kernels.graph import link_candidates
+from maclaw_fast.memory.linking import link_candidates
 
 
 def reference(bm25, cos, alive, seq, row, use_cos, min_cos, w_bm, w_cos, top):

@@ -1,36 +1,16 @@
 """Exact top-k inner products through an int8 first pass with per-row error bounds.
 
 Each row keeps int8 codes ``c`` with a float32 scale ``s`` (``s = max|x| / 127``) and the exact
-bound ``e = ||x - s·c||₂``. For a query ``q``, ``s·(q·c)`` is within ``e·||q|| + slack`` of
-``q·x`` (Cauchy-Schwarz; ``slack`` covers float32 rounding in both sums). The first pass reads a
-quarter of the bytes of the float32 matrix; every row whose upper bound reaches the ``k``-th
-largest lower bound is then scored exactly, so the ``k`` best rows, ties included, are exactly
-those of the full float32 scan.
+bound ``e = ||x - s·c||₂``, made by ``maclaw_fast.index.vectors.quantize_rows``. For a query
+``q``, ``s·(q·c)`` is within ``e·||q|| + slack`` of ``q·x`` (Cauchy-Schwarz; ``slack`` covers
+float32 rounding in both sums). The first pass reads a quarter of the bytes of the float32
+matrix; every row whose upper bound reaches the ``k``-th largest lower bound is then scored
+exactly, so the ``k`` best rows, ties included, are exactly those of the full float32 scan.
 """
 
 import numpy as np
 from maclaw_kernels.vectors import row_dot
 from numba import njit
-
-
-@njit(cache=True, no_cfunc_wrapper=True)
-def quantize_rows(vectors, codes_out, scale_out, err_out):
-    """int8 codes, float32 scale and float64 error bound of every row of ``vectors``."""
-    d = vectors.shape[1]
-    for i in range(vectors.shape[0]):
-        m = 0.0
-        for j in range(d):
-            m = max(m, abs(np.float64(vectors[i, j])))
-        s = np.float32(m / 127.0)
-        e = 0.0
-        for j in range(d):
-            c = 0.0 if s == 0 else min(127.0, max(-127.0, np.rint(vectors[i, j] / s)))
-            codes_out[i, j] = np.int8(c)
-            diff = np.float64(vectors[i, j]) - np.float64(s) * c
-            e += diff * diff
-        scale_out[i] = s
-        # a hair above the computed root, so float64 rounding cannot make the bound too tight
-        err_out[i] = np.sqrt(e) * (1.0 + 1e-12) + 1e-12
 
 
 @njit(cache=True, no_cfunc_wrapper=True, fastmath=True, inline="always")

@@ -13,7 +13,7 @@ reading a quarter of the bytes: what a search over a matrix larger than the cach
 from __future__ import annotations
 
 import numpy as np
-from maclaw_kernels.quantized import bound_rows, query_norm, quantize_rows, rescore_candidates
+from maclaw_kernels.quantized import bound_rows, query_norm, rescore_candidates
 from maclaw_kernels.vectors import dot_tile
 
 from maclaw_fast.index.arrays import aligned_zeros
@@ -27,6 +27,22 @@ PARALLEL_ELEMENTS = 4_000_000
 # covers float32 rounding in the int8 pass and in the exact sum (each ≲ 2.3e-5 at 384-d)
 BOUND_SLACK = 2e-4
 
+
+
+def quantize_rows(vectors: np.ndarray, codes_out: np.ndarray, scale_out: np.ndarray,
+                  err_out: np.ndarray) -> None:
+    """int8 codes ``c``, float32 scale ``s = max|x| / 127`` and float64 error bound
+    ``||x − s·c||₂`` of every row of ``vectors`` (``kernels/quantized.py`` reads them)."""
+    x = vectors.astype(np.float64)
+    scale = (np.abs(x).max(axis=1, initial=0.0) / 127.0).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        codes = np.clip(np.rint(vectors / scale[:, None]), -127.0, 127.0)
+    codes[scale == 0] = 0.0
+    diff = x - scale.astype(np.float64)[:, None] * codes
+    codes_out[:] = codes
+    scale_out[:] = scale
+    # a hair above the computed root, so float64 rounding cannot make the bound too tight
+    err_out[:] = np.sqrt((diff * diff).sum(axis=1)) * (1.0 + 1e-12) + 1e-12
 
 class VectorColumn:
     """A dense ``(capacity, dim)`` float32 matrix plus a has-vector mask, indexed by row.

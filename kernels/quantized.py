@@ -61,7 +61,7 @@ def bound_rows(codes, scale, err, has_vec, query, q_norm, slack, start, end, lo_
         _bounds_of(scale, err, has_vec, r, acc, q_norm, slack, lo_out, hi_out)
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
 def kth_largest(values, n, k):
     """The ``k``-th largest of ``values[:n]`` (-inf when ``n < k``): a min-heap of ``k``."""
     if k <= 0 or n < k:

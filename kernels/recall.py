@@ -149,7 +149,7 @@ def base_scores(rows, knobs, now, out):
         out[2, i] = knobs.w_rec * rec + knobs.w_imp * imp
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
 def fuse(bm25, cos, affinity, eligible, knobs, bm25_out, rel_out):
     """``rel = bm25_w·norm(bm25) + cos_w·norm(cos) + affinity`` of the ``eligible`` rows (0
     elsewhere). BM25 by ``bm25_norm``: 0 raw, 1 over the best hit, 2 min-max over the hits (a
@@ -214,7 +214,7 @@ def walk_leaves(seeds, rows, hops, adj_hops):
     return False
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
 def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
     """Score every ``scored`` row (``base + w_rel·rel``; −inf elsewhere), take the best
     ``max(k, n_seeds)``, propagate relevance from the first ``n_seeds`` along the similarity

@@ -63,7 +63,7 @@ def terms_idf_total(term_ids, df, n_live):
     return total
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
 def revived_masks(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term,
                   cos_floor, min_cue, prev, nxt, adj_hops, eligible, scored):
     """How many ``dormant`` rows the query cues at least ``min_cue`` strongly

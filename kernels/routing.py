@@ -27,7 +27,7 @@ def topk_masked(x, mask, tie, k, out_idx):
     return topk_where(x, mask, mask, np.bool_(True), tie, k, out_idx)  # a literal: 1 more compile
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
 def topk_where(x, mask, flag, want, tie, k, buf):
     """:func:`topk_masked` over the rows with ``mask[i]`` and ``flag[i] == want``.
 
@@ -54,7 +54,7 @@ NORM_MINMAX = 1  # minmax(bm25) + minmax(cos) (design R3)
 NORM_ZSCORE = 2  # z-scores of both: (x − mean)/std over the hits
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
 def _moments(x, hit):
     """Mean and population standard deviation of ``x`` over the rows with ``hit``."""
     s = 0.0
@@ -155,7 +155,7 @@ def fuse_scores(bm25, cos, cand, tie, n_vec, w_bm25, w_cos, norm, hit, fused, sc
     return n_hit
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
 def rank_keys(retrieval, exp_by_uid, row_uid, prio, cand, hit, group, w_ret, w_exp, w_prio,
               experience, score, key):
     """Three-signal score and the ordering key of every candidate row.
@@ -180,7 +180,7 @@ def rank_keys(retrieval, exp_by_uid, row_uid, prio, cand, hit, group, w_ret, w_e
             key[i] = s
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
 def fill_select(key, tie, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf_n):
     """The budgeted fill (design §12 step 7): walk candidates by ``key`` descending (ties by
     smaller ``tie``), taking builtin rows freely and at most ``nb_slots`` non-builtin ones, until

@@ -20,7 +20,7 @@ def dot_tile(matrix, n_rows, has_vec, queries, q0, q1, out):
                 out[q - q0, i] = 0.0
 
 
-@njit(cache=True, no_cfunc_wrapper=True, fastmath=True)
+@njit(cache=True, no_cfunc_wrapper=True, fastmath=True, no_cpython_wrapper=True)
 def row_dot(matrix, i, query):
     """``matrix[i] · query`` in float32: the loop of :func:`dot_tile`, shared with
     the exact rescoring of ``quantized.py`` so both give the same bits. Not inlined at numba's

@@ -77,3 +77,45 @@ def test_no_literal_argument_into_a_jitted_callee(path):
                 literal = isinstance(arg, ast.Constant) and isinstance(arg.value, (bool, int))
                 assert not literal, (f"{path.name}:{fn.name} line {node.lineno} passes the "
                                      f"literal {arg.value!r} to {node.func.id}")
+
+
+def _without_entry_point() -> set[str]:
+    """The kernels compiled with ``no_cpython_wrapper=True``: only other kernels call them."""
+    names = set()
+    for path in KERNELS:
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            for dec in getattr(node, "decorator_list", ()):
+                if isinstance(dec, ast.Call) and any(
+                        k.arg == "no_cpython_wrapper" and getattr(k.value, "value", None) is True
+                        for k in dec.keywords):
+                    names.add(node.name)
+    return names
+
+
+def test_the_engine_never_calls_a_kernel_without_an_entry_point():
+    """Calling such a kernel from Python crashes the interpreter (numba jumps to the missing
+    wrapper), so the engine's modules never import one; tests and profiling go through
+    ``maclaw_kernels.entry``."""
+    hidden = _without_entry_point()
+    assert {"top_k_known", "fuse", "ranked_rows"} <= hidden  # the scan sees the decorators
+    package = Path(__file__).resolve().parent.parent / "maclaw_fast"
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                    "maclaw_kernels"):
+                bad = {a.name for a in node.names} & hidden
+                assert not bad, f"{path.relative_to(package.parent)} imports {sorted(bad)}"
+            if isinstance(node, ast.Attribute) and node.attr in hidden:
+                assert False, f"{path.relative_to(package.parent)}:{node.lineno} .{node.attr}"
+
+
+def test_entry_gives_a_callable_copy():
+    import numpy as np
+    from maclaw_kernels import entry
+    from maclaw_kernels.topk import top_k_known
+
+    copy = entry(top_k_known)
+    assert copy is not top_k_known or not hasattr(top_k_known, "py_func")
+    score = np.array([0.5, 2.0, 1.0])
+    got = copy(score, np.zeros(3, np.int64), np.arange(3), np.ones(3, np.bool_), 2, 0.5, 2.0, 3)
+    assert got.tolist() == [1, 2]

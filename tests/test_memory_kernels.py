@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from maclaw_kernels import entry
 from maclaw_kernels.bm25 import Postings, bm25_block, bm25_query, bm25_range, build_csr, query_idf
 from maclaw_kernels.decay import touch_rows
 from maclaw_kernels.graph import propagate_reached
@@ -35,6 +36,8 @@ from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.vectors import VectorColumn
 from maclaw_fast.memory.lifecycle import decay_pass
 from maclaw_fast.text import tokenize
+
+top_k_desc = entry(top_k_desc)  # no CPython entry point of its own
 
 K1, B = 1.2, 0.75
 TIE = 1e-9
@@ -586,7 +589,9 @@ def test_top_k_desc_matches_sort_on_large_inputs(shape):
 
 _TOPK_ZERO = """
 import numpy as np
+from maclaw_kernels import entry
 from maclaw_kernels.topk import top_k_desc
+top_k_desc = entry(top_k_desc)
 from maclaw_fast.config import MemoryConfig, RecallConfig
 from maclaw_fast.memory.store import MemoryStore
 for _ in range(3):

@@ -13,6 +13,7 @@ import random
 import numpy as np
 import pytest
 
+from maclaw_kernels import entry
 from maclaw_kernels.graph import propagate_linked, propagate_reached
 from maclaw_kernels.recall import (
     N_PARTS,
@@ -30,6 +31,11 @@ from maclaw_kernels.recall import (
 )
 from maclaw_kernels.recall_assemble import kth_relevance, lead_facts, pick_identity, select_hits
 from tests.test_memory_kernels import assert_order, random_graph, ref_propagate
+
+# kernels with no CPython entry point of their own
+propagate_linked, fuse, ranked_rows, kth_relevance, lead_facts, pick_identity, select_hits = map(
+    entry, (propagate_linked, fuse, ranked_rows, kth_relevance, lead_facts, pick_identity,
+            select_hits))
 
 
 # ================================================================== references

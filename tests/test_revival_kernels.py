@@ -11,9 +11,12 @@ import numpy as np
 import pytest
 
 from maclaw_fast.index.bm25 import Bm25Index
+from maclaw_kernels import entry
 from maclaw_kernels.revival import TERM_BM25, archive_cues, revived_masks
 from maclaw_kernels.vectors import dot_tile
 from tests.test_memory_kernels import WORDS, zipf_doc
+
+revived_masks = entry(revived_masks)  # no CPython entry point of its own
 
 
 def ref_cue(bm25, cos, idf_total, bw, cw, has_vector, needs_term=False, floor=0.0):

@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from maclaw_kernels import entry
 from maclaw_kernels.experience import (experience_indexed,
                                       experience_indexed_batch, experience_postings)
 from maclaw_kernels.vectors import dot_tile
@@ -15,6 +16,8 @@ from maclaw_kernels.routing import (NORM_MINMAX, NORM_RAW_COS, NORM_ZSCORE,
                                     fill_select, fuse_scores, rank_keys,
                                     route_one, route_rows, selected_fields, topk_masked,
                                     Catalog, RouteKnobs, RouteOut)
+
+fill_select, rank_keys = map(entry, (fill_select, rank_keys))  # no CPython entry points
 
 # ---------------------------------------------------------------- references
 

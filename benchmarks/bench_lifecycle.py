@@ -11,7 +11,7 @@ that the contenders agree before it is timed).
 Groups:
 
 * ``decay 100k`` — the forgetting curve over 100,000 entries (strength 0.5–3, ``updated_at``
-  spread over 2,000 h, 5 % self_identity, 10 % not active): ``decay_pass`` (numba, serial)
+  spread over 2,000 h, 5 % self_identity, 10 % not active): ``decay_pass`` (NumPy, serial)
   and :func:`lifecycle.decay` on a real store
   (kernel + column slicing + journaling the entries that turn dormant) vs the per-entry Python
   loop over the same NumPy columns (design §7 target: ≥ 30× faster).
@@ -53,7 +53,7 @@ from maclaw_fast.maintenance import Maintenance
 from maclaw_fast.memory import MemoryStore
 from maclaw_fast.memory.lifecycle import decay
 from maclaw_fast.text.tokenizer import tokenize
-from maclaw_kernels.decay import decay_pass
+from maclaw_fast.memory.lifecycle import decay_pass
 
 N = 100_000
 NOW = 1_700_000_000.0

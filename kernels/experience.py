@@ -20,11 +20,14 @@ def experience_postings(rec_uid, rec_tok, rec_ntok, head, count, max_per_tool, n
     counted records holding token ``t``, ascending. ``post_ptr`` has ``n_vocab + 1`` entries and
     ``post_age`` room for ``count · rec_tok.shape[1]``.
     """
-    seen[:] = 0
-    post_ptr[:] = 0
+    for u in range(seen.shape[0]):  # loops and np.empty: np.zeros and copies compile more
+        seen[u] = 0
+    for t in range(post_ptr.shape[0]):
+        post_ptr[t] = 0
     w = rec_uid.shape[0]
-    keep = np.zeros(count, np.bool_)
+    keep = np.empty(count, np.bool_)
     for a in range(count):
+        keep[a] = False
         r = head - 1 - a
         if r < 0:
             r += w
@@ -38,7 +41,9 @@ def experience_postings(rec_uid, rec_tok, rec_ntok, head, count, max_per_tool, n
             post_ptr[rec_tok[r, t] + 1] += 1
     for t in range(1, post_ptr.shape[0]):
         post_ptr[t] += post_ptr[t - 1]
-    cur = post_ptr[:-1].copy()
+    cur = np.empty(post_ptr.shape[0] - 1, np.int64)
+    for t in range(cur.shape[0]):
+        cur[t] = post_ptr[t]
     for a in range(count):
         if keep[a]:
             r = age_slot[a]
@@ -48,7 +53,7 @@ def experience_postings(rec_uid, rec_tok, rec_ntok, head, count, max_per_tool, n
                 cur[tok] += 1
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
 def experience_indexed(age_slot, seen, post_ptr, post_age, rec_uid, rec_ntok, rec_ts, rec_ok,
                        count, q_ids, q_size, now, decay, fail_w, inter, out):
     """``out[uid]`` = experience of tool ``uid`` for a query whose unique token ids are ``q_ids``
@@ -57,7 +62,8 @@ def experience_indexed(age_slot, seen, post_ptr, post_age, rec_uid, rec_ntok, re
     token with the query are visited, newest first): ``sum += jaccard · exp(−decay ·
     max(hours, 0)) · (1 if ok else fail_w)``; result ``clamp(sum / n, 0, 1)``. ``inter`` is a
     zeroed int32 scratch of at least ``count`` entries, left zeroed."""
-    out[:] = 0.0
+    for u in range(out.shape[0]):
+        out[u] = 0.0
     if q_size <= 0:
         return
     for t in range(q_ids.shape[0]):
@@ -82,7 +88,9 @@ def experience_indexed_batch(age_slot, seen, post_ptr, post_age, rec_uid, rec_nt
                              rec_ok, count, q_indptr, q_ids, q_sizes, now, decay, fail_w, out):
     """:func:`experience_indexed` for many queries (query ``q`` owns
     ``q_ids[q_indptr[q]:q_indptr[q+1]]`` and writes ``out[q]``)."""
-    inter = np.zeros(max(count, 1), np.int32)  # left zeroed by each query
+    inter = np.empty(max(count, 1), np.int32)  # left zeroed by each query
+    for a in range(inter.shape[0]):
+        inter[a] = 0
     for q in range(q_indptr.shape[0] - 1):
         experience_indexed(age_slot, seen, post_ptr, post_age, rec_uid, rec_ntok, rec_ts, rec_ok,
                            count, q_ids[q_indptr[q]:q_indptr[q + 1]], q_sizes[q], now, decay,

@@ -67,9 +67,13 @@ def kth_largest(values, n, k):
     if k <= 0 or n < k:
         return -np.inf
     heap = np.empty(k)
-    for i in range(k):
-        heap[i] = values[i]
-    heap.sort()  # a sorted array is a valid min-heap
+    for i in range(k):  # insertion sort (a sorted array is a valid min-heap); ``sort()`` would
+        v = values[i]   # compile NumPy's quicksort, seconds of a fresh install
+        j = i
+        while j > 0 and heap[j - 1] > v:
+            heap[j] = heap[j - 1]
+            j -= 1
+        heap[j] = v
     for i in range(k, n):
         v = values[i]
         if v <= heap[0]:
@@ -101,13 +105,3 @@ def rescore_candidates(lo, hi, n_rows, k, matrix, has_vec, query, out):
             out[i] = -np.inf
     return scored
 
-
-def warmup() -> None:
-    """Compile this module's kernels for the types the workspace search uses."""
-    m = np.ones((8, 4), np.float32) / 2
-    codes, scale, err = np.zeros((8, 4), np.int8), np.zeros(8, np.float32), np.zeros(8)
-    quantize_rows(m, codes, scale, err)
-    lo, hi, out = np.empty(8), np.empty(8), np.empty(8, np.float32)
-    has = np.ones(8, np.bool_)
-    bound_rows(codes, scale, err, has, m[0], query_norm(m[0]), 2e-4, 0, 8, lo, hi)
-    rescore_candidates(lo, hi, 8, 2, m, has, m[0], out)

@@ -36,10 +36,16 @@ def mmr_order(scores, tok_indptr, tok_ids, lam):
     order = np.empty(n, np.int64)
     if n == 0:
         return order
-    lo = scores.min()
-    rng = scores.max() - lo
-    max_sim = np.zeros(n, np.float64)
-    taken = np.zeros(n, np.bool_)
+    lo = np.inf
+    hi = -np.inf
+    max_sim = np.empty(n)  # np.empty and loops: np.zeros, min() and max() compile more
+    taken = np.empty(n, np.bool_)
+    for i in range(n):
+        lo = min(lo, scores[i])
+        hi = max(hi, scores[i])
+        max_sim[i] = 0.0
+        taken[i] = False
+    rng = hi - lo
     for step in range(n):
         best = -1
         best_mmr = -np.inf

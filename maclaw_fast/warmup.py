@@ -2,8 +2,11 @@
 
 The kernels compile on first use; numba keeps the machine code on disk (``cache=True``), so
 only the first process after an install pays. :func:`warmup` runs the same calls a user's
-first recall, batch, save, decay, archive search, route and workspace search make, with the
-same argument types, so none of them compiles later. ``maclaw-fast warmup`` runs it.
+first recall, batch, save, decay, archive search, route (with a usage history) and workspace
+search make, with the same argument types, so none of them compiles later. ``maclaw-fast
+warmup`` runs it. Two opt-in paths compile on their first use instead, each with its one-line
+notice on stderr: a workspace search with ``SearchConfig.mmr`` and the int8 first pass of a
+workspace of 4,096 chunks or more.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ PARTS = ("memory", "router", "workspace")
 
 
 def _memory() -> None:
-    from maclaw_fast.config import MemoryConfig
+    from maclaw_fast.config import CapacityConfig, MemoryConfig
     from maclaw_fast.memory.store import MemoryStore
 
     clock = {"t": 1.7e9}
+    # a low GC threshold: gc archives entries, so the archive search has rows to score
+    config = MemoryConfig(capacity=CapacityConfig(gc_threshold=8))
     with tempfile.TemporaryDirectory() as tmp:
-        store = MemoryStore.open(Path(tmp) / "s", embedder="hash", config=MemoryConfig(),
+        store = MemoryStore.open(Path(tmp) / "s", embedder="hash", config=config,
                                  clock=lambda: clock["t"])
         store.save("I am Juniper, a coding agent", category="self_identity")
         store.save("Lin lives in Oslo", category="user_fact")
@@ -52,11 +57,13 @@ def _memory() -> None:
 
 
 def _router() -> None:
-    from maclaw_fast.tools import RegisteredTool, ToolRegistry, ToolRouter
+    from maclaw_fast.tools import RegisteredTool, ToolRegistry, ToolRouter, UsageTracker
 
     tools = [RegisteredTool(name=f"tool_{i}", description=f"does thing {i} with files and web")
              for i in range(40)]
-    router = ToolRouter(ToolRegistry(tools), embedder="hash")
+    usage = UsageTracker()  # the experience signal of a router that records its tools' use
+    usage.record("tool_3", "read a file", True)
+    router = ToolRouter(ToolRegistry(tools), embedder="hash", usage=usage)
     router.route("read a file then search the web")
     router.route_batch(["read a file", "search the web"])
     router.route_batch_arrow(["read a file"])

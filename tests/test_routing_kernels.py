@@ -17,7 +17,8 @@ from maclaw_kernels.routing import (NORM_MINMAX, NORM_RAW_COS, NORM_ZSCORE,
                                     route_one, route_rows, selected_fields, topk_masked,
                                     Catalog, RouteKnobs, RouteOut)
 
-fill_select, rank_keys = map(entry, (fill_select, rank_keys))  # no CPython entry points
+experience_indexed, fill_select, rank_keys = map(entry, (experience_indexed, fill_select,
+                                                        rank_keys))  # no CPython entry points
 
 # ---------------------------------------------------------------- references
 

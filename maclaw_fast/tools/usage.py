@@ -21,8 +21,7 @@ import numpy as np
 from maclaw_fast.config import RouterConfig
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.text import TOKENIZER_VERSION, Vocabulary, tokenize
-from maclaw_kernels.experience import (experience_indexed, experience_indexed_batch,
-                                       experience_postings)
+from maclaw_kernels.experience import experience_indexed_batch, experience_postings
 
 
 def _parse_time(value) -> float:
@@ -94,7 +93,6 @@ class UsageTracker:
         self.rec_tokens: list[list[str] | None] = [None] * w
         self.head = 0
         self.count = 0
-        self._inter = np.zeros(w, np.int32)
         self._post: tuple | None = None  # (version, index arrays), see _postings
         self.version = 0
         if self.path is not None and self.path.is_file():
@@ -206,14 +204,7 @@ class UsageTracker:
 
     def experience_all(self, query, now: float | None = None) -> np.ndarray:
         """Experience of every known tool (indexed by ``self.tools`` id) for one query."""
-        now = float(self.clock() if now is None else now)
-        with self._lock:
-            q_ids, q_size = self._query(query)
-            out = np.empty(len(self.tools), np.float64)
-            experience_indexed(*self._postings(), self.rec_uid, self.rec_ntok, self.rec_ts,
-                               self.rec_ok, self.count, q_ids, q_size, now, self.decay,
-                               self.fail_w, self._inter, out)
-        return out
+        return self.experience_batch([query], now)[0]
 
     def experience_batch(self, queries: list, now: float | None = None) -> np.ndarray:
         """:meth:`experience_all` for many queries: ``(n_queries, n_tools)``."""

@@ -25,7 +25,8 @@ from numba import njit
 from maclaw_kernels.bm25 import Postings, bm25_query
 from maclaw_kernels.graph import propagate_linked
 from maclaw_kernels.recall_assemble import (KIND_RANKED, ends_of_range, kth_relevance,
-                                            lead_facts, norm_cos, pick_identity, select_hits)
+                                            lead_facts, norm_cos_rows, pick_identity,
+                                            select_hits)
 from maclaw_kernels.revival import cue_strength, revived_masks, terms_idf_total
 from maclaw_kernels.thread_prior import thread_prior
 from maclaw_kernels.topk import top_k_desc, top_k_known
@@ -149,41 +150,54 @@ def base_scores(rows, knobs, now, out):
         out[2, i] = knobs.w_rec * rec + knobs.w_imp * imp
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, error_model="numpy")
 def fuse(bm25, cos, affinity, eligible, knobs, bm25_out, rel_out):
     """``rel = bm25_w·norm(bm25) + cos_w·norm(cos) + affinity`` of the ``eligible`` rows (0
     elsewhere). BM25 by ``bm25_norm``: 0 raw, 1 over the best hit, 2 min-max over the hits (a
     lone or all-equal hit maps to 1); the cosine by ``cos_norm`` (:func:`norm_cos` over the
     ends :func:`cos_ends` gives: the candidates' range, or one tied to the model's
-    ``cos_floor``)."""
+    ``cos_floor``).
+
+    Each loop after the ranges is one expression per row without a branch (a select), so it
+    runs on vector registers, divisions included (~2x faster at 1,000 rows, the same bits);
+    ``error_model="numpy"``: no check for a zero divisor (none is: see the conditions)."""
+    n = bm25.shape[0]
     mode = int(knobs.bm25_norm)
     cos_mode = int(knobs.cos_norm)
     lo = np.inf
     hi = 0.0
-    c_lo = np.inf
-    c_hi = -np.inf
-    for i in range(bm25.shape[0]):  # both ranges in one pass over the candidates
-        if eligible[i]:
-            if bm25[i] > 0.0:
-                lo = min(lo, bm25[i])
-                hi = max(hi, bm25[i])
-            c = np.float64(cos[i])
-            c_lo = min(c_lo, c)
-            c_hi = max(c_hi, c)
-    c_lo, c_hi = ends_of_range(c_lo, c_hi, cos_mode, knobs.cos_floor, knobs.cos_spread)
-    for i in range(bm25.shape[0]):
-        x = 0.0
-        r = 0.0
+    c_lo = np.float32(np.inf)  # float32 as the cosines: a min or max is one of them, exact
+    c_hi = np.float32(-np.inf)
+    for i in range(n):  # both ranges in one pass over the candidates, one branch a row
         if eligible[i]:
             x = bm25[i]
-            if x > 0.0 and mode == 1:
-                x = x / hi
-            elif x > 0.0 and mode == 2:
-                x = 1.0 if hi == lo else (x - lo) / (hi - lo)
-            r = (knobs.bm25_w * x + knobs.cos_w * norm_cos(cos[i], cos_mode, c_lo, c_hi)
-                 + affinity[i])
-        bm25_out[i] = x
-        rel_out[i] = r
+            lo = min(lo, x if x > 0.0 else np.inf)  # the least hit
+            hi = max(hi, x)  # the best hit (0 stays when none is above it)
+            c_lo = min(c_lo, cos[i])
+            c_hi = max(c_hi, cos[i])
+    c_lo, c_hi = ends_of_range(np.float64(c_lo), np.float64(c_hi), cos_mode, knobs.cos_floor,
+                               knobs.cos_spread)
+    norm_cos_rows(cos, cos_mode, c_lo, c_hi, rel_out)  # kept in rel_out for the sum below
+    if mode == 1 and hi > 0.0:
+        for i in range(n):
+            x = bm25[i]
+            bm25_out[i] = (x / hi if x > 0.0 else x) if eligible[i] else 0.0
+    elif mode == 2 and hi > lo:
+        width = hi - lo
+        for i in range(n):
+            x = bm25[i]
+            bm25_out[i] = ((x - lo) / width if x > 0.0 else x) if eligible[i] else 0.0
+    elif mode == 2:  # one score among the hits: each maps to 1
+        for i in range(n):
+            x = bm25[i]
+            bm25_out[i] = (1.0 if x > 0.0 else x) if eligible[i] else 0.0
+    else:  # raw, or no candidate matched a term
+        for i in range(n):
+            bm25_out[i] = bm25[i] if eligible[i] else 0.0
+    bm25_w, cos_w = knobs.bm25_w, knobs.cos_w
+    for i in range(n):
+        r = bm25_w * bm25_out[i] + cos_w * rel_out[i] + affinity[i]
+        rel_out[i] = r if eligible[i] else 0.0
 
 
 @njit(cache=True, no_cfunc_wrapper=True, inline="always")

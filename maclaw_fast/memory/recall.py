@@ -29,7 +29,7 @@ from maclaw_fast.memory.plan import RecallPlan, new_out, recall_plan
 from maclaw_fast.memory.speakers import speaker_order
 from maclaw_fast.persist.journal import PutOp, TouchOp
 from maclaw_fast.records import RecallHit
-from maclaw_fast.text.dates import query_time
+from maclaw_fast.text.dates import may_name_time, query_time
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_fast.threads import batch_threads, pool
 from maclaw_kernels.recall import FLOOR_AT, WEIGHTS_AT, Block, Out, base_scores, recall_block
@@ -90,6 +90,8 @@ def _times(store, queries: list[str], now: float) -> np.ndarray:
     if len(queries) == 1:  # one recall: no array unless its query names a time
         t = query_time(queries[0], now)
         return _NO_FLOORS if t != t else np.array([t])
+    if not may_name_time("\n".join(queries)):  # a batch's queries tested in one scan
+        return _NO_FLOORS
     when = np.array([query_time(q, now) for q in queries])
     return when if not np.isnan(when).all() else _NO_FLOORS
 

@@ -38,8 +38,7 @@ def query_time(query: str, now: float) -> float:
     >>> query_time("what is the deploy key", 0.0)
     nan
     """
-    low = query.lower()  # most queries hold none of these: one cheap test (~0.5 µs) and out
-    if not ("ago" in low or "last" in low or "yesterday" in low or _YEAR.search(query)):
+    if not may_name_time(query):  # most queries: one cheap test and out
         return float("nan")
     m = _AGO.search(query)
     if m:
@@ -62,6 +61,18 @@ def query_time(query: str, now: float) -> float:
             return _date(int(m.group(y)), m.group(mo), int(m.group(d)))
     m = _MY.search(query)
     return _date(int(m.group(2)), m.group(1), 15) if m else float("nan")
+
+
+def may_name_time(text: str) -> bool:
+    """Whether ``text`` holds a word :func:`query_time` reads ("ago", "last", "yesterday", a
+    year); False: it names no time. Queries joined by newlines are tested at once: no match
+    spans a newline, so the joined text holds one exactly when some query does.
+
+    >>> may_name_time("what is the deploy key"), may_name_time("the key\\nsince 2023")
+    (False, True)
+    """
+    low = text.lower()
+    return "ago" in low or "last" in low or "yesterday" in low or bool(_YEAR.search(text))
 
 
 def _date(year: int, month: str, day: int) -> float:

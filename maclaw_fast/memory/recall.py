@@ -145,7 +145,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         category = validate.category(category)
     qvec = _query_vector(store, query, query_vector)  # embedding runs outside the lock
     tokens = tokenize(query)
-    floors = _floors(store, [query])
+    floors = _NO_SCALES if query.isascii() else _floors(store, [query])  # ASCII: the plan's
     with store.lock:
         store.check_open()
         now = float(store.clock())
@@ -159,7 +159,8 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         rows = out.rows[0, :m]
         hits = found = hits_from_parts(store, rows, out.parts[0, :, :m],
                                        has_affinity or when.shape[0] > 0 or named)
-        if out.best_cue[0] < store.config.forgetting.archive_below:
+        fc = store.config.forgetting
+        if out.best_cue[0] < fc.archive_below and fc.archive_search and len(store.archive):
             k = plan.knobs
             scale = floors[0] if floors.shape[0] else (
                 k[FLOOR_AT], k[FLOOR_AT + 1], k[WEIGHTS_AT], k[WEIGHTS_AT + 1])

@@ -61,8 +61,10 @@ _AFTER_WEIGHTS = WEIGHTS_AT + 2
 
 # What every query reads of the store's indexes: the BM25 ``postings``
 # (:data:`maclaw_kernels.bm25.Postings` but its ``term_weight`` scratch, :data:`Work`'s is
-# used: one array fewer to pass), the unit vectors ``matrix`` f4[n, d] and ``has_vec`` b1.
-Corpus = namedtuple("Corpus", ["postings", "matrix", "has_vec"])
+# used: one array fewer to pass), the unit vectors ``matrix`` f4[n, d] and ``has_vec`` b1, and
+# ``doc_k`` f8 every BM25 document's :func:`maclaw_kernels.bm25.length_terms` (empty: the
+# kernel computes them).
+Corpus = namedtuple("Corpus", ["postings", "matrix", "has_vec", "doc_k"])
 
 # The conversation threads of the thread prior (``n_threads`` 0: the prior does not apply):
 # ``postings`` the threads as BM25 documents (:data:`Postings` but its ``term_weight``, as in
@@ -339,14 +341,14 @@ def near_in_time(created_at, when, weight, scale, affinity, out):
 
 
 @njit(cache=True, no_cfunc_wrapper=True, inline="always")
-def query_prior(term_ids, term_weight, cos, has_vec, has_vector, threads, out):
+def query_prior(term_ids, term_weight, cos, has_vec, has_vector, threads, no_k, out):
     """Every row's thread prior for one query into ``out`` (0 for the rows that are no
     thread's members): each thread scored as one document, BM25 of its rows' text and the
     cosine of their centroid (:mod:`maclaw_kernels.thread_prior`)."""
     n_threads = int(threads.n_threads)
     tb = np.empty(n_threads)
     tb[:] = 0.0
-    bm25_query(term_ids, Postings(*threads.postings, term_weight), tb)
+    bm25_query(term_ids, Postings(*threads.postings, term_weight), tb, no_k)
     thread_prior(tb, cos, has_vec, has_vector and threads.w_cos > 0.0, threads.member,
                  threads.thread_of, n_threads, threads.vnorm, threads.w_bm25, threads.w_cos,
                  out)
@@ -377,6 +379,7 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
     prior = work.mat[5, :n]
     no_prior = prior[:0]
     nq, tile = scope_of.shape[0], work.cos.shape[0]
+    no_k = corpus.doc_k[:0]  # the threads' length terms: computed per posting
     for t0 in range(0, nq, tile):
         t1 = min(nq, t0 + tile)
         if block.has_vector and block.cos.shape[0] == 0:
@@ -394,11 +397,11 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
                     bm25[i] = block.bm25[q, i]
             else:
                 bm25[:] = 0.0
-                bm25_query(term_ids, p, bm25)
+                bm25_query(term_ids, p, bm25, corpus.doc_k)
             this_prior = no_prior
             if threads.n_threads > 0:
                 query_prior(term_ids, work.term_weight, cos, corpus.has_vec, block.has_vector,
-                            threads, prior)
+                            threads, no_k, prior)
                 this_prior = prior
             idf_total = terms_idf_total(term_ids, p.df, p.n_live)
             kq = knobs

@@ -124,12 +124,6 @@ def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs,
     return (ids, indptr, vectors, has_vector, bm25, cos, floors, when)  # a Block
 
 
-def _corpus(store) -> tuple:
-    """The store's indexes as the kernel reads them (a plain :data:`Corpus` tuple)."""
-    vec = store.vectors
-    return (tuple(store.bm25.query_postings())[:-1], vec.matrix, vec.has_vec)
-
-
 # ---------------------------------------------------------------------- one query
 def recall(store, query, *, project=None, reinforce=True, query_vector=None, dynamic=False,
            category=None) -> list[RecallHit]:
@@ -187,7 +181,7 @@ def _run_blocks(store, plan, scopes, scope_of, block: Block, out: Out, threads: 
     kernel releases the GIL); each share writes its own rows of ``out`` with its own scratch."""
     nq = scope_of.shape[0]
     shares = max(1, min(threads, nq // 8))
-    corpus, static = _corpus(store), plan.static_args(store)
+    corpus, static = plan.corpus(store), plan.static_args(store)
     cuts = [nq * b // shares for b in range(shares + 1)]
     base_scores(plan.rows, plan.knobs, now, plan.base.values)  # once, before the threads
     plan.base.at[0] = now

@@ -192,12 +192,13 @@ class RecallPlan:
 
     def corpus(self, store) -> tuple:
         """The store's indexes as the kernel reads them (a plain :data:`Corpus` tuple), with
-        every BM25 document's length term; made again when the index hands out new arrays."""
+        every BM25 document's length term (none for a large index: a single recall scores it
+        across threads first); made again when the index hands out new arrays."""
         postings, matrix = store.bm25.query_postings(), store.vectors.matrix
         made_of, made_with, corpus = self._corpus
         if made_of is not postings or made_with is not matrix:
             corpus = (tuple(postings)[:-1], matrix, store.vectors.has_vec,
-                      length_terms(postings))
+                      _NO_FLOATS if store.bm25.is_large else length_terms(postings))
             self._corpus = (postings, matrix, corpus)
         return corpus
 

@@ -73,13 +73,33 @@ def _floors(store, queries: list[str]) -> np.ndarray:
     plan's; no rows when none does (the plan's then hold)."""
     if store.embedder is None or all(map(str.isascii, queries)):
         return _NO_SCALES
-    rc, e = store.config.recall, store.embedder
-    own = (cosine_floor(e), rc.cos_spread, rc.bm25_weight, rc.cos_weight)
-    zh = (rc.cjk_bm25_weight, rc.bm25_weight + rc.cos_weight - rc.cjk_bm25_weight) \
-        if rc.cjk_bm25_weight > 0.0 else own[2:]
-    floors = np.array([(cosine_floor(e, q), rc.cos_spread * cosine_reach(e, q))
-                       + (zh if cjk_share((q,)) >= CJK_SHARE else own[2:]) for q in queries])
-    return floors if (floors != own).any() else _NO_SCALES
+    rows, differs = _language_rows(store.embedder, store.config.recall)
+    if len(queries) == 1:  # one recall: its row as it is (read only), or none
+        c = 0 if queries[0].isascii() else 2 if cjk_share(queries) >= CJK_SHARE else 1
+        return rows[c:c + 1] if differs[c] else _NO_SCALES
+    case = np.fromiter((0 if q.isascii() else 2 if cjk_share((q,)) >= CJK_SHARE else 1
+                        for q in queries), np.int64, len(queries))
+    return rows[case] if differs[case].any() else _NO_SCALES
+
+
+def _language_rows(embedder, rc) -> tuple[np.ndarray, np.ndarray]:
+    """The rows :func:`_floors` gives an ASCII query, another query with few Han characters
+    and a Chinese or mixed one (they depend on the query through that alone: one Han share a
+    query, not four lookups), and whether each differs from the plan's; kept for the last
+    (embedder, config) pair."""
+    made = _ROWS_MADE[0]
+    if made is None or made[0] is not embedder or made[1] is not rc:
+        own = (cosine_floor(embedder), rc.cos_spread, rc.bm25_weight, rc.cos_weight)
+        zh = (rc.cjk_bm25_weight, rc.bm25_weight + rc.cos_weight - rc.cjk_bm25_weight) \
+            if rc.cjk_bm25_weight > 0.0 else own[2:]
+        rows = np.array([(cosine_floor(embedder, q), rc.cos_spread * cosine_reach(embedder, q))
+                         + (zh if cjk_share((q,)) >= CJK_SHARE else own[2:])
+                         for q in ("", "\u00e9", "\u4e2d")])  # ASCII, accented, Han
+        made = _ROWS_MADE[0] = (embedder, rc, rows, (rows != own).any(axis=1))
+    return made[2], made[3]
+
+
+_ROWS_MADE: list = [None]  # (embedder, recall config, rows, differs) of _language_rows
 
 
 def _times(store, queries: list[str], now: float) -> np.ndarray:

@@ -45,9 +45,10 @@ def test_no_time_is_nan(query):
 
 
 def test_a_batch_is_tested_for_times_in_one_scan():
-    """recall_batch joins its queries by newlines: the joined text may name a time exactly
-    when some query may (no word or year spans the newline)."""
-    plain = ["what is the deploy key", "build w1379 shipped", "ag", "o yesterda", "y 202", "3"]
+    """recall_batch joins its queries by newlines: the joined text may name a time whenever
+    some query may; a word inside another ("quagor") is none."""
+    plain = ["what is the deploy key", "build w1379 shipped", "ag", "o yesterda", "y 202", "3",
+             "quagor tricor", "lastly blast", "yesterdays"]
     assert not may_name_time("\n".join(plain))
     assert not any(map(may_name_time, plain))
     for extra in ("two days ago", "LAST week", "in 2023", "2023", "yesterday?"):

@@ -95,14 +95,31 @@ def first_at_least(docs, lo, hi, d):
     return lo
 
 
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
+def length_term(k1, b, norm, avgdl):
+    """``k1·(1 − b + b·norm/avgdl)`` of one document (``norm`` its encoded length)."""
+    return k1 * (1.0 - b + b * np.float64(norm) / avgdl)
+
+
+def length_terms(p) -> np.ndarray:
+    """Every document's ``k1·(1 − b + b·norm/avgdl)`` (the part of the BM25 denominator
+    ``tf + …`` that depends on the document alone) over the :data:`Postings` ``p``: the same
+    bits as :func:`bm25_range` computes per posting, made once per index state (a store's
+    recall plan holds it), so a posting costs one division, not two."""
+    norm = p.doc_norm[:p.n_docs].astype(np.float64)
+    return p.k1 * (1.0 - p.b + p.b * norm / p.avgdl)
+
+
 @njit(cache=True, no_cfunc_wrapper=True, nogil=True)
-def bm25_range(uniq, idf, p, out, d_lo, d_hi):
+def bm25_range(uniq, idf, p, doc_k, out, d_lo, d_hi):
     """The documents ``d_lo..d_hi`` of :func:`bm25_query` for its terms ``uniq`` and ``idf``
     (:func:`query_idf`'s): CSR postings below ``main_upto`` (a term's postings are sorted by
     document), forward lists above. Each term's part is added in query-term order on either
     side, so a document scores the same bits whichever holds it, and document ranges scored
-    on several threads (the GIL is released) equal one pass."""
+    on several threads (the GIL is released) equal one pass. ``doc_k``: every document's
+    :func:`length_terms` (the same bits), or empty: computed here."""
     k1, b, avgdl = p.k1, p.b, p.avgdl
+    known = doc_k.shape[0] >= p.n_docs
     n_terms = p.indptr.shape[0] - 1
     for i in range(uniq.shape[0]):
         t = uniq[i]
@@ -117,30 +134,30 @@ def bm25_range(uniq, idf, p, out, d_lo, d_hi):
             if p.doc_live[d]:
                 # widen explicitly: without the JIT, float32 scalars would keep float32 math
                 tf = np.float64(p.post_tfs[j])
-                norm = np.float64(p.doc_norm[d])
-                out[p.doc_key[d]] += w * tf / (tf + k1 * (1.0 - b + b * norm / avgdl))
+                k = doc_k[d] if known else length_term(k1, b, p.doc_norm[d], avgdl)
+                out[p.doc_key[d]] += w * tf / (tf + k)
     for d in range(max(p.main_upto, d_lo), d_hi):  # the tail: each document's own terms
         if not p.doc_live[d]:
             continue
+        k = doc_k[d] if known else length_term(k1, b, p.doc_norm[d], avgdl)
         for i in range(uniq.shape[0]):
             for j in range(p.doc_start[d], p.doc_start[d] + p.doc_nterms[d]):
                 if p.fwd_terms[j] == uniq[i]:
                     tf = np.float64(p.fwd_tfs[j])
-                    norm = np.float64(p.doc_norm[d])
-                    out[p.doc_key[d]] += idf[i] * (k1 + 1.0) * tf / (
-                        tf + k1 * (1.0 - b + b * norm / avgdl))
+                    out[p.doc_key[d]] += idf[i] * (k1 + 1.0) * tf / (tf + k)
                     break
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
-def bm25_query(term_ids, p, out):
+def bm25_query(term_ids, p, out, doc_k):
     """One query's BM25 added into ``out[doc_key]`` over the :data:`Postings` ``p``: the terms
     of :func:`query_idf`; documents below ``main_upto`` scored from the CSR postings, the tail
-    up to ``n_docs`` by its forward lists. Returns how many distinct terms were scored."""
+    up to ``n_docs`` by its forward lists (``doc_k``: as :func:`bm25_range` takes it). Returns
+    how many distinct terms were scored."""
     uniq, idf = query_idf(term_ids, p.df, p.n_live, p.term_weight)
     if uniq.shape[0] == 0:
         return 0
-    bm25_range(uniq, idf, p, out, np.int64(0), p.n_docs)  # not a literal: one compile
+    bm25_range(uniq, idf, p, doc_k, out, np.int64(0), p.n_docs)  # not a literal: one compile
     p.term_weight[uniq] = 0.0
     return uniq.shape[0]
 
@@ -150,4 +167,4 @@ def bm25_block(q_indptr, term_ids, p, out):
     """:func:`bm25_query` of each query ``q`` (vocabulary ids ``term_ids[q_indptr[q]:
     q_indptr[q + 1]]``) into row ``out[q]``."""
     for q in range(q_indptr.shape[0] - 1):
-        bm25_query(term_ids[q_indptr[q]:q_indptr[q + 1]], p, out[q])
+        bm25_query(term_ids[q_indptr[q]:q_indptr[q + 1]], p, out[q], np.empty(0))

@@ -175,6 +175,30 @@ def norm_cos(c, cos_mode, c_lo, c_hi):
     return 1.0 if c > 0.0 else 0.0
 
 
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
+def norm_cos_rows(cos, cos_mode, c_lo, c_hi, out):
+    """:func:`norm_cos` of every row into ``out`` (the same bits): one loop per case, each
+    without a branch, so it runs on vector registers (a caller compiled with
+    ``error_model="numpy"`` leaves the division unchecked: its divisor is never 0 here)."""
+    n = out.shape[0]
+    span = c_hi - c_lo
+    if cos_mode == 0:
+        for i in range(n):
+            out[i] = max(np.float64(cos[i]), 0.0)
+    elif cos_mode >= 2 and c_hi > c_lo:
+        for i in range(n):
+            out[i] = max((np.float64(cos[i]) - c_lo) / span, 0.0)
+    elif cos_mode >= 2:
+        for i in range(n):
+            out[i] = 0.0
+    elif c_hi > c_lo:
+        for i in range(n):
+            out[i] = (np.float64(cos[i]) - c_lo) / span
+    else:
+        for i in range(n):
+            out[i] = 1.0 if cos[i] > 0.0 else 0.0
+
+
 @njit(cache=True, no_cfunc_wrapper=True)
 def cos_ends(cos, eligible, cos_mode, floor, spread):
     """The (lo, hi) :func:`norm_cos` maps a query's cosines with: the candidates' range

@@ -117,7 +117,7 @@ def archive_cues(term_ids, postings, matrix, has_vec, query, alive, seq, knobs, 
     bm25_w, cos_w, cos_floor, min_cue, has_vector = knobs
     n = alive.shape[0]
     bm25_out[:n] = 0.0
-    bm25_query(term_ids, postings, bm25_out[:n])
+    bm25_query(term_ids, postings, bm25_out[:n], np.empty(0))
     for i in range(n):
         cos_out[i] = row_dot(matrix, i, query) if query.shape[0] and has_vec[i] else 0.0
     idf_total = terms_idf_total(term_ids, postings.df, postings.n_live)

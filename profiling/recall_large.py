@@ -84,7 +84,7 @@ def main() -> None:
         if th.n_threads:
             tb = np.zeros(int(th.n_threads))
             timed("  thread prior: BM25", bm25_query, ids,
-                  Postings(*th.postings, work.term_weight), tb)
+                  Postings(*th.postings, work.term_weight), tb, np.zeros(0))
             timed("  thread prior: centroids", thread_prior, tb, cos, store.vectors.has_vec, True,
                   th.member, th.thread_of, int(th.n_threads), th.vnorm, th.w_bm25, th.w_cos,
                   np.empty(n))

@@ -26,7 +26,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from maclaw_kernels import entry
-from maclaw_kernels.bm25 import Postings, bm25_block, bm25_query, bm25_range, build_csr, query_idf
+from maclaw_kernels.bm25 import (Postings, bm25_block, bm25_query, bm25_range, build_csr,
+                                 length_terms, query_idf)
 from maclaw_kernels.decay import touch_rows
 from maclaw_kernels.graph import propagate_reached
 from maclaw_kernels.topk import top_k_desc
@@ -40,6 +41,7 @@ from maclaw_fast.text import tokenize
 top_k_desc = entry(top_k_desc)  # no CPython entry point of its own
 
 K1, B = 1.2, 0.75
+NO_K = np.zeros(0)  # no documents' length terms given: the kernels compute them
 TIE = 1e-9
 JIT = not numba.config.DISABLE_JIT
 # Without the JIT the BM25 kernels compute in float32 (see test_bm25_kernel_is_float64): the
@@ -216,7 +218,7 @@ def test_bm25_query_matches_reference(seed):
     out0 = rng.uniform(0, 1, n_keys)  # the kernel adds into ``out``
     uniq, ref = ref_query(raw, p, coo, out0)
     out = out0.copy()
-    assert bm25_query(raw.astype(np.int64), p, out) == len(uniq)
+    assert bm25_query(raw.astype(np.int64), p, out, NO_K) == len(uniq)
     np.testing.assert_allclose(out, ref, rtol=BM25_RTOL, atol=1e-12)
     assert not p.term_weight.any()
 
@@ -256,7 +258,7 @@ def test_bm25_ranges_equal_one_pass(seed):
     args = (df, n_docs, indptr, pd, pt, main_upto, n_docs, doc_start, doc_nterms,
             terms.astype(np.int32), tfs, doc_norm, doc_live, doc_key, K1, B, avgdl)
     want = np.zeros(n_keys)
-    got_serial = bm25_query(raw, Postings(*args, np.zeros(n_terms + 2)), want)
+    got_serial = bm25_query(raw, Postings(*args, np.zeros(n_terms + 2)), want, NO_K)
     for parts in (1, 2, 3, 7):
         out = np.zeros(n_keys)
         scratch = np.zeros(n_terms + 2)
@@ -264,8 +266,13 @@ def test_bm25_ranges_equal_one_pass(seed):
         uniq, idf = query_idf(raw, df, n_docs, scratch)
         assert uniq.shape[0] == got_serial
         for i in range(parts):
-            bm25_range(uniq, idf, p, out, i * n_docs // parts, (i + 1) * n_docs // parts)
+            bm25_range(uniq, idf, p, NO_K, out, i * n_docs // parts, (i + 1) * n_docs // parts)
         assert out.tolist() == want.tolist()
+    # every document's length term made beforehand (a recall plan's): the same bits again
+    known = np.zeros(n_keys)
+    assert bm25_query(raw, Postings(*args, np.zeros(n_terms + 2)), known, length_terms(p)) \
+        == got_serial
+    assert known.tobytes() == want.tobytes()
 
 
 def test_large_index_scores_in_ranges_as_one_pass(monkeypatch):
@@ -295,7 +302,7 @@ def test_bm25_kernel_is_float64():
                  np.zeros(1, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float32),
                  np.array([7.0], np.float32), np.ones(1, np.bool_), np.zeros(1, np.int64), K1, B,
                  3.0, np.zeros(1))
-    bm25_range(np.array([0], np.int64), np.array([0.1]), p, out, np.int64(0), np.int64(1))
+    bm25_range(np.array([0], np.int64), np.array([0.1]), p, NO_K, out, np.int64(0), np.int64(1))
     want = 0.1 * (K1 + 1) * 3.0 / (3.0 + K1 * (1 - B + B * 7.0 / 3.0))
     assert out[0] == pytest.approx(want, rel=1e-13)
 

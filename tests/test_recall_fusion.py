@@ -12,7 +12,7 @@ from maclaw_fast.errors import EmbeddingError
 from maclaw_fast.memory import MemoryStore
 from maclaw_fast.memory.lifecycle import decay
 from maclaw_fast.embedding.base import cosine_floor, cosine_reach
-from maclaw_kernels.recall_assemble import cos_ends, norm_cos
+from maclaw_kernels.recall_assemble import cos_ends, norm_cos, norm_cos_rows
 from tests.maint_helpers import H, Clock
 
 DAY = 24 * H
@@ -60,6 +60,17 @@ def test_floor_to_best_keeps_gaps_small_and_a_strong_best_at_one():
     lo, hi = cos_ends(weak, np.ones(2, np.bool_), 3, 0.0, 0.6)  # spread: from the worst
     assert (lo, hi) == (pytest.approx(0.25), pytest.approx(0.85))
     assert cos_ends(weak, np.ones(2, np.bool_), 2, 0.7, 0.6) == (0.7, 1.0)
+
+
+@pytest.mark.parametrize("mode", range(5))
+def test_the_row_loops_give_norm_cos_bits(mode):
+    """fuse maps every row at once (one loop per case, on vector registers): the same bits as
+    the per-row mapping, for each mode, with a range, a tie and no candidate."""
+    cos = np.array([-0.3, -0.0, 0.0, 0.2, 0.31, 0.5, 0.9, 1.0], np.float32)
+    for lo, hi in ((0.1, 0.9), (0.5, 0.5), (0.2, 1.0), (np.inf, -np.inf)):
+        out = np.full(cos.shape[0], np.nan)
+        norm_cos_rows(cos, mode, lo, hi, out)
+        assert out.tobytes() == np.array([norm_cos(c, mode, lo, hi) for c in cos]).tobytes()
 
 
 FLOOR = MemoryConfig()  # the default: floor to the best candidate

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from maclaw_fast.text.dates import DAY, query_time
+from maclaw_fast.text.dates import DAY, may_name_time, query_time
 
 # Wednesday 2024-05-15 12:00 UTC
 NOW = datetime(2024, 5, 15, 12, tzinfo=timezone.utc).timestamp()
@@ -42,3 +42,14 @@ def test_explicit_dates(query, when):
                                    "the 2023 roadmap", "部署上周的服务", "", "ticket w1379 in may"])
 def test_no_time_is_nan(query):
     assert math.isnan(query_time(query, NOW))
+
+
+def test_a_batch_is_tested_for_times_in_one_scan():
+    """recall_batch joins its queries by newlines: the joined text may name a time whenever
+    some query may; a word inside another ("quagor") is none."""
+    plain = ["what is the deploy key", "build w1379 shipped", "ag", "o yesterda", "y 202", "3",
+             "quagor tricor", "lastly blast", "yesterdays"]
+    assert not may_name_time("\n".join(plain))
+    assert not any(map(may_name_time, plain))
+    for extra in ("two days ago", "LAST week", "in 2023", "2023", "yesterday?"):
+        assert may_name_time("\n".join(plain + [extra])) and may_name_time(extra)

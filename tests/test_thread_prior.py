@@ -145,7 +145,7 @@ def test_thread_bm25_matches_reference(seed):
                         start, nterms, fterms, ftfs, norm_, live_, key, 1.2, 0.75, 1.0,
                         np.zeros(max(len(df), 1)))
     out[:] = 0.0
-    bm25_query(q, thread_postings(postings, thread_of, member, n_threads, k1, b), out)
+    bm25_query(q, thread_postings(postings, thread_of, member, n_threads, k1, b), out, np.zeros(0))
     expected = ref_thread_bm25(q.tolist(), docs, doc_key, live, norm, thread_of, member,
                                n_threads, k1, b)
     assert out.tolist() == pytest.approx(expected, rel=1e-9, abs=1e-12)

@@ -9,6 +9,8 @@ from maclaw_kernels.revival import terms_idf_total
 
 from maclaw_fast.threads import in_ranges as split_ranges
 
+_NO_K = np.zeros(0)  # no documents' length terms given: the kernels compute them
+
 
 class Bm25Queries:
     """The query side of :class:`~maclaw_fast.index.bm25.Bm25Index` (a mixin over its forward
@@ -34,11 +36,12 @@ class Bm25Queries:
                                       postings.term_weight)
                 try:
                     split_ranges(postings.n_docs,
-                                 lambda lo, hi: bm25_range(uniq, idf, postings, out, lo, hi))
+                                 lambda lo, hi: bm25_range(uniq, idf, postings, _NO_K, out,
+                                                           lo, hi))
                 finally:
                     postings.term_weight[uniq] = 0.0
             else:
-                bm25_query(term_ids, postings, out)
+                bm25_query(term_ids, postings, out, _NO_K)
         return out
 
     def idf_total(self, tokens: list[str]) -> float:

@@ -13,6 +13,7 @@ import numpy as np
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, STATUS_CODE, USER_FACT
 from maclaw_fast.memory.thread_prior import ThreadPlan, empty_postings
+from maclaw_kernels.bm25 import length_terms
 from maclaw_kernels.recall import N_PARTS, Base, Knobs, Out, Rows, Scope, Threads, Work
 
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
@@ -100,6 +101,7 @@ class RecallPlan:
         self._scopes: dict[str | None, tuple[Scope, bool]] = {}
         self._threads: Threads | bool = False  # made on first use
         self._static: tuple | None = None
+        self._corpus: tuple = (None, None, None)  # (postings, matrix, Corpus) made from them
         self._single: dict[str | None, tuple] = {}  # single_args per project
         # every row's recency, importance and base score at the last recall's ``now``
         self.base = Base(np.empty((3, n)), np.full(1, np.nan))
@@ -188,6 +190,18 @@ class RecallPlan:
             self._static = (tuple(self.threads(store)), tuple(self.rows), tuple(self.knobs))
         return self._static
 
+    def corpus(self, store) -> tuple:
+        """The store's indexes as the kernel reads them (a plain :data:`Corpus` tuple), with
+        every BM25 document's length term (none for a large index: a single recall scores it
+        across threads first); made again when the index hands out new arrays."""
+        postings, matrix = store.bm25.query_postings(), store.vectors.matrix
+        made_of, made_with, corpus = self._corpus
+        if made_of is not postings or made_with is not matrix:
+            corpus = (tuple(postings)[:-1], matrix, store.vectors.has_vec,
+                      _NO_FLOATS if store.bm25.is_large else length_terms(postings))
+            self._corpus = (postings, matrix, corpus)
+        return corpus
+
     def single_args(self, store, project: str | None) -> tuple[tuple, tuple, bool, Work]:
         """One recall's arguments of :func:`maclaw_kernels.recall.recall_block` as plain tuples:
         those before the query's block (corpus, threads, rows, the scope of ``project``, its
@@ -201,9 +215,9 @@ class RecallPlan:
                 or cached[2] is not work:
             threads, rows, knobs = self.static_args(store)
             scope, has_affinity = self.scope(store, project)
-            corpus = (tuple(postings)[:-1], matrix, store.vectors.has_vec)  # a Corpus
             cached = self._single[project] = (
-                postings, matrix, work, (corpus, threads, rows, tuple(scope), _ONE, knobs),
+                postings, matrix, work,
+                (self.corpus(store), threads, rows, tuple(scope), _ONE, knobs),
                 (tuple(self.base), tuple(work), tuple(self.out())), has_affinity, work)
         return cached[3:]
 
@@ -218,6 +232,8 @@ class RecallPlan:
         total = self.base.values.nbytes + sum(a.nbytes for a in self.rows[9:12])
         if self._work is not None:
             total += sum(a.nbytes for a in self._work)
+        if self._corpus[2] is not None:
+            total += self._corpus[2][3].nbytes  # the BM25 documents' length terms
         for scope, _ in self._scopes.values():
             total += scope.eligible.nbytes + scope.affinity.nbytes + scope.dormant.nbytes
         return total

@@ -29,7 +29,7 @@ from maclaw_fast.memory.plan import RecallPlan, new_out, recall_plan
 from maclaw_fast.memory.speakers import speaker_order
 from maclaw_fast.persist.journal import PutOp, TouchOp
 from maclaw_fast.records import RecallHit
-from maclaw_fast.text.dates import query_time
+from maclaw_fast.text.dates import may_name_time, query_time
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_fast.threads import batch_threads, pool
 from maclaw_kernels.recall import FLOOR_AT, WEIGHTS_AT, Block, Out, base_scores, recall_block
@@ -73,13 +73,33 @@ def _floors(store, queries: list[str]) -> np.ndarray:
     plan's; no rows when none does (the plan's then hold)."""
     if store.embedder is None or all(map(str.isascii, queries)):
         return _NO_SCALES
-    rc, e = store.config.recall, store.embedder
-    own = (cosine_floor(e), rc.cos_spread, rc.bm25_weight, rc.cos_weight)
-    zh = (rc.cjk_bm25_weight, rc.bm25_weight + rc.cos_weight - rc.cjk_bm25_weight) \
-        if rc.cjk_bm25_weight > 0.0 else own[2:]
-    floors = np.array([(cosine_floor(e, q), rc.cos_spread * cosine_reach(e, q))
-                       + (zh if cjk_share((q,)) >= CJK_SHARE else own[2:]) for q in queries])
-    return floors if (floors != own).any() else _NO_SCALES
+    rows, differs = _language_rows(store.embedder, store.config.recall)
+    if len(queries) == 1:  # one recall: its row as it is (read only), or none
+        c = 0 if queries[0].isascii() else 2 if cjk_share(queries) >= CJK_SHARE else 1
+        return rows[c:c + 1] if differs[c] else _NO_SCALES
+    case = np.fromiter((0 if q.isascii() else 2 if cjk_share((q,)) >= CJK_SHARE else 1
+                        for q in queries), np.int64, len(queries))
+    return rows[case] if differs[case].any() else _NO_SCALES
+
+
+def _language_rows(embedder, rc) -> tuple[np.ndarray, np.ndarray]:
+    """The rows :func:`_floors` gives an ASCII query, another query with few Han characters
+    and a Chinese or mixed one (they depend on the query through that alone: one Han share a
+    query, not four lookups), and whether each differs from the plan's; kept for the last
+    (embedder, config) pair."""
+    made = _ROWS_MADE[0]
+    if made is None or made[0] is not embedder or made[1] is not rc:
+        own = (cosine_floor(embedder), rc.cos_spread, rc.bm25_weight, rc.cos_weight)
+        zh = (rc.cjk_bm25_weight, rc.bm25_weight + rc.cos_weight - rc.cjk_bm25_weight) \
+            if rc.cjk_bm25_weight > 0.0 else own[2:]
+        rows = np.array([(cosine_floor(embedder, q), rc.cos_spread * cosine_reach(embedder, q))
+                         + (zh if cjk_share((q,)) >= CJK_SHARE else own[2:])
+                         for q in ("", "\u00e9", "\u4e2d")])  # ASCII, accented, Han
+        made = _ROWS_MADE[0] = (embedder, rc, rows, (rows != own).any(axis=1))
+    return made[2], made[3]
+
+
+_ROWS_MADE: list = [None]  # (embedder, recall config, rows, differs) of _language_rows
 
 
 def _times(store, queries: list[str], now: float) -> np.ndarray:
@@ -90,6 +110,8 @@ def _times(store, queries: list[str], now: float) -> np.ndarray:
     if len(queries) == 1:  # one recall: no array unless its query names a time
         t = query_time(queries[0], now)
         return _NO_FLOORS if t != t else np.array([t])
+    if not may_name_time("\n".join(queries)):  # a batch's queries tested in one scan
+        return _NO_FLOORS
     when = np.array([query_time(q, now) for q in queries])
     return when if not np.isnan(when).all() else _NO_FLOORS
 
@@ -122,12 +144,6 @@ def _block(store, plan: RecallPlan, token_lists: list[list[str]], qvecs,
     return (ids, indptr, vectors, has_vector, bm25, cos, floors, when)  # a Block
 
 
-def _corpus(store) -> tuple:
-    """The store's indexes as the kernel reads them (a plain :data:`Corpus` tuple)."""
-    vec = store.vectors
-    return (tuple(store.bm25.query_postings())[:-1], vec.matrix, vec.has_vec)
-
-
 # ---------------------------------------------------------------------- one query
 def recall(store, query, *, project=None, reinforce=True, query_vector=None, dynamic=False,
            category=None) -> list[RecallHit]:
@@ -143,7 +159,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         category = validate.category(category)
     qvec = _query_vector(store, query, query_vector)  # embedding runs outside the lock
     tokens = tokenize(query)
-    floors = _floors(store, [query])
+    floors = _NO_SCALES if query.isascii() else _floors(store, [query])  # ASCII: the plan's
     with store.lock:
         store.check_open()
         now = float(store.clock())
@@ -157,7 +173,8 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         rows = out.rows[0, :m]
         hits = found = hits_from_parts(store, rows, out.parts[0, :, :m],
                                        has_affinity or when.shape[0] > 0 or named)
-        if out.best_cue[0] < store.config.forgetting.archive_below:
+        fc = store.config.forgetting
+        if out.best_cue[0] < fc.archive_below and fc.archive_search and len(store.archive):
             k = plan.knobs
             scale = floors[0] if floors.shape[0] else (
                 k[FLOOR_AT], k[FLOOR_AT + 1], k[WEIGHTS_AT], k[WEIGHTS_AT + 1])
@@ -184,7 +201,7 @@ def _run_blocks(store, plan, scopes, scope_of, block: Block, out: Out, threads: 
     kernel releases the GIL); each share writes its own rows of ``out`` with its own scratch."""
     nq = scope_of.shape[0]
     shares = max(1, min(threads, nq // 8))
-    corpus, static = _corpus(store), plan.static_args(store)
+    corpus, static = plan.corpus(store), plan.static_args(store)
     cuts = [nq * b // shares for b in range(shares + 1)]
     base_scores(plan.rows, plan.knobs, now, plan.base.values)  # once, before the threads
     plan.base.at[0] = now

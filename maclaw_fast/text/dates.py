@@ -24,6 +24,9 @@ _MDY = re.compile(rf"\b({_MONTH})\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b"
 _DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH}),?\s+(\d{{4}})\b", re.I)
 _MY = re.compile(rf"\b({_MONTH})\s+(\d{{4}})\b", re.I)
 _YEAR = re.compile(r"\b\d{4}\b")  # a year the patterns below read stands alone
+# the words as every pattern above holds them ("ago" after a space, "last" before one):
+# "quagor" holds "ago" but names no time
+_WORDS = re.compile(r"\sago\b|\blast\s|\byesterday\b", re.I)
 
 
 def query_time(query: str, now: float) -> float:
@@ -38,8 +41,7 @@ def query_time(query: str, now: float) -> float:
     >>> query_time("what is the deploy key", 0.0)
     nan
     """
-    low = query.lower()  # most queries hold none of these: one cheap test (~0.5 µs) and out
-    if not ("ago" in low or "last" in low or "yesterday" in low or _YEAR.search(query)):
+    if not may_name_time(query):  # most queries: one cheap test and out
         return float("nan")
     m = _AGO.search(query)
     if m:
@@ -62,6 +64,20 @@ def query_time(query: str, now: float) -> float:
             return _date(int(m.group(y)), m.group(mo), int(m.group(d)))
     m = _MY.search(query)
     return _date(int(m.group(2)), m.group(1), 15) if m else float("nan")
+
+
+def may_name_time(text: str) -> bool:
+    """Whether ``text`` holds a word :func:`query_time` reads ("ago", "last", "yesterday", a
+    year) as its patterns hold it; False: it names no time. Queries joined by newlines are
+    tested at once: the joined text holds one whenever some query does.
+
+    >>> may_name_time("what is the deploy key"), may_name_time("the key\\nsince 2023")
+    (False, True)
+    """
+    low = text.lower()  # substrings first (cheap); then as the patterns below hold them
+    if ("ago" in low or "last" in low or "yesterday" in low) and _WORDS.search(text):
+        return True
+    return bool(_YEAR.search(text))
 
 
 def _date(year: int, month: str, day: int) -> float:

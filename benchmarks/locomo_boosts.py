@@ -30,6 +30,11 @@ technique re-scores that ranking:
   (the recall time: the last session's date under clock (b)); a turn gains
   ``w × exp(−|Δdays|/σ)`` by its save date. Under clock (a) every turn has one save date: no
   change.
+* **sub-queries** — a question that names two or more of the conversation's speakers is asked
+  again once per speaker (the others' names and "and"/"both" taken out), any other question
+  once per part split at "and" or a comma (parts of three words or more); the rankings are
+  fused by reciprocal rank, ``1/(k + rank)`` of the whole question plus ``w ×`` that of each
+  sub-query (multi-hop questions gather answers of several people or parts).
 
 The default includes the speaker order (``RecallConfig.speaker_weight`` 0.2); the row below
 it turns the order off. Weights are on the score's scale (``10 ×`` relevance is one unit of
@@ -196,6 +201,7 @@ def mmr(scores, vecs, mu):
 ROCCHIO = [("rocchio", m, beta) for m in (3, 5, 10) for beta in (0.3, 0.6, 1.0)]
 RM3 = [("rm3", m, k) for m in (3, 5, 10) for k in (3, 5, 10)]
 SPEAKER_OFF = ("speaker", 0.0, 0)
+SUBQ = [("sub", w, k) for w in (0.3, 0.5, 1.0) for k in (10, 60)]
 
 
 def techniques() -> dict[str, list[tuple[str, callable]]]:
@@ -218,9 +224,11 @@ def techniques() -> dict[str, list[tuple[str, callable]]]:
                                                                sigma))
                 for w in (1.0, 2.0, 4.0, 8.0) for sigma in (3.0, 10.0, 30.0)]
     repeated = [(f"names repeated {r}× in the BM25 query", r) for r in REPEATS]
+    subq = [(f"sub-queries, w {w}, k {k}", key) for key in SUBQ for _, w, k in [key]]
     return {"session best": sess, "session diversity": diversity, "MMR": mmrs,
             "Rocchio": rocchio, "RM3 expansion": rm3, "names and quoted phrases": names,
-            "names in the BM25 query": repeated, "temporal resolver": temporal}
+            "names in the BM25 query": repeated, "temporal resolver": temporal,
+            "sub-queries": subq}
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -258,12 +266,48 @@ def scored_rankings(conv, vecs, qvecs, embedder, clock):
         _, m, k = key
         expanded = [" ".join([q] + words(q, top[j, :m], k)) for j, q in enumerate(questions)]
         scores[key] = _scores(store, expanded, qv, entries)
+    speakers = sorted({t[2].split(":")[0] for t in conv["turns"]})
+    parts = [sub_queries(q, speakers) for q in questions]
+    flat = [p for ps in parts for p in ps]
+    owner = np.array([j for j, ps in enumerate(parts) for _ in ps], np.int64)
+    sub = (_scores(store, flat, embedder.embed(flat), entries) if flat
+           else np.zeros((0, len(entries))))
+    for key in SUBQ:
+        _, w, k = key
+        fused = reciprocal_ranks(scores[0], k)
+        np.add.at(fused, owner, w * reciprocal_ranks(sub, k))
+        scores[key] = np.where(fused > 0, fused, -np.inf)
     base = store.config
     store.config = msgspec.structs.replace(
         base, recall=msgspec.structs.replace(base.recall, speaker_weight=SPEAKER_OFF[1]))
     scores[SPEAKER_OFF] = _scores(store, questions, qv, entries)
     store.close()
     return ctx, now, [(q, {r: scores[r][j] for r in scores}) for j, q in enumerate(qs)]
+
+
+def sub_queries(question: str, speakers: list[str]) -> list[str]:
+    """The parts a question is asked again as (none: it stays whole); the docstring's rule."""
+    named = [n for n in speakers if re.search(rf"\b{re.escape(n)}\b", question)]
+    if len(named) >= 2:
+        out = []
+        for n in named:
+            s = question
+            for m in named:
+                if m != n:
+                    s = re.sub(rf"\b{re.escape(m)}('s)?\b", "", s)
+            s = re.sub(r"\b(and|both)\b", "", s)
+            out.append(re.sub(r"\s+", " ", s).strip())
+        return out
+    parts = [p.strip() for p in re.split(r"\band\b|,", question) if len(p.split()) >= 3]
+    return parts if len(parts) >= 2 else []
+
+
+def reciprocal_ranks(scores: np.ndarray, k: float) -> np.ndarray:
+    """``1/(k + rank)`` (rank from 0) of each returned entry of each row, 0 for the others."""
+    order = np.argsort(-scores, axis=1, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(scores.shape[1])[None, :], axis=1)
+    return np.where(np.isfinite(scores), 1.0 / (k + rank), 0.0)
 
 
 def expansion_words(lower_texts):

@@ -35,6 +35,9 @@ technique re-scores that ranking:
   once per part split at "and" or a comma (parts of three words or more); the rankings are
   fused by reciprocal rank, ``1/(k + rank)`` of the whole question plus ``w ×`` that of each
   sub-query (multi-hop questions gather answers of several people or parts).
+* **same-speaker spreading** — each of the ``m`` best turns passes ``w ×`` its score's share of
+  the best's to the other turns of its speaker that share its rare words (in at most ``d`` turns),
+  by the share of those words they hold (one person's answers about one thing across sessions).
 
 The default includes the speaker order (``RecallConfig.speaker_weight`` 0.2); the row below
 it turns the order off. Weights are on the score's scale (``10 ×`` relevance is one unit of
@@ -225,10 +228,13 @@ def techniques() -> dict[str, list[tuple[str, callable]]]:
                 for w in (1.0, 2.0, 4.0, 8.0) for sigma in (3.0, 10.0, 30.0)]
     repeated = [(f"names repeated {r}× in the BM25 query", r) for r in REPEATS]
     subq = [(f"sub-queries, w {w}, k {k}", key) for key in SUBQ for _, w, k in [key]]
+    spreading = [(f"same-speaker spreading, m {m}, w {w}, d {d}",
+                  lambda s, c, m=m, w=w, d=d: speaker_spread(s, c["speaker"], c["rare"][d], m, w))
+                 for m in (1, 3) for w in (0.5, 1.0, 2.0) for d in (3, 10)]
     return {"session best": sess, "session diversity": diversity, "MMR": mmrs,
             "Rocchio": rocchio, "RM3 expansion": rm3, "names and quoted phrases": names,
             "names in the BM25 query": repeated, "temporal resolver": temporal,
-            "sub-queries": subq}
+            "sub-queries": subq, "same-speaker spreading": spreading}
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -254,7 +260,9 @@ def scored_rankings(conv, vecs, qvecs, embedder, clock):
            "saved_at": np.array([t[3] if clock == "dated" else NOW_A for t in first]),
            "lower": [t[2].lower() for t in first],
            "vecs": vecs[[turn_row[id_turns[e][0]] for e in entries]],
-           "turns": [id_turns[e] for e in entries]}
+           "turns": [id_turns[e] for e in entries],
+           "speaker": np.array([t[2].split(":")[0] for t in first])}
+    ctx["rare"] = {d: rare_words(ctx["lower"], d) for d in (3, 10)}
     top = np.argsort(-scores[0], axis=1, kind="stable")
     for key in ROCCHIO:
         _, m, beta = key
@@ -283,6 +291,40 @@ def scored_rankings(conv, vecs, qvecs, embedder, clock):
     scores[SPEAKER_OFF] = _scores(store, questions, qv, entries)
     store.close()
     return ctx, now, [(q, {r: scores[r][j] for r in scores}) for j, q in enumerate(qs)]
+
+
+def rare_words(lower_texts, max_df: int) -> np.ndarray:
+    """(turns, words) incidence of the words (no stop words, four letters or more, the
+    speaker's name left out) held by at most ``max_df`` turns."""
+    from maclaw_fast.text.stopwords import DEFAULT_STOP_WORDS
+
+    docs = [{w for w in re.findall(r"[a-z][a-z'-]+", t.split(":", 1)[-1])
+             if len(w) > 3 and w not in DEFAULT_STOP_WORDS} for t in lower_texts]
+    df: dict[str, int] = {}
+    for d in docs:
+        for w in d:
+            df[w] = df.get(w, 0) + 1
+    vocab = {w: i for i, w in enumerate(w for w, n in df.items() if n <= max_df)}
+    out = np.zeros((len(docs), len(vocab)), np.float32)
+    for r, d in enumerate(docs):
+        out[r, [vocab[w] for w in d if w in vocab]] = 1.0
+    return out
+
+
+def speaker_spread(scores, speaker, rare, m, w):
+    """The docstring's same-speaker spreading from the ``m`` best turns."""
+    out = scores.copy()
+    top = np.argsort(-scores, kind="stable")[:m]
+    best = scores[top[0]]
+    for r in top:
+        own = rare[r].sum()
+        if own == 0 or not np.isfinite(scores[r]) or best <= 0:
+            continue
+        share = (rare @ rare[r]) / own
+        share[r] = 0.0
+        share[speaker != speaker[r]] = 0.0
+        out += w * (scores[r] / best) * share
+    return out
 
 
 def sub_queries(question: str, speakers: list[str]) -> list[str]:

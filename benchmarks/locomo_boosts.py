@@ -30,6 +30,14 @@ technique re-scores that ranking:
   (the recall time: the last session's date under clock (b)); a turn gains
   ``w × exp(−|Δdays|/σ)`` by its save date. Under clock (a) every turn has one save date: no
   change.
+* **sub-queries** — a question that names two or more of the conversation's speakers is asked
+  again once per speaker (the others' names and "and"/"both" taken out), any other question
+  once per part split at "and" or a comma (parts of three words or more); the rankings are
+  fused by reciprocal rank, ``1/(k + rank)`` of the whole question plus ``w ×`` that of each
+  sub-query (multi-hop questions gather answers of several people or parts).
+* **same-speaker spreading** — each of the ``m`` best turns passes ``w ×`` its score's share of
+  the best's to the other turns of its speaker that share its rare words (in at most ``d`` turns),
+  by the share of those words they hold (one person's answers about one thing across sessions).
 
 The default includes the speaker order (``RecallConfig.speaker_weight`` 0.2); the row below
 it turns the order off. Weights are on the score's scale (``10 ×`` relevance is one unit of
@@ -196,6 +204,7 @@ def mmr(scores, vecs, mu):
 ROCCHIO = [("rocchio", m, beta) for m in (3, 5, 10) for beta in (0.3, 0.6, 1.0)]
 RM3 = [("rm3", m, k) for m in (3, 5, 10) for k in (3, 5, 10)]
 SPEAKER_OFF = ("speaker", 0.0, 0)
+SUBQ = [("sub", w, k) for w in (0.3, 0.5, 1.0) for k in (10, 60)]
 
 
 def techniques() -> dict[str, list[tuple[str, callable]]]:
@@ -218,9 +227,14 @@ def techniques() -> dict[str, list[tuple[str, callable]]]:
                                                                sigma))
                 for w in (1.0, 2.0, 4.0, 8.0) for sigma in (3.0, 10.0, 30.0)]
     repeated = [(f"names repeated {r}× in the BM25 query", r) for r in REPEATS]
+    subq = [(f"sub-queries, w {w}, k {k}", key) for key in SUBQ for _, w, k in [key]]
+    spreading = [(f"same-speaker spreading, m {m}, w {w}, d {d}",
+                  lambda s, c, m=m, w=w, d=d: speaker_spread(s, c["speaker"], c["rare"][d], m, w))
+                 for m in (1, 3) for w in (0.5, 1.0, 2.0) for d in (3, 10)]
     return {"session best": sess, "session diversity": diversity, "MMR": mmrs,
             "Rocchio": rocchio, "RM3 expansion": rm3, "names and quoted phrases": names,
-            "names in the BM25 query": repeated, "temporal resolver": temporal}
+            "names in the BM25 query": repeated, "temporal resolver": temporal,
+            "sub-queries": subq, "same-speaker spreading": spreading}
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -246,7 +260,9 @@ def scored_rankings(conv, vecs, qvecs, embedder, clock):
            "saved_at": np.array([t[3] if clock == "dated" else NOW_A for t in first]),
            "lower": [t[2].lower() for t in first],
            "vecs": vecs[[turn_row[id_turns[e][0]] for e in entries]],
-           "turns": [id_turns[e] for e in entries]}
+           "turns": [id_turns[e] for e in entries],
+           "speaker": np.array([t[2].split(":")[0] for t in first])}
+    ctx["rare"] = {d: rare_words(ctx["lower"], d) for d in (3, 10)}
     top = np.argsort(-scores[0], axis=1, kind="stable")
     for key in ROCCHIO:
         _, m, beta = key
@@ -258,12 +274,82 @@ def scored_rankings(conv, vecs, qvecs, embedder, clock):
         _, m, k = key
         expanded = [" ".join([q] + words(q, top[j, :m], k)) for j, q in enumerate(questions)]
         scores[key] = _scores(store, expanded, qv, entries)
+    speakers = sorted({t[2].split(":")[0] for t in conv["turns"]})
+    parts = [sub_queries(q, speakers) for q in questions]
+    flat = [p for ps in parts for p in ps]
+    owner = np.array([j for j, ps in enumerate(parts) for _ in ps], np.int64)
+    sub = (_scores(store, flat, embedder.embed(flat), entries) if flat
+           else np.zeros((0, len(entries))))
+    for key in SUBQ:
+        _, w, k = key
+        fused = reciprocal_ranks(scores[0], k)
+        np.add.at(fused, owner, w * reciprocal_ranks(sub, k))
+        scores[key] = np.where(fused > 0, fused, -np.inf)
     base = store.config
     store.config = msgspec.structs.replace(
         base, recall=msgspec.structs.replace(base.recall, speaker_weight=SPEAKER_OFF[1]))
     scores[SPEAKER_OFF] = _scores(store, questions, qv, entries)
     store.close()
     return ctx, now, [(q, {r: scores[r][j] for r in scores}) for j, q in enumerate(qs)]
+
+
+def rare_words(lower_texts, max_df: int) -> np.ndarray:
+    """(turns, words) incidence of the words (no stop words, four letters or more, the
+    speaker's name left out) held by at most ``max_df`` turns."""
+    from maclaw_fast.text.stopwords import DEFAULT_STOP_WORDS
+
+    docs = [{w for w in re.findall(r"[a-z][a-z'-]+", t.split(":", 1)[-1])
+             if len(w) > 3 and w not in DEFAULT_STOP_WORDS} for t in lower_texts]
+    df: dict[str, int] = {}
+    for d in docs:
+        for w in d:
+            df[w] = df.get(w, 0) + 1
+    vocab = {w: i for i, w in enumerate(w for w, n in df.items() if n <= max_df)}
+    out = np.zeros((len(docs), len(vocab)), np.float32)
+    for r, d in enumerate(docs):
+        out[r, [vocab[w] for w in d if w in vocab]] = 1.0
+    return out
+
+
+def speaker_spread(scores, speaker, rare, m, w):
+    """The docstring's same-speaker spreading from the ``m`` best turns."""
+    out = scores.copy()
+    top = np.argsort(-scores, kind="stable")[:m]
+    best = scores[top[0]]
+    for r in top:
+        own = rare[r].sum()
+        if own == 0 or not np.isfinite(scores[r]) or best <= 0:
+            continue
+        share = (rare @ rare[r]) / own
+        share[r] = 0.0
+        share[speaker != speaker[r]] = 0.0
+        out += w * (scores[r] / best) * share
+    return out
+
+
+def sub_queries(question: str, speakers: list[str]) -> list[str]:
+    """The parts a question is asked again as (none: it stays whole); the docstring's rule."""
+    named = [n for n in speakers if re.search(rf"\b{re.escape(n)}\b", question)]
+    if len(named) >= 2:
+        out = []
+        for n in named:
+            s = question
+            for m in named:
+                if m != n:
+                    s = re.sub(rf"\b{re.escape(m)}('s)?\b", "", s)
+            s = re.sub(r"\b(and|both)\b", "", s)
+            out.append(re.sub(r"\s+", " ", s).strip())
+        return out
+    parts = [p.strip() for p in re.split(r"\band\b|,", question) if len(p.split()) >= 3]
+    return parts if len(parts) >= 2 else []
+
+
+def reciprocal_ranks(scores: np.ndarray, k: float) -> np.ndarray:
+    """``1/(k + rank)`` (rank from 0) of each returned entry of each row, 0 for the others."""
+    order = np.argsort(-scores, axis=1, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(scores.shape[1])[None, :], axis=1)
+    return np.where(np.isfinite(scores), 1.0 / (k + rank), 0.0)
 
 
 def expansion_words(lower_texts):

@@ -189,7 +189,7 @@ class ForgettingConfig(Config, frozen=True, kw_only=True):
     reinforce_step: float = 1.0
     dormant_categories: tuple[str, ...] = ("session_checkpoint", "conversation_summary")
     revive: bool = True
-    revive_min_cue: float = 0.3  # tuned on LoCoMo 0–4 (benchmarks/results/quality_lifecycle.md)
+    revive_min_cue: float = 0.2  # tuned on LoCoMo 0–4 (benchmarks/results/quality_lifecycle.md)
     revive_needs_term: bool = True  # a vector alone is no cue: some models rate anything close
     archive_search: bool = True
     archive_below: float = 0.7  # the three archive knobs: tuned as revive_min_cue was

@@ -588,32 +588,46 @@ def test_an_embedder_with_a_bad_cosine_floor_is_refused_at_open(floor):
         MemoryStore.in_memory(embedder=emb)
 
 
+def _ferry_revived(floor: float, config: MemoryConfig) -> bool:
+    """A dormant episode cued by its vector (cosine 0.9) and one shared word ("family"),
+    under the embedder's cosine floor ``floor``: whether recall brings it back."""
+    from maclaw_fast.embedding import HashEmbedder
+
+    emb = HashEmbedder(dim=64)
+    emb.cosine_floor = floor
+    with MemoryStore.in_memory(embedder=emb, clock=lambda: 1.8e9, config=config) as s:
+        for i in range(12):
+            s.save(f"note {i} on the build cache and flaky tests", category="project")
+        ep = s.save("Booked the ferry to Naxos for the family trip",
+                    category="conversation_summary")
+        s.set_fields(ep.id, status="dormant")
+        rng = np.random.default_rng(0)
+        v = s.vector(ep.id).astype(np.float64)
+        noise = rng.standard_normal(v.shape[0])
+        noise -= (noise @ v) * v
+        q = 0.9 * v + np.sqrt(1 - 0.81) * noise / np.linalg.norm(noise)  # cosine 0.9
+        q = (q / np.linalg.norm(q)).astype(np.float32)
+        hits = s.recall("the family holidays booking", query_vector=q, reinforce=False)
+        return any(h.entry.id == ep.id and h.reason == "revived" for h in hits)
+
+
+def test_the_default_bar_revives_on_one_rare_shared_word():
+    """revive_min_cue 0.2 (LoCoMo's tuning half, quality_lifecycle.md): a rare word the
+    question shares is cue enough even where the vector counts nothing; 0.3 needed more."""
+    assert MemoryConfig().forgetting.revive_min_cue == 0.2
+    assert _ferry_revived(0.95, MemoryConfig())
+    assert not _ferry_revived(0.95, with_forgetting(revive_min_cue=0.3))
+
+
 def test_a_cosine_floor_lowers_vector_cues_as_the_kernel_maps_them():
     """The same store and query with the embedder's floor at 0 and at 0.6: a dormant entry
     cued by its vector (cosine 0.9) and one word keeps its cue only while the floored cosine
-    still reaches the bar, as ``cue_strength`` maps it: (0.9 − 0.6) / 0.4 = 0.75."""
-    from maclaw_fast.embedding import HashEmbedder
-
-    got = {}
-    for floor in (0.0, 0.6, 0.95):
-        emb = HashEmbedder(dim=64)
-        emb.cosine_floor = floor
-        with MemoryStore.in_memory(embedder=emb, clock=lambda: 1.8e9) as s:
-            for i in range(12):
-                s.save(f"note {i} on the build cache and flaky tests", category="project")
-            ep = s.save("Booked the ferry to Naxos for the family trip",
-                        category="conversation_summary")
-            s.set_fields(ep.id, status="dormant")
-            rng = np.random.default_rng(0)
-            v = s.vector(ep.id).astype(np.float64)
-            noise = rng.standard_normal(v.shape[0])
-            noise -= (noise @ v) * v
-            q = 0.9 * v + np.sqrt(1 - 0.81) * noise / np.linalg.norm(noise)  # cosine 0.9
-            q = (q / np.linalg.norm(q)).astype(np.float32)
-            hits = s.recall("the family holidays booking", query_vector=q, reinforce=False)
-            got[floor] = any(h.entry.id == ep.id and h.reason == "revived" for h in hits)
-    rc = MemoryConfig().recall
-    bar = MemoryConfig().forgetting.revive_min_cue
+    still reaches the bar (0.3 here, above the one word's share), as ``cue_strength`` maps
+    it: (0.9 − 0.6) / 0.4 = 0.75."""
+    config = with_forgetting(revive_min_cue=0.3)
+    got = {floor: _ferry_revived(floor, config) for floor in (0.0, 0.6, 0.95)}
+    rc = config.recall
+    bar = config.forgetting.revive_min_cue
     for floor, came_back in got.items():
         # "family" is the one shared word: its lexical part is small but above 0
         c = max((0.9 - floor) / (1 - floor), 0.0)

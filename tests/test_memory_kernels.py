@@ -28,7 +28,6 @@ from hypothesis import strategies as st
 from maclaw_kernels import entry
 from maclaw_kernels.bm25 import (Postings, bm25_block, bm25_query, bm25_range, build_csr,
                                  length_terms, query_idf)
-from maclaw_kernels.decay import touch_rows
 from maclaw_kernels.graph import propagate_reached
 from maclaw_kernels.topk import top_k_desc
 from maclaw_kernels.vectors import dot_tile
@@ -720,32 +719,6 @@ def test_decay_pass_and_batch_match_reference(seed):
     count = decay_pass(*args, now, 0.003, 0.1, out_s, out_d)
     np.testing.assert_allclose(out_s, ref_s, rtol=1e-12, atol=0)
     assert out_d.tolist() == ref_d and count == sum(ref_d)
-
-
-@pytest.mark.parametrize("seed", range(10))
-def test_touch_rows_matches_add_at(seed):
-    """Repeated rows count once per listing (np.add.at), the time is set only when asked, and
-    the new values of the listed rows come back."""
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(1, 300))
-    rows = rng.integers(0, n, int(rng.integers(0, 40)))
-    access = rng.integers(0, 9, n)
-    strength, updated = rng.random(n) * 3, rng.uniform(1e9, 2e9, n)
-    ref = [access.copy(), strength.copy(), updated.copy()]
-    add, step, t = int(rng.integers(1, 3)), float(rng.random()), 1.9e9
-    np.add.at(ref[0], rows, add)
-    np.add.at(ref[1], rows, step)
-    set_time = seed % 2 == 0
-    if set_time:
-        ref[2][rows] = t
-    out = np.full((3, rows.shape[0]), np.nan)
-    touch_rows(rows, access, strength, updated, add, step, set_time, t, out)
-    assert access.tolist() == ref[0].tolist() and updated.tolist() == ref[2].tolist()
-    np.testing.assert_allclose(strength, ref[1], rtol=1e-15)
-    # the new values of every listed row, in listing order
-    assert out[0].tolist() == access[rows].tolist()
-    assert out[1].tolist() == strength[rows].tolist()
-    assert out[2].tolist() == updated[rows].tolist()
 
 
 def test_decay_spec_examples():

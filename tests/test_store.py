@@ -468,3 +468,29 @@ def test_cached_entries_follow_touches_exactly(clock):
                        for i in touched)  # these came from the cache
             store.table._cache.clear()
             assert {i: store.get(i) for i in touched} == cached
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_touch_counts_every_listing(seed):
+    """A row listed twice gains twice (access and strength), the time is set only when given,
+    and the other rows keep their values (a plain loop is the reference)."""
+    from maclaw_fast.memory.columns import EntryTable
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    table = EntryTable(capacity=n)
+    table.access[:n] = rng.integers(0, 9, n)
+    table.strength[:n] = rng.random(n) * 3
+    table.updated_at[:n] = rng.uniform(1e9, 2e9, n)
+    ref = [table.access.tolist(), table.strength.tolist(), table.updated_at.tolist()]
+    rows = rng.integers(0, n, int(rng.integers(0, 12))).tolist()
+    add, step = int(rng.integers(1, 3)), float(rng.random())
+    when = 1.9e9 if seed % 2 else None
+    for r in rows:
+        ref[0][r] += add
+        ref[1][r] += step
+        if when is not None:
+            ref[2][r] = when
+    table.touch(rows, add, step, when)
+    assert table.access.tolist() == ref[0] and table.updated_at.tolist() == ref[2]
+    assert table.strength.tolist() == ref[1]

@@ -18,7 +18,6 @@ from maclaw_fast.config import CATEGORIES, CATEGORY_TABLE
 from maclaw_fast.memory.packed import PackedText
 from maclaw_fast.records import Entry
 from maclaw_fast.text.speakers import SpeakerIndex
-from maclaw_kernels.decay import touch_rows
 
 STATUS = ("active", "superseded", "dormant")
 STATUS_CODE = {s: i for i, s in enumerate(STATUS)}
@@ -278,13 +277,14 @@ class EntryTable:
         """Add to access counts and strengths (a row listed twice counts twice), optionally set
         ``updated_at``; cached entries are brought up to date rather than rebuilt."""
         idx = np.asarray(rows, np.int64)
-        values = np.empty((3, idx.shape[0]))  # each listed row's new access, strength, time
-        touch_rows(idx, self.access, self.strength, self.updated_at, access_add,
-                   float(strength_add), updated_at is not None,
-                   0.0 if updated_at is None else float(updated_at), values)
+        np.add.at(self.access, idx, access_add)  # unbuffered: a row listed twice adds twice
+        np.add.at(self.strength, idx, float(strength_add))
+        if updated_at is not None:
+            self.updated_at[idx] = float(updated_at)
         cache = self._cache
         get, replace = cache.get, msgspec.structs.replace
-        access, strength, times = values.tolist()
+        access, strength, times = (c[idx].tolist() for c in (self.access, self.strength,
+                                                              self.updated_at))
         for r, a, st, u in zip(idx.tolist(), access, strength, times):
             e = get(r)
             if e is not None:  # (a row listed twice is replaced twice, with the same values)

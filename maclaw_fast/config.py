@@ -189,7 +189,9 @@ class ForgettingConfig(Config, frozen=True, kw_only=True):
     reinforce_step: float = 1.0
     dormant_categories: tuple[str, ...] = ("session_checkpoint", "conversation_summary")
     revive: bool = True
-    revive_min_cue: float = 0.2  # tuned on LoCoMo 0–4 (benchmarks/results/quality_lifecycle.md)
+    # the highest bar of LoCoMo 0–4's best range (0.2–0.25, quality_lifecycle.md) at which a
+    # shared name alone revives nothing (e5: tests/test_embedding_auto.py)
+    revive_min_cue: float = 0.25
     revive_needs_term: bool = True  # a vector alone is no cue: some models rate anything close
     archive_search: bool = True
     archive_below: float = 0.7  # the three archive knobs: tuned as revive_min_cue was

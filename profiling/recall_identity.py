@@ -186,12 +186,17 @@ def compare(a: list, b: list) -> int:
     return len(bad)
 
 
-if __name__ == "__main__":
-    if sys.argv[1] == "record":
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[0] == "record":
         res = record()
-        with open(sys.argv[2], "wb") as f:
+        with open(argv[1], "wb") as f:
             pickle.dump(res, f)
         print(len(res), "records")
-    else:
-        with open(sys.argv[2], "rb") as fa, open(sys.argv[3], "rb") as fb:
-            sys.exit(1 if compare(pickle.load(fa), pickle.load(fb)) else 0)
+        return 0
+    with open(argv[1], "rb") as fa, open(argv[2], "rb") as fb:
+        return 1 if compare(pickle.load(fa), pickle.load(fb)) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

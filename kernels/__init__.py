@@ -70,4 +70,6 @@ def entry(kernel):
         return kernel
     from numba import njit
 
-    return njit(no_cfunc_wrapper=True)(py_func)
+    options = {k: v for k, v in kernel.targetoptions.items()
+               if k not in ("no_cpython_wrapper", "nopython")}
+    return njit(**options)(py_func)  # the kernel's own options (fastmath, error model)

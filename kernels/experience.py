@@ -53,7 +53,7 @@ def experience_postings(rec_uid, rec_tok, rec_ntok, head, count, max_per_tool, n
                 cur[tok] += 1
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def experience_indexed(age_slot, seen, post_ptr, post_age, rec_uid, rec_ntok, rec_ts, rec_ok,
                        count, q_ids, q_size, now, decay, fail_w, inter, out):
     """``out[uid]`` = experience of tool ``uid`` for a query whose unique token ids are ``q_ids``

@@ -50,14 +50,14 @@ Scope = namedtuple("Scope", ["eligible", "affinity", "dormant", "fixed", "user_f
 
 # The scoring knobs, every one a float64 (one tuple type, one compiled specialization).
 Knobs = namedtuple("Knobs", [
-    "decay_per_hour", "w_rec", "w_imp", "w_rel", "bm25_norm", "cos_norm", "bm25_w", "cos_w",
-    "n_seeds", "hops", "hop_factor", "adj_hops", "adj_factor", "adj_mix", "max_identity",
-    "max_user_facts", "lead_window", "max_entries", "budget", "revive_bar",
-    "revive_needs_term", "cos_floor", "cos_spread", "time_weight", "time_scale"])
-FLOOR_AT = Knobs._fields.index("cos_floor")  # and cos_spread: replaced per query by Block's
-_AFTER_FLOOR = FLOOR_AT + 2  # a constant of its own: numba slices a tuple by constants only
-WEIGHTS_AT = Knobs._fields.index("bm25_w")  # and cos_w: replaced per query by Block's too
-_AFTER_WEIGHTS = WEIGHTS_AT + 2
+    "decay_per_hour", "w_rec", "w_imp", "w_rel", "bm25_norm", "cos_norm", "n_seeds", "hops",
+    "hop_factor", "adj_hops", "adj_factor", "adj_mix", "max_identity", "max_user_facts",
+    "lead_window", "max_entries", "budget", "revive_bar", "revive_needs_term", "time_weight",
+    "time_scale"])
+
+# The knobs a query's language sets (float64 each): the model's cosine floor, ``cos_spread``
+# (× the model's reach) and the BM25 and cosine weights; a store's unless a Block row says.
+Scales = namedtuple("Scales", ["cos_floor", "cos_spread", "bm25_w", "cos_w"])
 
 # What every query reads of the store's indexes: the BM25 ``postings``
 # (:data:`maclaw_kernels.bm25.Postings` but its ``term_weight`` scratch, :data:`Work`'s is
@@ -77,9 +77,8 @@ Threads = namedtuple("Threads", ["postings", "thread_of", "member", "vnorm", "n_
 # A block of queries: query ``q``'s vocabulary ids are ``term_ids[term_indptr[q]:
 # term_indptr[q + 1]]`` (-1 = unknown), its unit vector ``vectors[q]`` (read only when
 # ``has_vector``); ``bm25`` / ``cos`` f8/f4[q, n] computed beforehand (a large store scores
-# across threads), or with no rows: computed here; ``cos_floor`` f8[q, 4] the model's cosine
-# floor, cos_spread and the BM25 and cosine weights for each query's language (no rows:
-# :data:`Knobs`' for every query).
+# across threads), or with no rows: computed here; ``cos_floor`` f8[q, 4] each query's
+# :data:`Scales` (no rows: the store's for every query).
 # ``when`` f8[q]: the time each query asks about (NaN: none; no rows: no query names one).
 Block = namedtuple("Block", ["term_ids", "term_indptr", "vectors", "has_vector", "bm25", "cos",
                              "cos_floor", "when"])
@@ -153,7 +152,7 @@ def base_scores(rows, knobs, now, out):
 
 
 @njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, error_model="numpy")
-def fuse(bm25, cos, affinity, eligible, knobs, bm25_out, rel_out):
+def fuse(bm25, cos, affinity, eligible, knobs, scales, bm25_out, rel_out):
     """``rel = bm25_w·norm(bm25) + cos_w·norm(cos) + affinity`` of the ``eligible`` rows (0
     elsewhere). BM25 by ``bm25_norm``: 0 raw, 1 over the best hit, 2 min-max over the hits (a
     lone or all-equal hit maps to 1); the cosine by ``cos_norm`` (:func:`norm_cos` over the
@@ -177,8 +176,8 @@ def fuse(bm25, cos, affinity, eligible, knobs, bm25_out, rel_out):
             hi = max(hi, x)  # the best hit (0 stays when none is above it)
             c_lo = min(c_lo, cos[i])
             c_hi = max(c_hi, cos[i])
-    c_lo, c_hi = ends_of_range(np.float64(c_lo), np.float64(c_hi), cos_mode, knobs.cos_floor,
-                               knobs.cos_spread)
+    c_lo, c_hi = ends_of_range(np.float64(c_lo), np.float64(c_hi), cos_mode, scales.cos_floor,
+                               scales.cos_spread)
     norm_cos_rows(cos, cos_mode, c_lo, c_hi, rel_out)  # kept in rel_out for the sum below
     if mode == 1 and hi > 0.0:
         for i in range(n):
@@ -196,7 +195,7 @@ def fuse(bm25, cos, affinity, eligible, knobs, bm25_out, rel_out):
     else:  # raw, or no candidate matched a term
         for i in range(n):
             bm25_out[i] = bm25[i] if eligible[i] else 0.0
-    bm25_w, cos_w = knobs.bm25_w, knobs.cos_w
+    bm25_w, cos_w = scales.bm25_w, scales.cos_w
     for i in range(n):
         r = bm25_w * bm25_out[i] + cos_w * rel_out[i] + affinity[i]
         rel_out[i] = r if eligible[i] else 0.0
@@ -275,8 +274,8 @@ def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
 
 
 @njit(cache=True, no_cfunc_wrapper=True, inline="always")
-def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, work, out_rows,
-             out_parts):
+def rank_one(rows, scope, knobs, scales, bm25, cos, prior, idf_total, has_vector, base, work,
+             out_rows, out_parts):
     """One query from its relevance inputs to the selected rows (written into ``out_rows`` and
     ``out_parts``; returns their count). ``base``: :func:`base_scores`' rows; ``work``: five
     float64 rows of at least n, scratch."""
@@ -288,13 +287,13 @@ def rank_one(rows, scope, knobs, bm25, cos, prior, idf_total, has_vector, base, 
         for i in range(n):  # loops, not slice copies: those compile a shape-error formatter
             base_q[i] = base[2, i] + knobs.w_rel * prior[i]
     eligible = scored = scope.eligible
-    cue = (idf_total, knobs.bm25_w, knobs.cos_w, has_vector, knobs.revive_needs_term != 0.0,
-           knobs.cos_floor)
+    cue = (idf_total, scales.bm25_w, scales.cos_w, has_vector, knobs.revive_needs_term != 0.0,
+           scales.cos_floor)
     n_cued, eligible, scored = revived_masks(scope.dormant, bm25, cos, *cue, knobs.revive_bar,
                                              rows.prev, rows.nxt, int(knobs.adj_hops),
                                              eligible, scored)
     revived = n_cued > 0
-    fuse(bm25, cos, scope.affinity, eligible, knobs, bm25n, rel)
+    fuse(bm25, cos, scope.affinity, eligible, knobs, scales, bm25n, rel)
     max_entries = int(knobs.max_entries)
     lead_window = int(knobs.lead_window)
     k = max(max_entries + 8, lead_window)  # room for entries skipped by the budget
@@ -355,7 +354,8 @@ def query_prior(term_ids, term_weight, cos, has_vec, has_vector, threads, no_k, 
 
 
 @njit(cache=True, no_cfunc_wrapper=True, nogil=True)
-def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, work, out, now):
+def recall_block(corpus, threads, rows, scopes, scope_of, knobs, scales, block, base, work, out,
+                 now):
     """Recall at ``now`` for each query ``q`` of ``block``: its BM25 and cosine over every
     row, its thread prior, then :func:`rank_one` over the masks of ``scopes`` row
     ``scope_of[q]`` (one row per distinct project; ``dormant`` with no columns: revival off).
@@ -367,9 +367,8 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
     argument field by field in Python, ~8 µs a call for these, a plain tuple in C."""
     corpus, threads, rows, scopes = Corpus(*corpus), Threads(*threads), Rows(*rows), \
         Scope(*scopes)
-    knob_values = knobs
-    knobs, block, base, work, out = Knobs(*knobs), Block(*block), Base(*base), Work(*work), \
-        Out(*out)
+    knobs, scales, block, base, work, out = Knobs(*knobs), Scales(*scales), Block(*block), \
+        Base(*base), Work(*work), Out(*out)
     if base.at[0] != now:
         base_scores(rows, knobs, now, base.values)
         base.at[0] = now
@@ -404,12 +403,10 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
                             threads, no_k, prior)
                 this_prior = prior
             idf_total = terms_idf_total(term_ids, p.df, p.n_live)
-            kq = knobs
-            if block.cos_floor.shape[0] > 0:  # floor, spread and weights of the query's language
-                kq = Knobs(*(knob_values[:WEIGHTS_AT] + (block.cos_floor[q, 2],
-                             block.cos_floor[q, 3]) + knob_values[_AFTER_WEIGHTS:FLOOR_AT]
-                             + (block.cos_floor[q, 0], block.cos_floor[q, 1])
-                             + knob_values[_AFTER_FLOOR:]))
+            sq = scales  # the query's language's, when the block has its own
+            if block.cos_floor.shape[0] > 0:
+                sq = Scales(block.cos_floor[q, 0], block.cos_floor[q, 1], block.cos_floor[q, 2],
+                            block.cos_floor[q, 3])
             s = scope_of[q]
             affinity = scopes.affinity[s]
             if block.when.shape[0] > 0 and knobs.time_weight > 0.0 and block.when[q] == \
@@ -418,13 +415,13 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, block, base, wo
                                         knobs.time_scale, affinity, work.mat[6, :n])
             scope = Scope(scopes.eligible[s], affinity, scopes.dormant[s], scopes.fixed,
                           scopes.user_facts)
-            m = rank_one(rows, scope, kq, bm25, cos, this_prior, idf_total, block.has_vector,
-                         base.values, work.mat, out.rows[q], out.parts[q])
+            m = rank_one(rows, scope, knobs, sq, bm25, cos, this_prior, idf_total,
+                         block.has_vector, base.values, work.mat, out.rows[q], out.parts[q])
             out.count[q] = m
             best = 0.0
             for j in range(m):
                 r = out.rows[q, j]
-                best = max(best, cue_strength(bm25[r], cos[r], idf_total, kq.bm25_w,
-                                              kq.cos_w, block.has_vector, False,
-                                              kq.cos_floor))
+                best = max(best, cue_strength(bm25[r], cos[r], idf_total, sq.bm25_w,
+                                              sq.cos_w, block.has_vector, False,
+                                              sq.cos_floor))
             out.best_cue[q] = best

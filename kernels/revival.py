@@ -3,8 +3,6 @@
 import numpy as np
 from numba import njit
 
-from maclaw_kernels.bm25 import bm25_query
-from maclaw_kernels.vectors import row_dot
 
 # the least BM25 that counts as holding a query term for ``needs_term``: about the idf of a term
 # nine in ten memories hold (ln 1.11), so a word every memory holds cues none of them
@@ -98,50 +96,3 @@ def revived_masks(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, need
                 el[node] = True
                 sc[node] = True
     return count, el, sc
-
-
-@njit(cache=True, no_cfunc_wrapper=True, inline="always")
-def ahead_of(a, b, cue, seq):
-    """Row ``a`` comes before row ``b`` in the archive's answer: a stronger cue, then older."""
-    return cue[a] > cue[b] or (cue[a] == cue[b] and seq[a] < seq[b])
-
-
-@njit(cache=True, no_cfunc_wrapper=True)
-def archive_cues(term_ids, postings, matrix, has_vec, query, alive, seq, knobs, limit, bm25_out,
-                 cos_out, cue_out, rows_out):
-    """Archive search in one call: BM25 of every row over ``postings`` (into ``bm25_out``), its
-    cosine with ``query`` (an empty ``query``: 0, into ``cos_out``), its :func:`cue_strength`
-    into ``cue_out`` (-1 for the rows not ``alive``); into ``rows_out`` the rows whose cue
-    reaches ``min_cue``, strongest first (ties: lower ``seq`` first), at most ``limit``.
-    ``knobs``: (bm25_w, cos_w, cos_floor, min_cue, has_vector) as float64. Returns how many."""
-    bm25_w, cos_w, cos_floor, min_cue, has_vector = knobs
-    n = alive.shape[0]
-    bm25_out[:n] = 0.0
-    bm25_query(term_ids, postings, bm25_out[:n], np.empty(0))
-    for i in range(n):
-        cos_out[i] = row_dot(matrix, i, query) if query.shape[0] and has_vec[i] else 0.0
-    idf_total = terms_idf_total(term_ids, postings.df, postings.n_live)
-    m = 0
-    for r in range(n):
-        c = -1.0
-        if alive[r]:
-            c = cue_strength(bm25_out[r], cos_out[r], idf_total, bm25_w, cos_w,
-                             has_vector != 0.0, False, cos_floor)
-        cue_out[r] = c
-        if alive[r] and c >= min_cue:
-            rows_out[m] = r
-            m += 1
-    if limit <= 0:
-        return 0
-    k = 0  # strongest first, then the older entry (seq): an insertion into the best ``limit``
-    for j in range(m):
-        r = rows_out[j]
-        if k == limit and not ahead_of(r, rows_out[k - 1], cue_out, seq):
-            continue
-        pos = k if k < limit else k - 1
-        k = min(k + 1, limit)
-        while pos > 0 and ahead_of(r, rows_out[pos - 1], cue_out, seq):
-            rows_out[pos] = rows_out[pos - 1]
-            pos -= 1
-        rows_out[pos] = r
-    return k

@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def _before(x, tie, i, j):
     """Row ``i`` ranks before row ``j``: larger ``x``, then smaller ``tie``."""
     return x[i] > x[j] or (x[i] == x[j] and tie[i] < tie[j])

@@ -59,7 +59,7 @@ def thread_vector_norms(matrix, has_vec, member, thread_of, n_threads, out):
         out[t] = np.sqrt(s)
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def thread_prior(tbm25, cos, has_vec, use_cos, member, thread_of, n_threads, vnorm, w_bm25,
                  w_cos, out):
     """Each ``member`` row's prior (0 for the others): ``w_bm25`` × its thread's BM25 over the

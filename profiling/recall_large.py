@@ -89,7 +89,7 @@ def main() -> None:
                   th.member, th.thread_of, int(th.n_threads), th.vnorm, th.w_bm25, th.w_cos,
                   np.empty(n))
         bm25n, rel, score, graph = (np.empty(n) for _ in range(4))
-        timed("  fusion", fuse, bm25, cos, scope.affinity[0], el, knobs, bm25n, rel)
+        timed("  fusion", fuse, bm25, cos, scope.affinity[0], el, knobs, plan.scales, bm25n, rel)
         base = plan.base.values[2].copy()
         timed("  top-k and walk", ranked_rows, rows, knobs, base, rel, sc, 28, score, graph)
         timed("  user-fact bar", kth_relevance, rel, sc, int(knobs.lead_window))

@@ -20,6 +20,7 @@ from maclaw_kernels.recall import (
     REASON_REVIVED,
     Knobs,
     Rows,
+    Scales,
     Scope,
     base_scores,
     fuse,
@@ -252,13 +253,16 @@ def make_rows(updated, weight, access, seq, tokens, nbr, w, prev, nxt):
 
 
 def make_knobs(plan=None, *, decay=0.005, w_rec=1.0, w_imp=0.7, bar=0.3, needs_term=True,
-               floor=0.0, spread=0.6, time_weight=0.0, time_scale=3 * 86400.0):
+               time_weight=0.0, time_scale=3 * 86400.0):
     mode, cos_mode, n_seeds, hops, adj_hops, max_id, max_uf, window, max_entries, budget = (
         plan or (1, 1, 5, 1, 2, 3, 3, 5, 20, 2000))
-    return Knobs(*map(float, (decay, w_rec, w_imp, 1.0, mode, cos_mode, 0.4, 0.6, n_seeds, hops,
-                              0.5, adj_hops, 0.8, plan_mix(plan), max_id, max_uf, window,
-                              max_entries, budget, bar, needs_term, floor, spread,
-                              time_weight, time_scale)))
+    return Knobs(*map(float, (decay, w_rec, w_imp, 1.0, mode, cos_mode, n_seeds, hops, 0.5,
+                              adj_hops, 0.8, plan_mix(plan), max_id, max_uf, window,
+                              max_entries, budget, bar, needs_term, time_weight, time_scale)))
+
+
+def make_scales(floor=0.0, spread=0.6, bm25_w=0.4, cos_w=0.6):
+    return Scales(float(floor), float(spread), float(bm25_w), float(cos_w))
 
 
 def plan_mix(plan):
@@ -367,10 +371,10 @@ def test_fuse_matches_reference(seed):
     n = c["n"]
     for mode, cos_mode, floor, spread in itertools.product((0, 1, 2), (0, 1, 2, 3, 4),
                                                            (0.0, 0.3), (0.6, 2.0)):
-        knobs = make_knobs((mode, cos_mode, 5, 1, 2, 3, 3, 5, 20, 2000), floor=floor,
-                           spread=spread)
+        knobs = make_knobs((mode, cos_mode, 5, 1, 2, 3, 3, 5, 20, 2000))
         bn, rel = np.full(n, np.nan), np.full(n, np.nan)
-        fuse(c["bm25"], c["cos"], c["affinity"], c["eligible"], knobs, bn, rel)
+        fuse(c["bm25"], c["cos"], c["affinity"], c["eligible"], knobs,
+             make_scales(floor, spread), bn, rel)
         rb, rr = ref_fuse(c["bm25"], c["cos"], c["affinity"], c["eligible"], mode, cos_mode,
                           0.4, 0.6, floor, spread)
         np.testing.assert_allclose(bn, rb, rtol=1e-12, atol=0)
@@ -385,10 +389,10 @@ def test_fuse_worked_minmax_examples():
         yes = np.ones(n, np.bool_)
         bn, rel = np.empty(n), np.empty(n)
         fuse(np.array(vals), np.zeros(n, np.float32), np.zeros(n), yes,
-             make_knobs((2, 0, 5, 1, 2, 3, 3, 5, 20, 2000)), bn, rel)
+             make_knobs((2, 0, 5, 1, 2, 3, 3, 5, 20, 2000)), make_scales(), bn, rel)
         assert bn.tolist() == want
         fuse(np.zeros(n), (np.array(vals) / 5.0).astype(np.float32), np.zeros(n), yes,
-             make_knobs((0, 1, 5, 1, 2, 3, 3, 5, 20, 2000))._replace(bm25_w=0.0, cos_w=1.0),
+             make_knobs((0, 1, 5, 1, 2, 3, 3, 5, 20, 2000)), make_scales(bm25_w=0.0, cos_w=1.0),
              bn, rel)
         np.testing.assert_allclose(rel, want, rtol=1e-6, atol=1e-7)
 
@@ -505,8 +509,9 @@ def test_rank_one_matches_reference(seed):
             out_rows = np.full(width, -1, np.int64)
             parts = np.full((N_PARTS, width), np.nan)
             parts[8] = 0.0
-            m = rank_one(rows, scope, make_knobs(plan), q["bm25"], q["cos"], np.zeros(0), idf,
-                         True, base, np.full((6, max(n, 1)), np.nan), out_rows, parts)
+            m = rank_one(rows, scope, make_knobs(plan), make_scales(), q["bm25"], q["cos"],
+                         np.zeros(0), idf, True, base, np.full((6, max(n, 1)), np.nan),
+                         out_rows, parts)
             back = (ref_revived(q["dormant"], q["bm25"], q["cos"], idf, 0.4, 0.6, True, 0.3,
                                 c["prev"], c["nxt"], plan[4], True) if revive else set())
             revived_any |= bool(back)

@@ -10,9 +10,12 @@ import random
 import numpy as np
 import pytest
 
+from maclaw_fast.config import Bm25Config
 from maclaw_fast.index.bm25 import Bm25Index
+from maclaw_fast.memory.archive import ArchiveColumns, cue_strengths
+from maclaw_fast.records import Entry
 from maclaw_kernels import entry
-from maclaw_kernels.revival import TERM_BM25, archive_cues, revived_masks
+from maclaw_kernels.revival import TERM_BM25, cue_strength, revived_masks
 from maclaw_kernels.vectors import dot_tile
 from tests.test_memory_kernels import WORDS, zipf_doc
 
@@ -100,45 +103,53 @@ def test_cued_rows_match_reference(seed):
 
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_archive_cues_against_a_plain_reference(seed):
-    """``archive_cues`` gives every row's BM25 (as the index scores it) and cosine (as
-    ``dot_tile``), a cue of -1 for dead rows, and selects the live rows whose reference cue
-    strength (no shared term needed) reaches the bar: strongest first, ties by ``seq``, at
-    most ``limit``."""
+@pytest.mark.parametrize("seed", range(3))
+def test_archive_search_against_the_kernel_cue_and_a_plain_reference(seed):
+    """The archive's NumPy ``cue_strengths`` gives the bits of the kernels' ``cue_strength``
+    (every branch: no idf, no hit, no vector, zero weights, a floor of 1), and
+    ``ArchiveColumns.search`` picks the live rows whose reference cue reaches the bar: strongest
+    first, ties by the older entry, at most ``limit``, with the index's BM25 and ``dot_tile``'s
+    cosines."""
     rng = np.random.default_rng(seed)
+    kernel_cue = entry(cue_strength)
+    n = 40
+    bm25 = np.where(rng.random(n) < 0.4, 0.0, rng.random(n) * 6)
+    cos = rng.uniform(-0.3, 1.0, n).astype(np.float32)
+    for idf, bw, cw, has_vector, floor in [(3.0, 0.4, 0.6, True, 0.2), (0.0, 0.4, 0.6, True, 0.0),
+                                           (2.0, 0.0, 0.0, True, 0.3), (2.5, 1.0, 0.0, False, 0.0),
+                                           (1.5, 0.3, 0.7, True, 1.0)]:
+        got = cue_strengths(bm25, cos, idf, bw, cw, has_vector, floor)
+        want = [kernel_cue(bm25[i], cos[i], idf, bw, cw, has_vector, False, floor)
+                for i in range(n)]
+        assert got.tolist() == want
     docs_rng = random.Random(seed)
-    n = int(rng.integers(1, 60))
-    index = Bm25Index(tantivy_index=False)
-    index.add_many(list(range(n)), [zipf_doc(docs_rng, docs_rng.randint(0, 10))
-                                    for _ in range(n)])
+    cols = ArchiveColumns(Bm25Config())
     d = 12
-    matrix = rng.standard_normal((n + 2, d)).astype(np.float32)
-    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    has_vec = rng.random(n + 2) < 0.85
-    alive = rng.random(n) < 0.85
-    seq = rng.permutation(n).astype(np.int64)
+    vecs = rng.standard_normal((n, d)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    for i in range(n):
+        text = " ".join(zipf_doc(docs_rng, docs_rng.randint(1, 10)))
+        cols.add(Entry(id=f"e{i}", content=text, category="conversation_summary",
+                       created_at=1.0 + i, updated_at=1.0 + i), vecs[i] if i % 7 else None)
+    for i in rng.choice(n, 5, replace=False).tolist():
+        cols.remove(f"e{i}")
+    t = cols.table
     for case in range(6):
         terms = [docs_rng.choice(WORDS[:30]) for _ in range(docs_rng.randint(1, 4))]
-        with_vec = case % 3 != 2
-        query = matrix[int(rng.integers(n))].copy() if with_vec else np.zeros(0, np.float32)
-        has_vector = with_vec or case == 5  # a query vector the archive cannot use
-        bar, limit = float(rng.choice([0.0, 0.2, 0.4])), int(rng.integers(0, 8))
+        query = vecs[int(rng.integers(n))].copy() if case % 3 != 2 else None
+        bar, limit = float(rng.choice([0.0, 0.2, 0.4])), int(rng.integers(1, 8))
         floor = float(rng.choice([0.0, 0.5]))
-        bm25, cos, cue = np.zeros(n), np.zeros(n, np.float32), np.zeros(n)
-        rows = np.full(n, -1, np.int64)
-        knobs = (0.4, 0.6, floor, bar, float(has_vector))
-        k = archive_cues(index.term_ids(terms), index.query_postings(), matrix, has_vec, query,
-                         alive, seq, knobs, limit, bm25, cos, cue, rows)
-        want_bm25 = index.scores(terms, n)
-        want_cos = np.zeros(n, np.float32)
-        if with_vec:
-            dot_tile(matrix, n, has_vec, query[None], 0, 1, want_cos[None])
-        assert bm25.tolist() == want_bm25.tolist() and cos.tolist() == want_cos.tolist()
-        idf = ref_idf_total(index, terms)
-        ref = [ref_cue(float(want_bm25[r]), float(want_cos[r]), idf, 0.4, 0.6, has_vector,
-                       False, floor) if alive[r] else -1.0 for r in range(n)]
-        assert cue.tolist() == pytest.approx(ref, rel=1e-9, abs=1e-12)
-        picked = sorted((r for r in range(n) if alive[r] and ref[r] >= bar),
-                        key=lambda r: (-ref[r], seq[r]))[:limit]
-        assert rows[:k].tolist() == picked, (case, terms)
+        got = cols.search(terms, query, 0.4, 0.6, bar, limit, floor)
+        m = t.n_rows
+        bm = cols.bm25.scores(terms, m)
+        cs = np.zeros(m, np.float32)
+        if query is not None:
+            dot_tile(cols.vectors.matrix, m, cols.vectors.has_vec, query[None], 0, 1, cs[None])
+        idf = ref_idf_total(cols.bm25, terms)
+        ref = {r: ref_cue(float(bm[r]), float(cs[r]), idf, 0.4, 0.6, query is not None, False,
+                          floor) for r in range(m) if t.alive[r]}
+        picked = sorted((r for r in ref if ref[r] >= bar), key=lambda r: (-ref[r], t.seq[r]))
+        assert [e.id for e, *_ in got] == [t.ids_of([r])[0] for r in picked[:limit]], case
+        for (e, cue, b, c), r in zip(got, picked):
+            assert cue == pytest.approx(ref[r], rel=1e-9, abs=1e-12)
+            assert (b, c) == (float(bm[r]), float(cs[r]))

@@ -26,11 +26,29 @@ from maclaw_fast.persist.recovery import recover
 from maclaw_fast.persist.snapshot import SnapshotMeta, entries_table, table_entries, write_snapshot
 from maclaw_fast.records import Entry, vec_bytes
 from maclaw_fast.text.tokenizer import analysed_text, tokenize
-from maclaw_kernels.revival import archive_cues
 
-# archive search without a usable query vector: no cosines (see ArchiveColumns.search)
-_NO_MATRIX, _NO_HAS_VEC = np.zeros((0, 1), np.float32), np.zeros(0, np.bool_)
-_NO_QUERY = np.zeros(0, np.float32)
+
+def cue_strengths(bm25: np.ndarray, cos: np.ndarray, idf_total: float, bm25_w: float,
+                  cos_w: float, has_vector: bool, cos_floor: float) -> np.ndarray:
+    """:func:`maclaw_kernels.revival.cue_strength` of every row (no shared term needed), the
+    same bits: NumPy, as the archive is searched only when the store has no strong match."""
+    lex = np.zeros_like(bm25)
+    if idf_total > 0.0:
+        np.minimum(np.divide(bm25, idf_total, out=lex), 1.0, out=lex)
+        lex[~(bm25 > 0.0)] = 0.0
+    if not has_vector:
+        return lex
+    total = bm25_w + cos_w
+    if total <= 0.0:
+        return np.zeros_like(bm25)
+    lex *= bm25_w
+    if cos_floor < 1.0:  # the cosine part, on the scale the bars were tuned on
+        c = cos.astype(np.float64)
+        np.maximum(np.divide(np.subtract(c, cos_floor, out=c), 1.0 - cos_floor, out=c), 0.0,
+                   out=c)
+        c *= cos_w
+        lex += c
+    return np.divide(lex, total, out=lex)
 
 
 class ArchiveColumns:
@@ -76,19 +94,17 @@ class ArchiveColumns:
             return []
         use_vec = (query_vector is not None and self.vectors is not None
                    and query_vector.shape[0] == self.vectors.dim)
-        matrix, has_vec = ((self.vectors.matrix, self.vectors.has_vec) if use_vec
-                           else (_NO_MATRIX, _NO_HAS_VEC))
-        query = np.ascontiguousarray(query_vector, np.float32) if use_vec else _NO_QUERY
-        bm25, cos, cue = np.empty(n), np.empty(n, np.float32), np.empty(n)
-        rows = np.empty(n, np.int64)
+        bm25 = self.bm25.scores(tokens, n)
+        cos = (self.vectors.scores(np.ascontiguousarray(query_vector, np.float32), n)
+               if use_vec else np.zeros(n, np.float32))
         # an archived entry may match by its vector alone (revive_needs_term is for dormant
         # rows: archive search runs only when the store has no strong match)
-        knobs = (float(bm25_w), float(cos_w), float(cos_floor), float(min_cue),
-                 float(query_vector is not None))
-        k = archive_cues(self.bm25.term_ids(tokens), self.bm25.query_postings(), matrix, has_vec,
-                         query, t.alive[:n], t.seq[:n], knobs, int(limit), bm25, cos, cue, rows)
+        cue = cue_strengths(bm25, cos, self.bm25.idf_total(tokens), bm25_w, cos_w,
+                            query_vector is not None, cos_floor)
+        sel = np.flatnonzero(t.alive[:n] & (cue >= min_cue))
+        rows = sel[np.lexsort((t.seq[sel], -cue[sel]))[:limit]]  # strongest, then older
         return [(t.entry(r), float(cue[r]), float(bm25[r]), float(cos[r]))
-                for r in rows[:k].tolist()]
+                for r in rows.tolist()]
 
     def scores(self, entry_ids: list[str], tokens: list[str],
                query_vector: np.ndarray | None) -> list[tuple[float, float]]:

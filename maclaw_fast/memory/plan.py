@@ -14,7 +14,7 @@ from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY, STATUS_CODE, USER_FACT
 from maclaw_fast.memory.thread_prior import ThreadPlan, empty_postings
 from maclaw_kernels.bm25 import length_terms
-from maclaw_kernels.recall import N_PARTS, Base, Knobs, Out, Rows, Scope, Threads, Work
+from maclaw_kernels.recall import N_PARTS, Base, Knobs, Out, Rows, Scales, Scope, Threads, Work
 
 NORM_MODES = {"raw": 0, "max": 1, "minmax": 2}
 COS_MODES = {"raw": 0, "minmax": 1, "floor": 2, "spread": 3, "floor_best": 4}
@@ -91,13 +91,13 @@ class RecallPlan:
                          else (rc.bm25_weight + rc.cos_weight, 0.0))
         self.knobs = Knobs(*map(float, (
             rc.recency_decay_per_hour, rc.weight_recency, rc.weight_importance,
-            rc.weight_relevance, NORM_MODES[rc.bm25_norm], COS_MODES[rc.cos_norm], bm25_w, cos_w,
+            rc.weight_relevance, NORM_MODES[rc.bm25_norm], COS_MODES[rc.cos_norm],
             rc.graph_seeds, rc.graph_hops, rc.graph_hop_factor, rc.adjacency_hops,
             rc.adjacency_factor, rc.adjacency_mix, max_identity,
             0 if dynamic else max(int(rc.max_user_facts), 0), max(int(rc.user_fact_window), 0),
             self.max_entries, self.budget, fc.revive_min_cue, fc.revive_needs_term,
-            cosine_floor_of(store), rc.cos_spread, rc.time_weight,
-            rc.time_scale_days * 86400.0)))
+            rc.time_weight, rc.time_scale_days * 86400.0)))
+        self.scales = Scales(*map(float, (cosine_floor_of(store), rc.cos_spread, bm25_w, cos_w)))
         self._scopes: dict[str | None, tuple[Scope, bool]] = {}
         self._threads: Threads | bool = False  # made on first use
         self._static: tuple | None = None
@@ -184,10 +184,11 @@ class RecallPlan:
         return self._work
 
     def static_args(self, store) -> tuple:
-        """The kernel's threads, rows and knobs records as plain tuples (see
+        """The kernel's threads, rows, knobs and scales records as plain tuples (see
         :func:`maclaw_kernels.recall.recall_block`), made once per plan."""
         if self._static is None:
-            self._static = (tuple(self.threads(store)), tuple(self.rows), tuple(self.knobs))
+            self._static = (tuple(self.threads(store)), tuple(self.rows), tuple(self.knobs),
+                            tuple(self.scales))
         return self._static
 
     def corpus(self, store) -> tuple:
@@ -205,19 +206,19 @@ class RecallPlan:
     def single_args(self, store, project: str | None) -> tuple[tuple, tuple, bool, Work]:
         """One recall's arguments of :func:`maclaw_kernels.recall.recall_block` as plain tuples:
         those before the query's block (corpus, threads, rows, the scope of ``project``, its
-        row, knobs) and those after it but ``now`` (base, work, out), whether any row has an
-        affinity in ``project``, and the scratch the call writes; made again only when the
-        index or the scratch changed."""
+        row, knobs, scales) and those after it but ``now`` (base, work, out), whether any row
+        has an affinity in ``project``, and the scratch the call writes; made again only when
+        the index or the scratch changed."""
         postings, matrix, work = store.bm25.query_postings(), store.vectors.matrix, \
             self.work(store)
         cached = self._single.get(project)
         if cached is None or cached[0] is not postings or cached[1] is not matrix \
                 or cached[2] is not work:
-            threads, rows, knobs = self.static_args(store)
+            threads, rows, knobs, scales = self.static_args(store)
             scope, has_affinity = self.scope(store, project)
             cached = self._single[project] = (
                 postings, matrix, work,
-                (self.corpus(store), threads, rows, tuple(scope), _ONE, knobs),
+                (self.corpus(store), threads, rows, tuple(scope), _ONE, knobs, scales),
                 (tuple(self.base), tuple(work), tuple(self.out())), has_affinity, work)
         return cached[3:]
 

@@ -32,7 +32,7 @@ from maclaw_fast.records import RecallHit
 from maclaw_fast.text.dates import may_name_time, query_time
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_fast.threads import batch_threads, pool
-from maclaw_kernels.recall import FLOOR_AT, WEIGHTS_AT, Block, Out, base_scores, recall_block
+from maclaw_kernels.recall import Block, Out, base_scores, recall_block
 DORMANT = 2  # the status code of dormant entries (columns.STATUS)
 
 
@@ -175,9 +175,7 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
                                        has_affinity or when.shape[0] > 0 or named)
         fc = store.config.forgetting
         if out.best_cue[0] < fc.archive_below and fc.archive_search and len(store.archive):
-            k = plan.knobs
-            scale = floors[0] if floors.shape[0] else (
-                k[FLOOR_AT], k[FLOOR_AT + 1], k[WEIGHTS_AT], k[WEIGHTS_AT + 1])
+            scale = floors[0] if floors.shape[0] else plan.scales
             hits = with_archive(store, plan, work, tokens, None if qvec is None else qvec[0],
                                 hits, rows, project, dynamic, category, now, scale,
                                 named.get(0, ()))
@@ -214,7 +212,8 @@ def _run_blocks(store, plan, scopes, scope_of, block: Block, out: Out, threads: 
                 block.when[lo:hi] if block.when.shape[0] else block.when)
         work = plan.work(store, fresh=b > 0)
         recall_block(corpus, static[0], static[1], tuple(scopes), scope_of[lo:hi], static[2],
-                     part, tuple(plan.base), tuple(work), tuple(a[lo:hi] for a in out), now)
+                     static[3], part, tuple(plan.base), tuple(work),
+                     tuple(a[lo:hi] for a in out), now)
 
     if shares == 1:
         share(0)

@@ -17,7 +17,7 @@ Postings = namedtuple("Postings", [
     "term_weight"])
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def build_csr(n_terms, terms, docs, tfs):
     """Counting-sort COO postings (term, doc, tf) into CSR by term; within a term docs keep the
     input order. Returns ``(indptr, post_docs, post_tfs)``."""
@@ -39,7 +39,7 @@ def build_csr(n_terms, terms, docs, tfs):
     return indptr, post_docs, post_tfs
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def count_terms(flat_ids, offsets, n_vocab, out_terms, out_tfs, out_nterms):
     """Per document ``d`` (tokens ``flat_ids[offsets[d]:offsets[d+1]]``), its distinct terms in
     first-seen order with their counts, packed one document after another. Returns how many
@@ -62,7 +62,7 @@ def count_terms(flat_ids, offsets, n_vocab, out_terms, out_tfs, out_nterms):
     return pos
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def query_idf(term_ids, df, n_live, term_weight):
     """Unique known terms of ``term_ids`` (first seen first; ``-1``, out of range or ``df == 0``
     skipped) and their ``idf = ln((N − df + ½)/(df + ½) + 1)``, also written into the zeroed
@@ -110,7 +110,7 @@ def length_terms(p) -> np.ndarray:
     return p.k1 * (1.0 - p.b + p.b * norm / p.avgdl)
 
 
-@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def bm25_range(uniq, idf, p, doc_k, out, d_lo, d_hi):
     """The documents ``d_lo..d_hi`` of :func:`bm25_query` for its terms ``uniq`` and ``idf``
     (:func:`query_idf`'s): CSR postings below ``main_upto`` (a term's postings are sorted by
@@ -148,7 +148,7 @@ def bm25_range(uniq, idf, p, doc_k, out, d_lo, d_hi):
                     break
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def bm25_query(term_ids, p, out, doc_k):
     """One query's BM25 added into ``out[doc_key]`` over the :data:`Postings` ``p``: the terms
     of :func:`query_idf`; documents below ``main_upto`` scored from the CSR postings, the tail
@@ -162,7 +162,7 @@ def bm25_query(term_ids, p, out, doc_k):
     return uniq.shape[0]
 
 
-@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def bm25_block(q_indptr, term_ids, p, out):
     """:func:`bm25_query` of each query ``q`` (vocabulary ids ``term_ids[q_indptr[q]:
     q_indptr[q + 1]]``) into row ``out[q]``."""

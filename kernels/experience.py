@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def experience_postings(rec_uid, rec_tok, rec_ntok, head, count, max_per_tool, n_uid, age_slot,
                         seen, post_ptr, post_age):
     """Inverted index of the window for :func:`experience_indexed`.
@@ -83,7 +83,7 @@ def experience_indexed(age_slot, seen, post_ptr, post_age, rec_uid, rec_ntok, re
             out[u] = min(max(out[u] / seen[u], 0.0), 1.0)
 
 
-@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def experience_indexed_batch(age_slot, seen, post_ptr, post_age, rec_uid, rec_ntok, rec_ts,
                              rec_ok, count, q_indptr, q_ids, q_sizes, now, decay, fail_w, out):
     """:func:`experience_indexed` for many queries (query ``q`` owns

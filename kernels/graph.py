@@ -51,7 +51,7 @@ def propagate_reached(seeds, seed_values, nbr, edge_w, hops, hop_factor, eligibl
     return best, reached[:n_reached]
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def propagate_linked(seeds, seed_values, nbr, edge_w, hops, hop_factor, prev, nxt, adj_hops,
                      adj_factor, eligible):
     """:func:`propagate_reached` over the similarity edges, then along the conversation links

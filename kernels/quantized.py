@@ -25,7 +25,7 @@ def _bounds_of(scale, err, has_vec, i, acc, q_norm, slack, lo_out, hi_out):
         hi_out[i] = a + margin
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def query_norm(query):
     """||query||₂ in float64 (the bound scales with it)."""
     total = 0.0
@@ -61,7 +61,7 @@ def bound_rows(codes, scale, err, has_vec, query, q_norm, slack, start, end, lo_
         _bounds_of(scale, err, has_vec, r, acc, q_norm, slack, lo_out, hi_out)
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def kth_largest(values, n, k):
     """The ``k``-th largest of ``values[:n]`` (-inf when ``n < k``): a min-heap of ``k``."""
     if k <= 0 or n < k:
@@ -91,7 +91,7 @@ def kth_largest(values, n, k):
     return heap[0]
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def rescore_candidates(lo, hi, n_rows, k, matrix, has_vec, query, out):
     """``out[i]`` = the exact score of every row that may be among the ``k`` best, ``-inf`` for
     the others. Returns how many rows were scored exactly."""

@@ -135,7 +135,7 @@ def refresh_recency(rows, now, decay_per_hour):
     return np.exp(-decay_per_hour * (now - epoch) / 3600.0)
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def base_scores(rows, knobs, now, out):
     """Into ``out`` (f8[3, n]): every row's recency ``exp(-decay·max(now − updated_at, 0)/3600)``,
     importance ``weight + ln(1 + access)`` and their weighted sum, the memory-stream base score
@@ -151,7 +151,7 @@ def base_scores(rows, knobs, now, out):
         out[2, i] = knobs.w_rec * rec + knobs.w_imp * imp
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, error_model="numpy")
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def fuse(bm25, cos, affinity, eligible, knobs, scales, bm25_out, rel_out):
     """``rel = bm25_w·norm(bm25) + cos_w·norm(cos) + affinity`` of the ``eligible`` rows (0
     elsewhere). BM25 by ``bm25_norm``: 0 raw, 1 over the best hit, 2 min-max over the hits (a
@@ -160,8 +160,8 @@ def fuse(bm25, cos, affinity, eligible, knobs, scales, bm25_out, rel_out):
     ``cos_floor``).
 
     Each loop after the ranges is one expression per row without a branch (a select), so it
-    runs on vector registers, divisions included (~2x faster at 1,000 rows, the same bits);
-    ``error_model="numpy"``: no check for a zero divisor (none is: see the conditions)."""
+    runs on vector registers, divisions included (~2x faster at 1,000 rows, the same bits;
+    no kernel checks for a zero divisor, and none is here: see the conditions)."""
     n = bm25.shape[0]
     mode = int(knobs.bm25_norm)
     cos_mode = int(knobs.cos_norm)
@@ -229,7 +229,7 @@ def walk_leaves(seeds, rows, hops, adj_hops):
     return False
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def ranked_rows(rows, knobs, base, rel, scored, k, score, graph):
     """Score every ``scored`` row (``base + w_rel·rel``; −inf elsewhere), take the best
     ``max(k, n_seeds)``, propagate relevance from the first ``n_seeds`` along the similarity
@@ -353,7 +353,7 @@ def query_prior(term_ids, term_weight, cos, has_vec, has_vector, threads, no_k, 
                  out)
 
 
-@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def recall_block(corpus, threads, rows, scopes, scope_of, knobs, scales, block, base, work, out,
                  now):
     """Recall at ``now`` for each query ``q`` of ``block``: its BM25 and cosine over every

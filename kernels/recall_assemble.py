@@ -22,7 +22,7 @@ def _identity_before(a, b, access, updated_at, seq):
     return seq[a] < seq[b]
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def pick_identity(fixed_rows, eligible, access, updated_at, seq, max_identity):
     """The at most ``max_identity`` ``eligible`` rows of ``fixed_rows`` that lead every recall,
     most important first, then most recent (an insertion into a list of a few rows)."""
@@ -53,7 +53,7 @@ def _in(r, rows, m):
     return False
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def kth_relevance(rel, scored, k):
     """The ``k``-th largest ``rel`` among the ``scored`` rows (the least of them when fewer;
     inf when there are none or ``k`` ≤ 0): the bar a leading user fact reaches."""
@@ -77,7 +77,7 @@ def kth_relevance(rel, scored, k):
     return top[m - 1] if m > 0 else np.inf
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def lead_facts(user_facts, scored, rel, graph, seq, bar, max_user_facts):
     """The user facts that lead a recall (design R4): the ``scored`` rows of ``user_facts`` whose
     relevance (``rel + graph``, with what the walk gave them) is above 0 and at least ``bar``
@@ -107,7 +107,7 @@ def lead_facts(user_facts, scored, rel, graph, seq, bar, max_user_facts):
     return lead[:n_lead]
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def select_hits(fixed, lead, ranked, tokens, max_entries, budget, out_rows, out_kind):
     """Assemble a recall: the ``fixed`` rows always (they count towards ``max_entries``); then
     the ``lead`` user facts (:func:`lead_facts`); then the other ``ranked`` rows in order (-1:
@@ -178,8 +178,8 @@ def norm_cos(c, cos_mode, c_lo, c_hi):
 @njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def norm_cos_rows(cos, cos_mode, c_lo, c_hi, out):
     """:func:`norm_cos` of every row into ``out`` (the same bits): one loop per case, each
-    without a branch, so it runs on vector registers (a caller compiled with
-    ``error_model="numpy"`` leaves the division unchecked: its divisor is never 0 here)."""
+    without a branch, so it runs on vector registers (kernels leave a division unchecked: its
+    divisor is never 0 here)."""
     n = out.shape[0]
     span = c_hi - c_lo
     if cos_mode == 0:
@@ -199,7 +199,7 @@ def norm_cos_rows(cos, cos_mode, c_lo, c_hi, out):
             out[i] = 1.0 if cos[i] > 0.0 else 0.0
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def cos_ends(cos, eligible, cos_mode, floor, spread):
     """The (lo, hi) :func:`norm_cos` maps a query's cosines with: the candidates' range
     (``cos_mode`` 1, min-max); the model's ``floor`` and 1 (2, floor); the candidates' range

@@ -38,7 +38,7 @@ def cue_strength(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, co
     return (bm25_w * lex + cos_w * c) / total
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def terms_idf_total(term_ids, df, n_live):
     """The ``idf_total`` of :func:`cue_strength` for one query given as vocabulary ids (-1 =
     unknown): Σ idf over its distinct known terms, plus ``idf(df = 0)`` for every word the
@@ -61,7 +61,7 @@ def terms_idf_total(term_ids, df, n_live):
     return total
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def revived_masks(dormant, bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term,
                   cos_floor, min_cue, prev, nxt, adj_hops, eligible, scored):
     """How many ``dormant`` rows the query cues at least ``min_cue`` strongly

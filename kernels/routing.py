@@ -19,7 +19,7 @@ def _before(x, tie, i, j):
     return x[i] > x[j] or (x[i] == x[j] and tie[i] < tie[j])
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def topk_masked(x, mask, tie, k, out_idx):
     """Write the rows of the ``k`` largest ``x`` among ``mask`` into ``out_idx`` (descending, ties
     by smaller ``tie``) and return how many were written. Insertion into a sorted buffer: O(n)
@@ -27,7 +27,7 @@ def topk_masked(x, mask, tie, k, out_idx):
     return topk_where(x, mask, mask, np.bool_(True), tie, k, out_idx)  # a literal: 1 more compile
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def topk_where(x, mask, flag, want, tie, k, buf):
     """:func:`topk_masked` over the rows with ``mask[i]`` and ``flag[i] == want``.
 
@@ -54,7 +54,7 @@ NORM_MINMAX = 1  # minmax(bm25) + minmax(cos) (design R3)
 NORM_ZSCORE = 2  # z-scores of both: (x − mean)/std over the hits
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def _moments(x, hit):
     """Mean and population standard deviation of ``x`` over the rows with ``hit``."""
     s = 0.0
@@ -74,7 +74,7 @@ def _moments(x, hit):
     return mu, np.sqrt(v / m)
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def fuse_scores(bm25, cos, cand, tie, n_vec, w_bm25, w_cos, norm, hit, fused, scratch):
     """Hybrid retrieval over the candidate rows.
 
@@ -155,7 +155,7 @@ def fuse_scores(bm25, cos, cand, tie, n_vec, w_bm25, w_cos, norm, hit, fused, sc
     return n_hit
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def rank_keys(retrieval, exp_by_uid, row_uid, prio, cand, hit, group, w_ret, w_exp, w_prio,
               experience, score, key):
     """Three-signal score and the ordering key of every candidate row.
@@ -180,7 +180,7 @@ def rank_keys(retrieval, exp_by_uid, row_uid, prio, cand, hit, group, w_ret, w_e
             key[i] = s
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def fill_select(key, tie, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf_n):
     """The budgeted fill (design §12 step 7): walk candidates by ``key`` descending (ties by
     smaller ``tie``), taking builtin rows freely and at most ``nb_slots`` non-builtin ones, until
@@ -248,7 +248,7 @@ def route_one(bm25, cos, exp_by_uid, group, w_cos, catalog, knobs, out):
     return n_sel, n_cand
 
 
-@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def route_rows(bm25, cos, exp_by_uid, group, w_cos, catalog, knobs, out, out_n, out_cand, lo,
                hi):
     """:func:`route_one` for messages ``lo..hi``; row ``q`` of every 2-D array (and of each array
@@ -263,7 +263,7 @@ def route_rows(bm25, cos, exp_by_uid, group, w_cos, catalog, knobs, out, out_n, 
         out_cand[q] = n_cand
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def selected_fields(out_idx, out_n, score, retrieval, experience, prio, bm25, cos, group, hit,
                     rows, fields):
     """Every message's selected rows flattened in order into ``rows`` (message ``q`` owns the

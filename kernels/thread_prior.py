@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def thread_labels(prev, nxt, out):
     """Label every row with its thread: rows joined by ``prev``/``next`` links (-1 = none) share
     a label, labels 0, 1, … in the order of each thread's first row. Returns the count."""
@@ -40,7 +40,7 @@ def thread_labels(prev, nxt, out):
     return t
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def thread_vector_norms(matrix, has_vec, member, thread_of, n_threads, out):
     """``out[t]`` = the length of the sum of the vectors of the ``member`` rows of thread ``t``
     that have one (0 when none): the centroid's cosine is then Σ cos / this."""

@@ -13,7 +13,7 @@ from numba import njit
 N_BUCKETS = 64  # histogram buckets of bucket_floor
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def ahead(score_a, access_a, seq_a, row_a, score_b, access_b, seq_b, row_b):
     """Row a ranks before row b."""
     if score_a != score_b:
@@ -25,7 +25,7 @@ def ahead(score_a, access_a, seq_a, row_a, score_b, access_b, seq_b, row_b):
     return row_a < row_b
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def score_range(score, mask):
     """(lowest, highest, count) of the ``mask`` rows' scores."""
     lo = np.inf
@@ -39,7 +39,7 @@ def score_range(score, mask):
     return lo, hi, count
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def bucket_floor(score, mask, k, lo, hi, count):
     """``(lo, scale, b)`` such that every one of the ``k`` best ``mask`` rows has
     ``int((score - lo) * scale) >= b``, given the rows' :func:`score_range` ``lo``, ``hi``,
@@ -64,14 +64,14 @@ def bucket_floor(score, mask, k, lo, hi, count):
     return lo, scale, b
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def top_k_desc(score, access, seq, mask, k):
     """Rows of ``mask`` ordered best first, the first ``k`` of them."""
     lo, hi, count = score_range(score, mask)
     return top_k_known(score, access, seq, mask, k, lo, hi, count)
 
 
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def top_k_known(score, access, seq, mask, k, lo, hi, count):
     """:func:`top_k_desc` given the :func:`score_range` of the ``mask`` rows (a caller that
     computes the scores can take it on the way, saving a pass).

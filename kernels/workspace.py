@@ -27,7 +27,7 @@ def _jaccard(ids, lo_a, hi_a, lo_b, hi_b):
     return inter / (na + nb - inter)
 
 
-@njit(cache=True, no_cfunc_wrapper=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
 def mmr_order(scores, tok_indptr, tok_ids, lam):
     """Greedy MMR: repeatedly take the item maximising ``lam·minmax(score) − (1−lam)·max Jaccard
     to the taken ones`` (ties → higher raw score, then earlier). Item ``i``'s token set is the

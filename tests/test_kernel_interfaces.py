@@ -46,7 +46,8 @@ def test_the_kernel_files_hold_jitted_functions():
 @pytest.mark.parametrize("path", KERNELS, ids=lambda p: p.name)
 def test_every_kernel_is_cached_without_a_cfunc_wrapper(path):
     """``cache=True``: compiled once per install; ``no_cfunc_wrapper=True``: no kernel is a C
-    callback, and the wrapper numba would build for each costs compile time (~2 s in all)."""
+    callback, and the wrapper numba would build for each costs compile time (~2 s in all); a
+    kernel not inlined and without fastmath has ``nogil`` and the NumPy error model."""
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         for dec in getattr(node, "decorator_list", ()):
             call = dec if isinstance(dec, ast.Call) else None
@@ -55,6 +56,10 @@ def test_every_kernel_is_cached_without_a_cfunc_wrapper(path):
             options = {k.arg: getattr(k.value, "value", None) for k in (call.keywords if call else ())}
             assert options.get("cache") is True and options.get("no_cfunc_wrapper") is True, \
                 f"{path.name}:{node.name}"
+            if "inline" not in options and "fastmath" not in options:
+                # one option set: numba compiles the NumPy and builtin helpers once per set
+                assert options.get("nogil") is True and options.get("error_model") == "numpy", \
+                    f"{path.name}:{node.name}"
 
 
 @pytest.mark.parametrize("path", KERNELS, ids=lambda p: p.name)

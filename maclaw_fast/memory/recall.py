@@ -32,7 +32,7 @@ from maclaw_fast.records import RecallHit
 from maclaw_fast.text.dates import may_name_time, query_time
 from maclaw_fast.text.tokenizer import tokenize
 from maclaw_fast.threads import batch_threads, pool
-from maclaw_kernels.recall import Block, Out, base_scores, recall_block
+from maclaw_kernels.recall import Block, Out, recall_block
 DORMANT = 2  # the status code of dormant entries (columns.STATUS)
 
 
@@ -201,24 +201,21 @@ def _run_blocks(store, plan, scopes, scope_of, block: Block, out: Out, threads: 
     shares = max(1, min(threads, nq // 8))
     corpus, static = plan.corpus(store), plan.static_args(store)
     cuts = [nq * b // shares for b in range(shares + 1)]
-    base_scores(plan.rows, plan.knobs, now, plan.base.values)  # once, before the threads
-    plan.base.at[0] = now
 
-    def share(b):
-        lo, hi = cuts[b], cuts[b + 1]
+    def run(lo, hi, fresh):
         part = (block.term_ids, block.term_indptr[lo:hi + 1], block.vectors[lo:hi]
                 if block.has_vector else block.vectors, block.has_vector, block.bm25, block.cos,
                 block.cos_floor[lo:hi] if block.cos_floor.shape[0] else block.cos_floor,
                 block.when[lo:hi] if block.when.shape[0] else block.when)
-        work = plan.work(store, fresh=b > 0)
         recall_block(corpus, static[0], static[1], tuple(scopes), scope_of[lo:hi], static[2],
-                     static[3], part, tuple(plan.base), tuple(work),
+                     static[3], part, tuple(plan.base), tuple(plan.work(store, fresh=fresh)),
                      tuple(a[lo:hi] for a in out), now)
 
     if shares == 1:
-        share(0)
+        run(0, nq, False)
     else:
-        list(pool().map(share, range(shares)))
+        run(0, 0, False)  # no query: brings the shared base scores to ``now`` before the threads
+        list(pool().map(lambda b: run(cuts[b], cuts[b + 1], b > 0), range(shares)))
 
 
 def recall_batch(store, queries, *, projects=None, reinforce=True, query_vectors=None,

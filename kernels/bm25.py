@@ -160,11 +160,3 @@ def bm25_query(term_ids, p, out, doc_k):
     bm25_range(uniq, idf, p, doc_k, out, np.int64(0), p.n_docs)  # not a literal: one compile
     p.term_weight[uniq] = 0.0
     return uniq.shape[0]
-
-
-@njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
-def bm25_block(q_indptr, term_ids, p, out):
-    """:func:`bm25_query` of each query ``q`` (vocabulary ids ``term_ids[q_indptr[q]:
-    q_indptr[q + 1]]``) into row ``out[q]``."""
-    for q in range(q_indptr.shape[0] - 1):
-        bm25_query(term_ids[q_indptr[q]:q_indptr[q + 1]], p, out[q], np.empty(0))

@@ -4,7 +4,7 @@ for one query or a batch, and tantivy's own scores for the parity checks."""
 from __future__ import annotations
 
 import numpy as np
-from maclaw_kernels.bm25 import Postings, bm25_block, bm25_query, bm25_range, query_idf
+from maclaw_kernels.bm25 import Postings, bm25_query, bm25_range, query_idf
 from maclaw_kernels.revival import terms_idf_total
 
 from maclaw_fast.threads import in_ranges as split_ranges
@@ -102,12 +102,11 @@ class Bm25Queries:
         else:
             out.fill(0.0)
         get = self.vocab.getter()
-        indptr = np.zeros(len(token_lists) + 1, np.int64)
-        np.cumsum([len(t) for t in token_lists], out=indptr[1:])
-        ids = np.fromiter((get(tok, -1) for toks in token_lists for tok in toks), np.int64,
-                          int(indptr[-1]))
         with self._lock:
-            bm25_block(indptr, ids, self.query_postings(), out)
+            postings = self.query_postings()
+            for q, toks in enumerate(token_lists):
+                bm25_query(np.fromiter((get(tok, -1) for tok in toks), np.int64, len(toks)),
+                           postings, out[q], _NO_K)
         return out
 
     def tantivy_scores(self, tokens: list[str]) -> dict[int, float]:

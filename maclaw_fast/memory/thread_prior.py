@@ -99,7 +99,7 @@ class ThreadPlan:
         self.postings = None if self.n_conversations < 2 else thread_postings(store.bm25.query_postings(), self.thread_of, self.member,
                                         self.n_threads, rc.thread_k1, rc.thread_b)
         self.vnorm = np.zeros(self.n_threads)
-        if store.dim and self.n_threads:
+        if store.dim and self.n_conversations >= 2:  # else the prior does not apply
             vec = store.vectors
             thread_vector_norms(vec.matrix[:n], vec.has_vec[:n], self.member, self.thread_of,
                                 self.n_threads, self.vnorm)

@@ -47,6 +47,9 @@ def test_pair_fingerprint_names_both_models_and_the_weight():
     p, other = PairEmbedder(a, b, 0.5), PairEmbedder(a, b, 0.6)
     assert a.fingerprint in p.fingerprint and p.fingerprint.endswith(":12")
     assert len({p.fingerprint, other.fingerprint, a.fingerprint}) == 3
+    # a store made with the bundled pair reopens with it under "auto"; any other pair is no model
+    named = PairEmbedder(a, b, 0.2, name=PAIR_NAME)
+    assert model_of(named.fingerprint) == PAIR_NAME and model_of(p.fingerprint) is None
     assert cosine_floor(PairEmbedder(a, b, cosine_floor=0.25)) == 0.25
     for bad in (0.0, 1.0, -0.2):
         with pytest.raises(EmbeddingError, match="weight"):

@@ -18,7 +18,10 @@ each, mapped onto MiniLM's). The weight ``w`` (also jointly with the fusion weig
 ``cos_spread`` are chosen on the tuning half (conversations 0–4: the mean turn R@10 of both
 clocks); the held-out half (5–9) is reported, and each row's per-question gap to MiniLM with its
 95 % interval.
-The query cost: one question embedded at a time by each embedder, interleaved rounds, medians.
+Also: the lifecycle rows of ``benchmarks/quality_lifecycle.py`` (forgetting, capacity 500)
+with each embedder; bge's query instruction and document expansion at save time (each turn's
+vector mixed with its session neighbours', tuning half); the query cost (one question embedded
+at a time by each embedder, interleaved rounds, medians) and the recall cost of 768-d rows.
 """
 
 from __future__ import annotations
@@ -44,6 +47,10 @@ SHARES = (1.0, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.0)  # MiniLM's share of the cosin
 BMS = (0.35, 0.4, 0.45, 0.49)  # the BM25 fusion weight (the cosine's: 1 − it)
 DEFAULT_B = 0.49
 SPREADS = (0.5, 0.6, 0.7)
+# the lifecycle rows (``quality_lifecycle.py``) measured with each embedder
+LIFE_ROWS = ("(b) saved at session dates, no forgetting",
+             "capacity = turns: lifecycle, all on (default)",
+             "capacity 500: lifecycle, all on (default)")
 INSTRUCTION = "Represent this sentence for searching relevant passages: "  # bge's, for queries
 
 
@@ -285,6 +292,19 @@ def main(argv=None) -> int:
             res[(label, clock)] = per
     labels = [r[0] for r in rows] + [r[0] for r in exp_rows]
 
+    log("lifecycle")
+    import quality_lifecycle as life
+
+    life_rows = [r for r in life.settings() if r[0] in LIFE_ROWS]
+    life_res = {}
+    for w in (1.0, 0.0, w_default):
+        emb, tv, qv = setup(w)
+        for label, opts in life_rows:
+            halves = [life.evaluate(convs, tv, qv, emb, ids, **opts)
+                      for ids in (life.TUNE, life.HELD)]
+            merged = {c: halves[0].get(c, []) + halves[1].get(c, []) for c in (1, 2, 3, 4, 5)}
+            life_res[w, label] = [life.summary(x) for x in (*halves, merged)]
+
     log("query cost")
     texts = [q["question"] for q in convs[0]["questions"][:40]]
     cost = query_cost({"MiniLM": OnnxEmbedder(threads=1), "bge-small": make_bge(threads=1),
@@ -325,6 +345,18 @@ def main(argv=None) -> int:
                      for ids in (TUNING, HELD_OUT, TUNING + HELD_OUT)]
             lines.append(f"| {label} | {CLOCK_NAMES[clock]} | "
                          + " | ".join(f"{m:+.3f} ± {h:.3f}" for m, h in cells) + " |")
+    lines += ["", "## Over a lifecycle (forgetting, capacity)", "",
+              "`benchmarks/quality_lifecycle.py`'s protocol (turns saved at their session dates, "
+              "GC and the decay pass before every session, revival and archive search on; its "
+              "docstring), default settings, each embedder's vectors: turn R@10 tuning / held-out "
+              "/ all 10, and the share of the run without forgetting kept at capacity 500.", "",
+              "| embedder | " + " | ".join(LIFE_ROWS) + " | capacity 500 kept |",
+              "|---|" + "---|" * (len(LIFE_ROWS) + 1)]
+    for w in (1.0, 0.0, w_default):
+        cells = [" / ".join(f"{x['R@10']:.3f}" for x in life_res[w, label])
+                 for label in LIFE_ROWS]
+        kept = life_res[w, LIFE_ROWS[2]][2]["R@10"] / life_res[w, LIFE_ROWS[0]][2]["R@10"]
+        lines.append(f"| {name(w)} | " + " | ".join(cells) + f" | {kept:.3f}× |")
     lines += ["", "## Query cost", "",
               "One LoCoMo question embedded at a time (40 questions × 7 rounds, the embedders "
               "interleaved, one onnxruntime thread each), median ms per query.", "",

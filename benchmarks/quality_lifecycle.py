@@ -1,6 +1,6 @@
 """Recall quality of long-term memory over a lifecycle: LoCoMo with forgetting and capacity.
 
-    python benchmarks/quality_lifecycle.py [--embedder onnx|hash|none]
+    python benchmarks/quality_lifecycle.py [--embedder onnx|bge|minilm+bge|hash|none]
                                            [--out benchmarks/results/quality_lifecycle.md]
 
 Protocol (the lifecycle protocol): one store per LoCoMo conversation; the turns of each session
@@ -180,7 +180,8 @@ def settings() -> list[tuple[str, dict]]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1] / "data" / "eval"))
-    ap.add_argument("--embedder", choices=("onnx", "hash", "none"), default="onnx")
+    ap.add_argument("--embedder", choices=("onnx", "bge", "minilm+bge", "hash", "none"),
+                    default="onnx")
     ap.add_argument("--cache", default=str(Path.home() / ".cache" / "maclaw_fast_quality"))
     ap.add_argument("--sweep", default="0.2,0.25,0.3,0.35,0.4,0.45,0.5",
                     help="revive_min_cue values tried on the tuning half ('' = none)")
@@ -199,6 +200,16 @@ def main(argv=None) -> int:
 
         embedder = OnnxEmbedder(threads=2, batch_size=64)
         emb_desc = f"ONNX `{embedder.fingerprint}`"
+    elif args.embedder == "bge":
+        from maclaw_fast.embedding.bge import make_bge
+
+        embedder = make_bge(threads=2)
+        emb_desc = f"ONNX `{embedder.fingerprint}`"
+    elif args.embedder == "minilm+bge":
+        from maclaw_fast.embedding.pair import make_minilm_bge
+
+        embedder = make_minilm_bge(threads=2)
+        emb_desc = f"`{embedder.fingerprint}` (MiniLM and bge-small side by side)"
     elif args.embedder == "hash":
         from maclaw_fast.embedding import HashEmbedder
 

@@ -1,6 +1,6 @@
 """Retrieval quality of the memory engine on public data (LoCoMo, BEIR SciFact).
 
-    python benchmarks/quality_memory.py [--embedder onnx|hash|none]
+    python benchmarks/quality_memory.py [--embedder onnx|bge|minilm+bge|hash|none]
                                         [--limit N] [--no-sweep]
                                         [--out benchmarks/results/quality_memory.md]
 
@@ -247,7 +247,8 @@ def embed_cached(embedder, texts: list[str], cache: Path | None) -> np.ndarray:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1] / "data" / "eval"))
-    ap.add_argument("--embedder", choices=("onnx", "bge", "hash", "none"), default="onnx")
+    ap.add_argument("--embedder", choices=("onnx", "bge", "minilm+bge", "hash", "none"),
+                    default="onnx")
     ap.add_argument("--limit", type=int, default=None,
                     help="first N questions per conversation (quick runs)")
     ap.add_argument("--cache", default=str(Path.home() / ".cache" / "maclaw_fast_quality"),
@@ -279,6 +280,11 @@ def main(argv=None) -> int:
 
         embedder = make_bge(threads=2)
         emb_desc = f"ONNX `{embedder.fingerprint}` (bge-small-en-v1.5 int8)"
+    elif args.embedder == "minilm+bge":
+        from maclaw_fast.embedding.pair import make_minilm_bge
+
+        embedder = make_minilm_bge(threads=2)
+        emb_desc = f"`{embedder.fingerprint}` (MiniLM and bge-small side by side)"
     elif args.embedder == "hash":
         from maclaw_fast.embedding import HashEmbedder
 

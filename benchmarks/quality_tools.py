@@ -1,7 +1,7 @@
 """Tool-retrieval quality on public data sets (retrieval stage only: no core tools, experience,
 priority or groups), with the fusion weights tuned on one half of every query set.
 
-    python benchmarks/quality_tools.py [--models minilm,e5,auto]
+    python benchmarks/quality_tools.py [--models minilm,e5,bge,minilm+bge,auto]
         [--sets metatool,seal,hammer] [--max-queries N] [--out benchmarks/results/quality_tools.md]
 
 Sets and splits (``benchmarks/tool_sets.py``; sources in ``benchmarks/data.py``):
@@ -110,6 +110,11 @@ def model_embedders(name: str, catalog_texts: list[str]):
         from maclaw_fast.embedding.bge import make_bge
 
         emb = make_bge(threads=1)
+        return emb, emb, emb.fingerprint
+    if name == "minilm+bge":
+        from maclaw_fast.embedding.pair import make_minilm_bge
+
+        emb = make_minilm_bge(threads=1)
         return emb, emb, emb.fingerprint
     raise SystemExit(f"unknown model {name!r}")
 

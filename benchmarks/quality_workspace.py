@@ -1,7 +1,7 @@
 """Workspace search quality on public data: LoCoMo conversations and SciFact abstracts as
 Markdown workspaces.
 
-    python benchmarks/quality_workspace.py
+    python benchmarks/quality_workspace.py [--embedder onnx|bge|minilm+bge] [--skip-scifact]
                                            [--out benchmarks/results/quality_workspace.md]
 
 The data is read by path and never copied into the repository: each conversation becomes a
@@ -154,6 +154,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", default=str(Path.home() / ".cache" / "maclaw_fast_quality"
                                            / "workspace"))
     ap.add_argument("--skip-scifact", action="store_true")
+    ap.add_argument("--embedder", choices=("onnx", "bge", "minilm+bge"), default="onnx")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"
                                          / "quality_workspace.md"))
     args = ap.parse_args(argv)
@@ -161,6 +162,14 @@ def main(argv=None) -> int:
     from maclaw_fast.workspace.search import FUSION_WEIGHTS
 
     embedder = OnnxEmbedder(threads=2, batch_size=32)
+    if args.embedder == "bge":
+        from maclaw_fast.embedding.bge import make_bge
+
+        embedder = make_bge(threads=2)
+    elif args.embedder == "minilm+bge":
+        from maclaw_fast.embedding.pair import make_minilm_bge
+
+        embedder = make_minilm_bge(threads=2)
     convs = load_locomo(Path(args.data))
     cache = Path(args.cache)
     default = SearchConfig()

@@ -22,9 +22,10 @@ from maclaw_fast.embedding.cache import disk_cached
 from maclaw_fast.embedding.e5 import shared_e5
 from maclaw_fast.embedding.hashing import HashEmbedder
 from maclaw_fast.embedding.onnx import shared_minilm
+from maclaw_fast.embedding.pair import PAIR_NAME, shared_minilm_bge
 from maclaw_fast.errors import EmbeddingError, ValidationError
 
-MODELS = ("minilm", "e5", "bge")
+MODELS = ("minilm", "e5", "bge", PAIR_NAME)
 
 
 def choose_model(texts, *, threshold: float = CJK_SHARE) -> str:
@@ -50,6 +51,8 @@ def model_of(fingerprint: str | None) -> str | None:
         return "minilm"
     if fingerprint.startswith("onnx:bge-small"):
         return "bge"
+    if fingerprint.startswith(PAIR_NAME + ":"):
+        return PAIR_NAME
     return None
 
 
@@ -62,6 +65,8 @@ def load_model(name: str):
         return disk_cached(shared_minilm())
     if name == "bge":
         return disk_cached(shared_bge())
+    if name == PAIR_NAME:
+        return disk_cached(shared_minilm_bge())
     raise ValidationError(f"unknown model {name!r}: use one of {MODELS}")
 
 
@@ -97,7 +102,8 @@ def resolve_embedder(embedder, *, texts=None, recorded: str | None = None) -> Em
     ``"auto"`` (also ``"default"``) → MiniLM for English, multilingual-e5-small when ``texts``
     are substantially Chinese or mixed, or the bundled model ``recorded`` names (a fingerprint
     the data was embedded with); ``"minilm"``/``"onnx"`` → MiniLM; ``"e5"``/``"multilingual"`` →
-    e5-small; ``"bge"`` → bge-small-en-v1.5; ``"hash"`` → :class:`HashEmbedder`;
+    e5-small; ``"bge"`` → bge-small-en-v1.5; ``"minilm+bge"`` → both, their unit vectors
+    side by side (:mod:`maclaw_fast.embedding.pair`); ``"hash"`` → :class:`HashEmbedder`;
     ``None``/``"none"`` → BM25 only; an object →
     itself (checked). A missing or broken model package: with ``"auto"`` a warning naming it and
     the hashing embedder; a model asked for by name raises ``EmbeddingError`` naming it. One
@@ -119,8 +125,8 @@ def resolve_embedder(embedder, *, texts=None, recorded: str | None = None) -> Em
             return load_model("minilm")
         if embedder in ("e5", "multilingual"):
             return load_model("e5")
-        if embedder == "bge":
-            return load_model("bge")
+        if embedder in ("bge", PAIR_NAME):
+            return load_model(embedder)
         if embedder == "hash":
             return HashEmbedder()
         if embedder == "none":

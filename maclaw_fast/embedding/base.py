@@ -169,7 +169,8 @@ def embed_checked(embedder: Embedder, texts: list[str], *, query: bool = False) 
 
 
 AUTO_NAMES = ("auto", "default")  # "default" is the older name of "auto"
-NAMES = AUTO_NAMES + ("minilm", "onnx", "e5", "multilingual", "bge", "hash", "none")
+NAMES = AUTO_NAMES + ("minilm", "onnx", "e5", "multilingual", "bge", "minilm+bge", "hash",
+                      "none")
 
 
 def is_auto(embedder) -> bool:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-CHOICES = ("auto", "default", "minilm", "onnx", "e5", "multilingual", "bge", "hash", "none")
+CHOICES = ("auto", "default", "minilm", "onnx", "e5", "multilingual", "bge", "minilm+bge",
+           "hash", "none")
 
 
 def add_embedder_args(parser) -> None:
@@ -10,7 +11,8 @@ def add_embedder_args(parser) -> None:
     parser.add_argument(
         "--embedder", default="auto", choices=CHOICES,
         help="embedding model: auto (MiniLM for English, multilingual-e5-small for Chinese or "
-             "mixed text), minilm, e5, bge (bge-small-en-v1.5, English), hash, none (BM25 only)")
+             "mixed text), minilm, e5, bge (bge-small-en-v1.5, English), minilm+bge (both "
+             "English models together), hash, none (BM25 only)")
     parser.add_argument(
         "--embed-cache", default=None, metavar="DIR",
         help="folder of the vector cache by content hash and model (default: $MACLAW_CACHE_DIR "

@@ -20,16 +20,12 @@ def _before(x, tie, i, j):
 
 
 @njit(cache=True, no_cfunc_wrapper=True, nogil=True, error_model="numpy")
-def topk_masked(x, mask, tie, k, out_idx):
-    """Write the rows of the ``k`` largest ``x`` among ``mask`` into ``out_idx`` (descending, ties
-    by smaller ``tie``) and return how many were written. Insertion into a sorted buffer: O(n)
-    when most rows fall below the current k-th value, which is the common case."""
-    return topk_where(x, mask, mask, np.bool_(True), tie, k, out_idx)  # a literal: 1 more compile
-
-
-@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def topk_where(x, mask, flag, want, tie, k, buf):
-    """:func:`topk_masked` over the rows with ``mask[i]`` and ``flag[i] == want``.
+    """Write the rows of the ``k`` largest ``x`` among the rows with ``mask[i]`` and ``flag[i] ==
+    want`` into ``buf`` (descending, ties by smaller ``tie``) and return how many were written
+    (``flag`` = ``mask``, ``want`` True: the ``mask`` rows). Insertion into a sorted buffer: O(n)
+    when most rows fall below the current k-th value, which is the common case. ``want`` is a
+    bool, never a literal: a literal would compile once more.
 
     The insertion is written out in the loop: a call to a function that writes into ``buf`` is
     not inlined and costs ~0.1 µs, which per row was most of a route's kernel time."""
@@ -96,7 +92,7 @@ def fuse_scores(bm25, cos, cand, tie, n_vec, w_bm25, w_cos, norm, hit, fused, sc
     n = bm25.shape[0]
     for i in range(n):
         hit[i] = cand[i] and cos[i] > 0.0
-    m = topk_masked(cos, hit, tie, n_vec, scratch)
+    m = topk_where(cos, hit, hit, np.bool_(True), tie, n_vec, scratch)
     for i in range(n):
         hit[i] = cand[i] and bm25[i] > 0.0
     for j in range(m):

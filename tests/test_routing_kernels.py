@@ -14,7 +14,7 @@ from maclaw_kernels.experience import (experience_indexed,
 from maclaw_kernels.vectors import dot_tile
 from maclaw_kernels.routing import (NORM_MINMAX, NORM_RAW_COS, NORM_ZSCORE,
                                     fill_select, fuse_scores, rank_keys,
-                                    route_one, route_rows, selected_fields, topk_masked,
+                                    route_one, route_rows, selected_fields, topk_where,
                                     Catalog, RouteKnobs, RouteOut)
 
 experience_indexed, fill_select, rank_keys = map(entry, (experience_indexed, fill_select,
@@ -137,8 +137,11 @@ def test_topk_matches_reference(data, k):
     bm, _, cand, rng = data
     tie = shuffled_ties(rng, bm.shape[0])
     idx = np.empty(max(k, 1), np.int64)
-    m = topk_masked(bm, cand, tie, k, idx)
+    m = topk_where(bm, cand, cand, True, tie, k, idx)  # the ``cand`` rows
     assert idx[:m].tolist() == ref_topk(bm, cand, k, tie)
+    flag, want = rng.random(bm.shape[0]) < 0.5, bool(rng.random() < 0.5)
+    m = topk_where(bm, cand, flag, want, tie, k, idx)  # those whose flag is ``want``
+    assert idx[:m].tolist() == ref_topk(bm, cand & (flag == want), k, tie)
 
 
 @given(scored(), st.integers(1, 10), st.sampled_from([(0.4, 0.6), (1.0, 0.0), (0.0, 1.0),

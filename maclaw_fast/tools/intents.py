@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from maclaw_fast.text import tokenize
-from maclaw_kernels.routing import fuse_scores, topk_masked
+from maclaw_kernels.routing import fuse_scores, topk_where
 
 
 def clause_bests(bm25_index, texts: list[str], clause_cos: np.ndarray | None, n: int,
@@ -38,7 +38,7 @@ def clause_bests(bm25_index, texts: list[str], clause_cos: np.ndarray | None, n:
     for j in range(len(texts)):
         fuse_scores(bm[j], cos[j], cand, tie, n_vec, w_bm25, float(w_cos[j]), norm, hit, fused,
                     scratch)
-        out.append(int(best[0]) if topk_masked(fused, hit, tie, 1, best) else -1)
+        out.append(int(best[0]) if topk_where(fused, hit, hit, True, tie, 1, best) else -1)
     return out
 
 

@@ -14,7 +14,7 @@ from maclaw_fast.tools.fusion import (clause_texts, foreign_query_scale, fusion_
                                       split_query_vector)
 from maclaw_fast.tools.intents import clause_bests, spread
 from maclaw_fast.tools.types import ToolScore
-from maclaw_kernels.routing import fuse_scores, topk_masked
+from maclaw_kernels.routing import fuse_scores, topk_where
 
 
 class RetrievalMixin:
@@ -100,7 +100,7 @@ class RetrievalMixin:
             texts = clause_texts([message], self.config)[0] if self.config.clause_budget else []
             depth = max(k, self.config.clause_within) if texts else k
             idx = np.empty(depth, np.int64)
-            m = topk_masked(fused, hit, tie, depth, idx)
+            m = topk_where(fused, hit, hit, True, tie, depth, idx)
             if texts:  # a tool for each clause (tools/intents.py)
                 if clause_cos is not None and clause_cos.shape[0] != len(texts):
                     clause_cos = None
@@ -129,7 +129,7 @@ class RetrievalMixin:
             bm = self.bm25.scores(tokenize(query or ""), n)
             mask = self._cols["routable"][:n] & ~self._state(session).core & (bm > 0)
             idx = np.empty(max(self.config.discover_top, 1), np.int64)
-            m = topk_masked(bm, mask, self._ties(), self.config.discover_top, idx)
+            m = topk_where(bm, mask, mask, True, self._ties(), self.config.discover_top, idx)
             names = [self._names[r] for r in idx[:m]]
             self.activate(session, names)
             return names

@@ -30,7 +30,7 @@ import unicodedata
 import msgspec
 import numpy as np
 from maclaw_kernels.vectors import dot_tile
-from maclaw_kernels.routing import topk_masked
+from maclaw_kernels.routing import topk_where
 from maclaw_kernels.workspace import mmr_order
 
 from maclaw_fast.config import SearchConfig
@@ -85,7 +85,8 @@ def best_rows(scores: np.ndarray, k: int) -> np.ndarray:
     """Rows of the ``k`` largest ``scores`` above 0 (NaN never counts), best first, ties to the
     lower row (the router's top-k kernel)."""
     rows = np.empty(max(k, 1), np.int64)
-    m = topk_masked(scores, scores > 0.0, np.arange(scores.shape[0]), k, rows)
+    hit = scores > 0.0
+    m = topk_where(scores, hit, hit, True, np.arange(scores.shape[0]), k, rows)
     return rows[:m]
 
 

@@ -82,7 +82,7 @@ def query_idf(term_ids, df, n_live, term_weight):
     return uniq[:m], idf[:m]
 
 
-@njit(cache=True, no_cfunc_wrapper=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def first_at_least(docs, lo, hi, d):
     """The first position in ``docs[lo:hi]`` (sorted) holding a value ≥ ``d`` (``hi``: none);
     written out: ``np.searchsorted`` compiles NumPy's comparison machinery (~0.4 s)."""
@@ -95,7 +95,7 @@ def first_at_least(docs, lo, hi, d):
     return lo
 
 
-@njit(cache=True, no_cfunc_wrapper=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def length_term(k1, b, norm, avgdl):
     """``k1·(1 − b + b·norm/avgdl)`` of one document (``norm`` its encoded length)."""
     return k1 * (1.0 - b + b * np.float64(norm) / avgdl)

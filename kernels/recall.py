@@ -422,6 +422,6 @@ def recall_block(corpus, threads, rows, scopes, scope_of, knobs, scales, block, 
             for j in range(m):
                 r = out.rows[q, j]
                 best = max(best, cue_strength(bm25[r], cos[r], idf_total, sq.bm25_w,
-                                              sq.cos_w, block.has_vector, False,
+                                              sq.cos_w, block.has_vector, np.bool_(False),
                                               sq.cos_floor))
             out.best_cue[q] = best

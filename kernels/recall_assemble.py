@@ -11,7 +11,7 @@ KIND_IDENTITY = 2
 KIND_USER_FACT = 3
 
 
-@njit(cache=True, no_cfunc_wrapper=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def _identity_before(a, b, access, updated_at, seq):
     """Row ``a`` leads row ``b``: more important (self-identity entries share one category
     weight, so the access count decides), then more recent, then saved first."""
@@ -45,7 +45,7 @@ def pick_identity(fixed_rows, eligible, access, updated_at, seq, max_identity):
     return out[:m]
 
 
-@njit(cache=True, no_cfunc_wrapper=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def _in(r, rows, m):
     for j in range(m):
         if rows[j] == r:
@@ -212,7 +212,7 @@ def cos_ends(cos, eligible, cos_mode, floor, spread):
     return ends_of_range(lo, hi, cos_mode, floor, spread)
 
 
-@njit(cache=True, no_cfunc_wrapper=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def ends_of_range(lo, hi, cos_mode, floor, spread):
     """:func:`cos_ends` given the candidates' cosine range ``lo``, ``hi`` (:func:`cos_range`;
     a caller that passes over the rows anyway takes it on the way)."""

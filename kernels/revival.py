@@ -9,7 +9,7 @@ from numba import njit
 TERM_BM25 = 0.1
 
 
-@njit(cache=True, no_cfunc_wrapper=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
 def cue_strength(bm25, cos, idf_total, bm25_w, cos_w, has_vector, needs_term, cos_floor):
     """Absolute strength of a query's cue for one memory, in [0, 1].
 

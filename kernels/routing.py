@@ -13,8 +13,8 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, no_cfunc_wrapper=True, inline="always")
-def _before(x, tie, i, j):
+@njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True, nogil=True, error_model="numpy")
+def ranks_before(x, tie, i, j):
     """Row ``i`` ranks before row ``j``: larger ``x``, then smaller ``tie``."""
     return x[i] > x[j] or (x[i] == x[j] and tie[i] < tie[j])
 
@@ -33,9 +33,9 @@ def topk_where(x, mask, flag, want, tie, k, buf):
     if k <= 0:
         return 0
     for i in range(x.shape[0]):
-        if mask[i] and flag[i] == want and (n < k or _before(x, tie, i, buf[k - 1])):
+        if mask[i] and flag[i] == want and (n < k or ranks_before(x, tie, i, buf[k - 1])):
             j = n if n < k else k - 1
-            while j > 0 and _before(x, tie, i, buf[j - 1]):
+            while j > 0 and ranks_before(x, tie, i, buf[j - 1]):
                 buf[j] = buf[j - 1]
                 j -= 1
             buf[j] = i
@@ -188,7 +188,7 @@ def fill_select(key, tie, cand, nonbuiltin, slots, nb_slots, out_idx, buf_b, buf
     c = 0
     t = 0
     while t < slots and (a < nb or c < nn):
-        if c >= nn or (a < nb and _before(key, tie, buf_b[a], buf_n[c])):
+        if c >= nn or (a < nb and ranks_before(key, tie, buf_b[a], buf_n[c])):
             out_idx[t] = buf_b[a]
             a += 1
         else:

@@ -35,7 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from locomo_eval import Clock, load_locomo, question_metrics  # noqa: E402
-from quality_memory import embed_cached  # noqa: E402
+from quality_memory import embed_cached, eval_embedder  # noqa: E402
 
 from maclaw_fast.config import (CATEGORIES, CapacityConfig, ForgettingConfig,  # noqa: E402
                                 MemoryConfig)
@@ -194,27 +194,7 @@ def main(argv=None) -> int:
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    embedder, emb_desc = None, "none (BM25 only)"
-    if args.embedder == "onnx":
-        from maclaw_fast.embedding.onnx import OnnxEmbedder
-
-        embedder = OnnxEmbedder(threads=2, batch_size=64)
-        emb_desc = f"ONNX `{embedder.fingerprint}`"
-    elif args.embedder == "bge":
-        from maclaw_fast.embedding.bge import make_bge
-
-        embedder = make_bge(threads=2)
-        emb_desc = f"ONNX `{embedder.fingerprint}`"
-    elif args.embedder == "minilm+bge":
-        from maclaw_fast.embedding.pair import make_minilm_bge
-
-        embedder = make_minilm_bge(threads=2)
-        emb_desc = f"`{embedder.fingerprint}` (MiniLM and bge-small side by side)"
-    elif args.embedder == "hash":
-        from maclaw_fast.embedding import HashEmbedder
-
-        embedder = HashEmbedder()
-        emb_desc = f"HashEmbedder `{embedder.fingerprint}` (no semantics: a control)"
+    embedder, emb_desc = eval_embedder(args.embedder)
     convs = load_locomo(Path(args.data))
     turn_vecs = q_vecs = None
     if embedder is not None:

@@ -244,6 +244,32 @@ def embed_cached(embedder, texts: list[str], cache: Path | None) -> np.ndarray:
     return vecs
 
 
+def eval_embedder(name: str):
+    """The embedder an evaluation runs with (``onnx``: MiniLM, ``bge``, ``minilm+bge``,
+    ``hash``; anything else: none, BM25 only) and its description for the results file."""
+    if name == "onnx":
+        from maclaw_fast.embedding.onnx import OnnxEmbedder
+
+        embedder = OnnxEmbedder(threads=2, batch_size=64)
+        return embedder, f"ONNX `{embedder.fingerprint}` (all-MiniLM-L6-v2 int8)"
+    if name == "bge":
+        from maclaw_fast.embedding.bge import make_bge
+
+        embedder = make_bge(threads=2)
+        return embedder, f"ONNX `{embedder.fingerprint}` (bge-small-en-v1.5 int8)"
+    if name == "minilm+bge":
+        from maclaw_fast.embedding.pair import make_minilm_bge
+
+        embedder = make_minilm_bge(threads=2)
+        return embedder, f"`{embedder.fingerprint}` (MiniLM and bge-small side by side)"
+    if name == "hash":
+        from maclaw_fast.embedding import HashEmbedder
+
+        embedder = HashEmbedder()
+        return embedder, f"HashEmbedder `{embedder.fingerprint}` (no semantics: a control)"
+    return None, "none (BM25 only)"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1] / "data" / "eval"))
@@ -268,28 +294,7 @@ def main(argv=None) -> int:
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    embedder = None
-    emb_desc = "none (BM25 only)"
-    if args.embedder == "onnx":
-        from maclaw_fast.embedding.onnx import OnnxEmbedder
-
-        embedder = OnnxEmbedder(threads=2, batch_size=64)
-        emb_desc = f"ONNX `{embedder.fingerprint}` (all-MiniLM-L6-v2 int8)"
-    elif args.embedder == "bge":
-        from maclaw_fast.embedding.bge import make_bge
-
-        embedder = make_bge(threads=2)
-        emb_desc = f"ONNX `{embedder.fingerprint}` (bge-small-en-v1.5 int8)"
-    elif args.embedder == "minilm+bge":
-        from maclaw_fast.embedding.pair import make_minilm_bge
-
-        embedder = make_minilm_bge(threads=2)
-        emb_desc = f"`{embedder.fingerprint}` (MiniLM and bge-small side by side)"
-    elif args.embedder == "hash":
-        from maclaw_fast.embedding import HashEmbedder
-
-        embedder = HashEmbedder()
-        emb_desc = f"HashEmbedder `{embedder.fingerprint}` (no semantics: a control)"
+    embedder, emb_desc = eval_embedder(args.embedder)
 
     res = convs = sweep = None
     if not args.skip_locomo:

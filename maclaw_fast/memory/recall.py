@@ -61,8 +61,10 @@ def _query_vector(store, query: str, given) -> np.ndarray | None:
     """One unit query vector as a block of one (1, dim), or None."""
     if given is None and (store.query_cache is None or not query.strip()):
         return None
-    if store.dim and plain_vector(given, store.dim) and abs(given.dot(given) - 1.0) < 1e-6:
-        return given[None]  # the usual case: already of unit length, used as given
+    # the usual case: already of unit length, used as given (tested as a Python float: NumPy
+    # scalar arithmetic cost more than the dot itself)
+    if store.dim and plain_vector(given, store.dim) and abs(float(given.dot(given)) - 1.0) < 1e-6:
+        return given[None]
     return _query_vectors(store, [query], given)[:1]
 
 

@@ -27,6 +27,7 @@ _YEAR = re.compile(r"\b\d{4}\b")  # a year the patterns below read stands alone
 # the words as every pattern above holds them ("ago" after a space, "last" before one):
 # "quagor" holds "ago" but names no time
 _WORDS = re.compile(r"\sago\b|\blast\s|\byesterday\b", re.I)
+_RUNS = bytes.maketrans(b"123456789", b"000000000")  # digits as "0": a year reads b"0000"
 
 
 def query_time(query: str, now: float) -> float:
@@ -77,6 +78,9 @@ def may_name_time(text: str) -> bool:
     low = text.lower()  # substrings first (cheap); then as the patterns below hold them
     if ("ago" in low or "last" in low or "yesterday" in low) and _WORDS.search(text):
         return True
+    # an ASCII text without four digits in a row holds no year: a byte scan, not the regex
+    if text.isascii() and b"0000" not in text.encode().translate(_RUNS):
+        return False
     return bool(_YEAR.search(text))
 
 

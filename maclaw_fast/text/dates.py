@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime, timezone
 
@@ -43,7 +44,7 @@ def query_time(query: str, now: float) -> float:
     nan
     """
     if not may_name_time(query):  # most queries: one cheap test and out
-        return float("nan")
+        return math.nan
     m = _AGO.search(query)
     if m:
         n = m.group(1).lower()
@@ -64,7 +65,7 @@ def query_time(query: str, now: float) -> float:
         if m:
             return _date(int(m.group(y)), m.group(mo), int(m.group(d)))
     m = _MY.search(query)
-    return _date(int(m.group(2)), m.group(1), 15) if m else float("nan")
+    return _date(int(m.group(2)), m.group(1), 15) if m else math.nan
 
 
 def may_name_time(text: str) -> bool:
@@ -89,4 +90,4 @@ def _date(year: int, month: str, day: int) -> float:
         return datetime(year, _MONTHS.index(month.lower()) + 1, day,
                         tzinfo=timezone.utc).timestamp()
     except ValueError:  # 31 February and the like: no date
-        return float("nan")
+        return math.nan

@@ -53,3 +53,13 @@ def test_a_batch_is_tested_for_times_in_one_scan():
     assert not any(map(may_name_time, plain))
     for extra in ("two days ago", "LAST week", "in 2023", "2023", "yesterday?"):
         assert may_name_time("\n".join(plain + [extra])) and may_name_time(extra)
+
+
+@pytest.mark.parametrize("text, named", [
+    ("in 2023", True), ("2023-05 report", True), ("x 123 4567", True), ("build w1379", False),
+    ("a 20230 b", False), ("1 2 3 4", False), ("w12 w345", False),
+    ("in \u0662\u0660\u0662\u0663", True), ("in \uff12\uff10\uff12\uff13", True),  # non-ASCII digits
+])
+def test_a_year_is_four_digits_standing_alone(text, named):
+    """The byte scan for four digits in a row settles ASCII texts; others go to the regex."""
+    assert may_name_time(text) is named

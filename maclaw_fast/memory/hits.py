@@ -22,7 +22,8 @@ def hits_from_parts(store, rows, parts, has_affinity: bool) -> list[RecallHit]:
     # leave NumPy once per part row: per-element NumPy scalars cost ~100 ns each
     reason = parts[8].tolist()
     if any(reason):  # a fixed or leading row, or one the graph walk raised
-        total, bm25, _rel, graph, recency, importance, cos, affinity, _ = parts.tolist()
+        total, bm25 = parts[:2].tolist()  # not rel, nor the reasons again
+        graph, recency, importance, cos, affinity = parts[3:8].tolist()
         names = map(REASON_OF.__getitem__, reason)
     else:  # every hit ranked by its own score, so no graph part: two part rows fewer to convert
         total, bm25 = parts[:2].tolist()

@@ -61,8 +61,10 @@ def _query_vector(store, query: str, given) -> np.ndarray | None:
     """One unit query vector as a block of one (1, dim), or None."""
     if given is None and (store.query_cache is None or not query.strip()):
         return None
-    if store.dim and plain_vector(given, store.dim) and abs(given.dot(given) - 1.0) < 1e-6:
-        return given[None]  # the usual case: already of unit length, used as given
+    # the usual case: already of unit length, used as given (tested as a Python float: NumPy
+    # scalar arithmetic cost more than the dot itself)
+    if store.dim and plain_vector(given, store.dim) and abs(float(given.dot(given)) - 1.0) < 1e-6:
+        return given[None]
     return _query_vectors(store, [query], given)[:1]
 
 
@@ -108,6 +110,8 @@ def _times(store, queries: list[str], now: float) -> np.ndarray:
     if store.config.recall.time_weight <= 0.0:
         return _NO_FLOORS
     if len(queries) == 1:  # one recall: no array unless its query names a time
+        if not may_name_time(queries[0]):  # most queries: out after the cheap test
+            return _NO_FLOORS
         t = query_time(queries[0], now)
         return _NO_FLOORS if t != t else np.array([t])
     if not may_name_time("\n".join(queries)):  # a batch's queries tested in one scan
@@ -174,7 +178,8 @@ def recall(store, query, *, project=None, reinforce=True, query_vector=None, dyn
         hits = found = hits_from_parts(store, rows, out.parts[0, :, :m],
                                        has_affinity or when.shape[0] > 0 or named)
         fc = store.config.forgetting
-        if out.best_cue[0] < fc.archive_below and fc.archive_search and len(store.archive):
+        # an empty archive (the usual case) is settled before the NumPy read
+        if fc.archive_search and len(store.archive) and out.best_cue[0] < fc.archive_below:
             scale = floors[0] if floors.shape[0] else plan.scales
             hits = with_archive(store, plan, work, tokens, None if qvec is None else qvec[0],
                                 hits, rows, project, dynamic, category, now, scale,

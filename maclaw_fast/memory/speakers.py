@@ -42,7 +42,7 @@ def speaker_order(store, queries: list[str], rows: np.ndarray, parts: np.ndarray
     again by score; the names of each query that named any."""
     rc = store.config.recall
     index = store.table.speakers() if rc.speaker_weight > 0.0 else None
-    if not index or not index.rows:
+    if index is None or not index.rows:
         return {}
     named, prev = {}, store.graph.prev
     for q, query in enumerate(queries):

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime, timezone
 
@@ -27,6 +28,7 @@ _YEAR = re.compile(r"\b\d{4}\b")  # a year the patterns below read stands alone
 # the words as every pattern above holds them ("ago" after a space, "last" before one):
 # "quagor" holds "ago" but names no time
 _WORDS = re.compile(r"\sago\b|\blast\s|\byesterday\b", re.I)
+_RUNS = bytes.maketrans(b"123456789", b"000000000")  # digits as "0": a year reads b"0000"
 
 
 def query_time(query: str, now: float) -> float:
@@ -42,7 +44,7 @@ def query_time(query: str, now: float) -> float:
     nan
     """
     if not may_name_time(query):  # most queries: one cheap test and out
-        return float("nan")
+        return math.nan
     m = _AGO.search(query)
     if m:
         n = m.group(1).lower()
@@ -63,7 +65,7 @@ def query_time(query: str, now: float) -> float:
         if m:
             return _date(int(m.group(y)), m.group(mo), int(m.group(d)))
     m = _MY.search(query)
-    return _date(int(m.group(2)), m.group(1), 15) if m else float("nan")
+    return _date(int(m.group(2)), m.group(1), 15) if m else math.nan
 
 
 def may_name_time(text: str) -> bool:
@@ -77,6 +79,9 @@ def may_name_time(text: str) -> bool:
     low = text.lower()  # substrings first (cheap); then as the patterns below hold them
     if ("ago" in low or "last" in low or "yesterday" in low) and _WORDS.search(text):
         return True
+    # an ASCII text without four digits in a row holds no year: a byte scan, not the regex
+    if text.isascii() and b"0000" not in text.encode().translate(_RUNS):
+        return False
     return bool(_YEAR.search(text))
 
 
@@ -85,4 +90,4 @@ def _date(year: int, month: str, day: int) -> float:
         return datetime(year, _MONTHS.index(month.lower()) + 1, day,
                         tzinfo=timezone.utc).timestamp()
     except ValueError:  # 31 February and the like: no date
-        return float("nan")
+        return math.nan

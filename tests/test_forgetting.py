@@ -19,8 +19,11 @@ from maclaw_fast.memory import MemoryStore
 from maclaw_fast.memory.archive import ArchiveColumns
 from maclaw_fast.memory.lifecycle import decay
 from maclaw_fast.text.tokenizer import analysed_text, tokenize
+from maclaw_kernels import entry
 from maclaw_kernels.revival import TERM_BM25, cue_strength
 from tests.maint_helpers import H, Clock
+
+cue_strength = entry(cue_strength)  # no CPython entry point of its own
 
 DAY = 24 * H
 

@@ -114,6 +114,29 @@ def test_the_engine_never_calls_a_kernel_without_an_entry_point():
                 assert False, f"{path.relative_to(package.parent)}:{node.lineno} .{node.attr}"
 
 
+def test_tests_and_scripts_call_such_kernels_through_entry():
+    """A test, benchmark or profiling script that imports a kernel without an entry point
+    calls it only after rebinding it through ``entry`` (else the interpreter crashes)."""
+    hidden = _without_entry_point()
+    root = Path(__file__).resolve().parent.parent
+    for folder in ("tests", "benchmarks", "profiling"):
+        for path in (root / folder).rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            imported = {a.asname or a.name for node in ast.walk(tree)
+                        if isinstance(node, ast.ImportFrom)
+                        and (node.module or "").startswith("maclaw_kernels")
+                        for a in node.names if a.name in hidden}
+            rebound = {t.id for node in tree.body if isinstance(node, ast.Assign)
+                       and "entry" in ast.unparse(node.value)
+                       for target in node.targets for t in ast.walk(target)
+                       if isinstance(t, ast.Name)}
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                    name = node.func.id
+                    assert name not in imported - rebound, \
+                        f"{path.relative_to(root)}:{node.lineno} calls {name} without entry()"
+
+
 def test_entry_gives_a_callable_copy():
     import numpy as np
     from maclaw_kernels import entry

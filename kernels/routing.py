@@ -250,7 +250,10 @@ def route_rows(bm25, cos, exp_by_uid, group, w_cos, catalog, knobs, out, out_n, 
     """:func:`route_one` for messages ``lo..hi``; row ``q`` of every 2-D array (and of each array
     of ``out``) belongs to message ``q`` (``exp_by_uid`` is ``(nq, n_uid)``, ``w_cos``
     ``(nq,)``). Each message runs the same serial kernel, so the results equal the
-    single-message path. Releases the GIL: a batch routes message ranges on several threads."""
+    single-message path. Releases the GIL: a batch routes message ranges on several threads.
+    The records may come as plain tuples (numba types a namedtuple argument field by field in
+    Python, µs a call) and are named again here."""
+    catalog, knobs, out = Catalog(*catalog), RouteKnobs(*knobs), RouteOut(*out)
     for q in range(lo, hi):
         n_sel, n_cand = route_one(bm25[q], cos[q], exp_by_uid[q], group[q], w_cos[q], catalog,
                                   knobs, RouteOut(out.idx[q], out.hit[q], out.retrieval[q],

@@ -35,7 +35,7 @@ from maclaw_fast.tools.rerank import rerank_fill
 from maclaw_fast.tools.routelog import RouteLog
 from maclaw_fast.tools.types import (RouteBatch, RouteResult, RouteState, ToolScore,
                                      arrow_columns, results_columns)
-from maclaw_kernels.routing import Catalog, RouteKnobs, RouteOut, route_rows
+from maclaw_kernels.routing import RouteKnobs, route_rows
 
 
 class ToolRouter(CatalogMixin, RetrievalMixin):
@@ -240,18 +240,20 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
         # read the message's language (checked per message only then)
         w_cos = (cfg.cos_weight * foreign_query_scale(messages, self.embedder, cfg)
                  if foreign_scaling(self.embedder, cfg) else None)
-        catalog = Catalog(st.uid, st.prio, st.cand, st.tie, st.nonbuiltin)
+        catalog = (st.uid, st.prio, st.cand, st.tie, st.nonbuiltin)  # a Catalog
         knobs = RouteKnobs(*map(float, (cfg.vector_candidates_factor * cfg.max_tools,
                                         cfg.bm25_weight, fusion_norm(cfg), w_ret, w_exp, w_prio,
                                         st.slots, st.nb_slots)))
-        out = RouteOut(b.out_idx, b.hit, b.ret, b.exp, b.score)
+        # plain tuples into the kernel: a namedtuple argument costs µs of typing a call
+        out = (b.out_idx, b.hit, b.ret, b.exp, b.score)  # a RouteOut
         b.out_n, b.out_cand = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
         w = np.full(nq, cfg.cos_weight) if w_cos is None else np.asarray(w_cos, np.float64)
+        flat = tuple(knobs)
         if single:
-            route_rows(b.bm, b.cos, exp, b.group, w, catalog, knobs, out, b.out_n, b.out_cand,
+            route_rows(b.bm, b.cos, exp, b.group, w, catalog, flat, out, b.out_n, b.out_cand,
                        0, 1)
         else:
-            in_ranges(nq, lambda lo, hi: route_rows(b.bm, b.cos, exp, b.group, w, catalog, knobs,
+            in_ranges(nq, lambda lo, hi: route_rows(b.bm, b.cos, exp, b.group, w, catalog, flat,
                                                     out, b.out_n, b.out_cand, lo, hi),
                       batch_threads(cfg.batch_threads))
         if cfg.clause_budget:

@@ -211,9 +211,14 @@ class UsageTracker:
         now = float(self.clock() if now is None else now)
         with self._lock:
             parts = [self._query(q) for q in queries]
-            q_indptr = np.zeros(len(parts) + 1, np.int64)
-            q_indptr[1:] = np.cumsum([p[0].size for p in parts])
-            q_ids = (np.concatenate([p[0] for p in parts]) if parts else np.zeros(0)).astype(np.int32)
+            if len(parts) == 1:  # a route's one message: its arrays as they are (~10 µs less)
+                q_ids = parts[0][0]
+                q_indptr = np.array((0, q_ids.size), np.int64)
+            else:
+                q_indptr = np.zeros(len(parts) + 1, np.int64)
+                q_indptr[1:] = np.cumsum([p[0].size for p in parts])
+                q_ids = (np.concatenate([p[0] for p in parts]) if parts
+                         else np.zeros(0)).astype(np.int32)
             q_sizes = np.array([p[1] for p in parts], np.int64)
             out = np.empty((len(parts), len(self.tools)), np.float64)
             experience_indexed_batch(*self._postings(), self.rec_uid, self.rec_ntok, self.rec_ts,

@@ -112,11 +112,13 @@ def max_clause_cosines(vectors, n_rows: int, clause_vecs: np.ndarray, owner: np.
 
 
 def message_vectors(messages, given, clause_vectors, query_cache, dim: int,
-                    config: RouterConfig, checked: bool = False) -> tuple[np.ndarray, tuple | None]:
+                    config: RouterConfig, checked: bool = False,
+                    split: tuple | None = None) -> tuple[np.ndarray, tuple | None]:
     """``(message vectors (nq, dim), (clause vectors, their messages) or None)``: the messages'
     vectors as ``given`` (checked here unless ``checked``: :func:`split_query_vector` already
     did) or from ``query_cache`` (0 for a blank message); the clauses' as given (all of the one
-    message) or embedded through ``query_cache``."""
+    message) or embedded through ``query_cache`` (``split``: the messages' :func:`clause_texts`
+    when the caller has them)."""
     if given is not None:
         q = given if checked else check_vectors(given, dim, what="query vector")
         if q.shape[0] != len(messages):
@@ -128,5 +130,5 @@ def message_vectors(messages, given, clause_vectors, query_cache, dim: int,
             q[idx] = query_cache.get_many([messages[i] for i in idx])
     if clause_vectors is not None:
         return q, (clause_vectors, np.zeros(len(clause_vectors), np.int64))
-    texts, owner = clause_texts(messages, config)
+    texts, owner = clause_texts(messages, config) if split is None else split
     return q, ((query_cache.get_many(texts), owner) if texts else None)

@@ -113,11 +113,12 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
             enrichment.on_change(self._on_enrichment)
         self._index_tools(registry.list())
 
-    def _query_vectors(self, messages, query_vectors, clause_vectors=None, checked=False):
+    def _query_vectors(self, messages, query_vectors, clause_vectors=None, checked=False,
+                       split=None):
         if self.vectors is None:
             return None, None
         return message_vectors(messages, query_vectors, clause_vectors, self.query_cache,
-                               self.vectors.dim, self.config, checked)
+                               self.vectors.dim, self.config, checked, split)
 
     def _weights(self):
         c = self.config
@@ -224,7 +225,8 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
         if st.total <= cfg.max_tools:
             return b
         b.tokens = [tokenize(m) for m in messages]
-        qv, clauses = self._query_vectors(messages, query_vectors, clause_vectors, checked)
+        split = clause_texts(messages, cfg)  # the clauses: their vectors and the budget
+        qv, clauses = self._query_vectors(messages, query_vectors, clause_vectors, checked, split)
         b.bm, b.cos, exp, clause_cos = self._signals(b.tokens, qv, single, clauses)
         nq, n = b.bm.shape
         b.tags = [self.groups.activate(m, t) for m, t in zip(messages, b.tokens)]
@@ -247,7 +249,8 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
         # plain tuples into the kernel: a namedtuple argument costs µs of typing a call
         out = (b.out_idx, b.hit, b.ret, b.exp, b.score)  # a RouteOut
         b.out_n, b.out_cand = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
-        w = np.full(nq, cfg.cos_weight) if w_cos is None else np.asarray(w_cos, np.float64)
+        w = (np.array((cfg.cos_weight,) * nq) if w_cos is None  # (np.full costs more at nq 1)
+             else np.asarray(w_cos, np.float64))
         flat = tuple(knobs)
         if single:
             route_rows(b.bm, b.cos, exp, b.group, w, catalog, flat, out, b.out_n, b.out_cand,
@@ -257,7 +260,7 @@ class ToolRouter(CatalogMixin, RetrievalMixin):
                                                     out, b.out_n, b.out_cand, lo, hi),
                       batch_threads(cfg.batch_threads))
         if cfg.clause_budget:
-            texts, owner = clause_texts(messages, cfg)
+            texts, owner = split
             if texts:
                 self._clause_budget(b, texts, owner, clause_cos, w_cos, knobs)
         return b

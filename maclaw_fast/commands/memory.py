@@ -208,10 +208,11 @@ def _read_queries(path: str) -> list[str]:
 
 
 def cmd_recall_batch(args) -> int:
-    import pyarrow as pa
+    import numpy as np
     import pyarrow.parquet as pq
 
     from maclaw_fast import progress
+    from maclaw_fast.persist.arrow_numpy import arrow_of, numpy_of
 
     queries = _read_queries(args.input)
     with open_store(args) as store:
@@ -222,8 +223,8 @@ def cmd_recall_batch(args) -> int:
                     part = queries[start:start + args.chunk]
                     table = store.recall_batch_arrow(part, projects=args.project,
                                                      reinforce=not args.no_reinforce)
-                    idx = pa.compute.add(table.column("query_index"), pa.scalar(start, pa.int32()))
-                    table = table.set_column(0, "query_index", idx)
+                    idx = numpy_of(table.column("query_index")) + np.int32(start)
+                    table = table.set_column(0, "query_index", arrow_of(idx))
                     if writer is None:
                         writer = pq.ParquetWriter(args.output, table.schema)
                     writer.write_table(table)

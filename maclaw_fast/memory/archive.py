@@ -21,6 +21,7 @@ from maclaw_fast.errors import NotFoundError
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.vectors import VectorColumn
 from maclaw_fast.memory.columns import EntryTable
+from maclaw_fast.persist.arrow_numpy import strings_of
 from maclaw_fast.persist.journal import ConversationOp, DeleteOp, Journal, JournalRecord, PutOp
 from maclaw_fast.persist.recovery import recover
 from maclaw_fast.persist.snapshot import SnapshotMeta, entries_table, table_entries, write_snapshot
@@ -327,8 +328,8 @@ class Archive:
             table = entries_table([self._entries[k] for k in ids], vecs, dim,
                                   SnapshotMeta(seq=self._seq, dim=dim, journal_headed=True))
             for side, name in enumerate(LINK_COLUMNS):
-                table = table.append_column(name, pa.array(
-                    [self._links.get(k, ("", ""))[side] for k in ids], pa.string()))
+                table = table.append_column(name, strings_of(
+                    [self._links.get(k, ("", ""))[side] for k in ids]))
             write_snapshot(self.dir / "snapshot.arrow", table)
             self._journal.reset(self._seq, force=rotate)
             self._dirty = False

@@ -20,6 +20,7 @@ from maclaw_fast.config import CATEGORY_TABLE
 from maclaw_fast.memory.columns import budget_tokens
 from maclaw_fast.memory.lifecycle import restore_locked
 from maclaw_fast.memory.speakers import raise_archived
+from maclaw_fast.persist.arrow_numpy import arrow_of, column_of, strings_of
 from maclaw_fast.records import Entry, RecallHit, ScoreBreakdown
 
 
@@ -209,15 +210,16 @@ def batch_with_archive(store, result, weak: np.ndarray, rows, counts, recall_one
 
 def _replace_arrow(table, replaced: dict[int, list[RecallHit]], reasons: tuple[str, ...]):
     keep = pc.invert(pc.is_in(table.column("query_index"),
-                              value_set=pa.array(list(replaced), pa.int32())))
+                              value_set=arrow_of(np.array(list(replaced), np.int32))))
     flat = [(q, rank, h) for q, hits in replaced.items() for rank, h in enumerate(hits)]
     cols = {"query_index": [q for q, _, _ in flat], "rank": [r for _, r, _ in flat],
             "id": [h.entry.id for _, _, h in flat], "score": [h.score for _, _, h in flat]}
     for name in ("recency", "importance", "bm25", "cos", "affinity", "graph"):
         cols[name] = [getattr(h.breakdown, name) for _, _, h in flat]
     cols["reason"] = pa.DictionaryArray.from_arrays(
-        pa.array([reasons.index(h.reason) for _, _, h in flat], pa.int8()), pa.array(reasons))
-    arrays = [cols[f.name] if f.name == "reason" else pa.array(cols[f.name], f.type)
+        arrow_of(np.array([reasons.index(h.reason) for _, _, h in flat], np.int8)),
+        strings_of(reasons))
+    arrays = [cols[f.name] if f.name == "reason" else column_of(cols[f.name], f.type)
               for f in table.schema]
     extra = pa.Table.from_arrays(arrays, schema=table.schema)
     merged = pa.concat_tables([table.filter(keep), extra])

@@ -11,6 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from maclaw_fast.persist.arrow_numpy import arrow_of, numpy_of, strings_of, valid_of
+
 
 class CarriedVectors:
     """A snapshot's vectors by entry id, each valid for the content it was read with."""
@@ -33,18 +35,18 @@ class CarriedVectors:
         """``(len(ids), dim)`` float32: each entry's vector, NaN where it has none (a new
         entry, or one whose content changed since its vector was made)."""
         out = np.full((len(ids), self.dim), np.nan, np.float32)
-        pos = pc.index_in(pa.array(ids, pa.string()), value_set=self._ids)
-        pos = pos.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        pos = numpy_of(pc.index_in(strings_of(ids), value_set=self._ids), fill=-1)
+        pos = pos.astype(np.int64)
         have = np.flatnonzero(pos >= 0)
         if have.size:
-            src = pa.array(pos[have])
+            src = arrow_of(pos[have])
             emb = self._embedding.take(src)
             was = self._content.take(src).to_pylist()
             same = np.array([a == contents[i] for a, i in zip(was, have.tolist())], np.bool_)
-            has = emb.is_valid().to_numpy(zero_copy_only=False)
+            has = valid_of(emb)
             full = np.full((have.size, self.dim), np.nan, np.float32)
             # flatten holds the valid rows' values, in order
-            full[has] = emb.flatten().to_numpy(zero_copy_only=False).reshape(-1, self.dim)
+            full[has] = numpy_of(emb.flatten()).reshape(-1, self.dim)
             out[have[same & has]] = full[same & has]
         if self._changes:
             for i, (entry_id, content) in enumerate(zip(ids, contents)):

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from maclaw_fast.config import CATEGORIES, CATEGORY_TABLE
 from maclaw_fast.memory.packed import PackedText
+from maclaw_fast.persist.arrow_numpy import numpy_of, strings_of
 from maclaw_fast.records import Entry
 from maclaw_fast.text.speakers import SpeakerIndex
 
@@ -197,14 +198,17 @@ class EntryTable:
         if self._packed is None:
             get = self.row_of.get
             return [get(i, -1) for i in ids]
-        return pc.index_in(pa.array(ids, pa.string()), value_set=self._packed.ids.to_arrow()
-                           ).fill_null(-1).to_pylist()
+        return numpy_of(pc.index_in(strings_of(ids), value_set=self._packed.ids.to_arrow()),
+                        fill=-1).tolist()
 
     def id_array(self):
         """Rows ``0..n_rows-1``' ids as one Arrow string array (null for a free row)."""
         if self._packed is not None:
             return self._packed.ids.to_arrow()
-        return pa.array(self.ids[: self.n_rows], pa.string())
+        ids = self.ids[: self.n_rows]
+        if None not in ids:
+            return strings_of(ids)
+        return pa.array(ids, pa.string())  # free rows' nulls
 
     @property
     def is_packed(self) -> bool:

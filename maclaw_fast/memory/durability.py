@@ -20,13 +20,13 @@ from maclaw_fast.memory.linking import (adjacency_state, replay_adjacent, replay
                                         restore_adjacency)
 from maclaw_fast.memory.model_choice import embed_rows
 from maclaw_fast.memory.reload import load_snapshot, save_terms
+from maclaw_fast.persist.arrow_numpy import one_array
 from maclaw_fast.persist.journal import (AdjacentOp, ConversationOp, DeleteOp, EdgesOp, Journal,
                                          JournalRecord, LinkOp, MetaOp, PutOp, TouchOp)
 from maclaw_fast.persist.lock import StoreLock
 from maclaw_fast.persist.recovery import recover
 from maclaw_fast.persist.snapshot import (SnapshotMeta, entries_table, snapshot_meta,
                                           write_snapshot)
-from maclaw_fast.persist.strings import one_array
 from maclaw_fast.records import replace_entry
 from maclaw_fast.timers import Timer, later
 

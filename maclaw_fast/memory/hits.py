@@ -8,6 +8,7 @@ from itertools import repeat
 import numpy as np
 import pyarrow as pa
 
+from maclaw_fast.persist.arrow_numpy import arrow_of, strings_of
 from maclaw_fast.records import RecallHit, ScoreBreakdown
 
 REASONS = ("scored", "graph", "self_identity", "user_fact", "revived", "archived")
@@ -92,11 +93,11 @@ def ids_array(store):
 
 def arrow_hits(store, rows, parts, counts):
     col = hit_columns(rows, parts, counts)
-    table = {"query_index": pa.array(col["query_index"].astype(np.int32)),
-             "rank": pa.array(col["rank"].astype(np.int32)),
-             "id": ids_array(store).take(pa.array(col["row"]))}
+    table = {"query_index": arrow_of(col["query_index"].astype(np.int32)),
+             "rank": arrow_of(col["rank"].astype(np.int32)),
+             "id": ids_array(store).take(arrow_of(col["row"]))}
     for name in ("score", "recency", "importance", "bm25", "cos", "affinity", "graph"):
-        table[name] = pa.array(col[name])
+        table[name] = arrow_of(col[name])
     table["reason"] = pa.DictionaryArray.from_arrays(  # RecallHit.reason, dictionary-encoded
-        pa.array(col["reason"].astype(np.int8)), pa.array(REASONS))
+        arrow_of(col["reason"].astype(np.int8)), strings_of(REASONS))
     return pa.table(table)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from maclaw_fast.persist.arrow_numpy import arrow_of
+
 
 def offsets(arr: pa.Array) -> np.ndarray:
     """A string or list array's n + 1 value offsets (int32, read-only view of its buffer): no
@@ -98,7 +100,7 @@ class PackedLists:
         return out
 
     def tolist(self) -> list[tuple[str, ...]]:
-        arr = pa.ListArray.from_arrays(pa.array(self.offsets), self.values.to_arrow())
+        arr = pa.ListArray.from_arrays(arrow_of(self.offsets), self.values.to_arrow())
         return [tuple(x) if x else () for x in arr.to_pylist()]
 
     @property

@@ -9,6 +9,7 @@ import pyarrow.compute as pc
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.memory import validate
 from maclaw_fast.memory.validate import check_store_name
+from maclaw_fast.persist.arrow_numpy import arrow_of, numpy_of, strings_of
 
 
 def _columns(rows) -> tuple[list, list, list]:
@@ -56,15 +57,15 @@ def merge_results(parts) -> object:
     ``query_index`` column becomes ``row`` (the input row) and a ``store`` column is added."""
     tables = []
     for name, indices, table in parts:
-        local = table.column("query_index").to_numpy()
+        local = numpy_of(table.column("query_index"))
         row = np.asarray(indices, np.int64)[local] if len(local) else np.zeros(0, np.int64)
         rest = table.drop_columns(["query_index"])
-        store_col = pa.repeat(pa.scalar(name, pa.string()), len(row))
-        tables.append(pa.table({"row": pa.array(row), "store": store_col,
+        store_col = strings_of([name] * len(row))
+        tables.append(pa.table({"row": arrow_of(row), "store": store_col,
                                 **{c: rest.column(c) for c in rest.column_names}}))
     if not tables:
-        return pa.table({"row": pa.array([], pa.int64()), "store": pa.array([], pa.string()),
-                         "rank": pa.array([], pa.int32()), "id": pa.array([], pa.string())})
+        return pa.table({"row": arrow_of(np.zeros(0, np.int64)), "store": strings_of([]),
+                         "rank": arrow_of(np.zeros(0, np.int32)), "id": strings_of([])})
     merged = pa.concat_tables(tables)
     order = pc.sort_indices(merged, sort_keys=[("row", "ascending"), ("rank", "ascending")])
     return merged.take(order)

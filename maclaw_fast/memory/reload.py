@@ -15,12 +15,13 @@ from maclaw_fast.config import CATEGORIES
 from maclaw_fast.memory.columns import SCOPE, STATUS
 from maclaw_fast.memory.packed import PackedText, offsets
 from maclaw_fast.memory.terms_file import read_terms, terms_meta, write_terms
-from maclaw_fast.persist.strings import one_array, value_codes
+from maclaw_fast.persist.arrow_numpy import numpy_of, one_array, valid_of
+from maclaw_fast.persist.strings import value_codes
 from maclaw_fast.text.tokenizer import analysed_text, tokenize
 
 
 def _numpy(table: pa.Table, name: str, dtype) -> np.ndarray:
-    return table.column(name).to_numpy().astype(dtype, copy=False)
+    return numpy_of(table.column(name)).astype(dtype, copy=False)
 
 
 def load_snapshot(store, table: pa.Table, *, vectors: bool, seq: int, directory=None,
@@ -69,8 +70,8 @@ def _load_vectors(store, col: pa.FixedSizeListArray, n: int) -> bool:
     if held is not None:  # the snapshot's own bytes, read into a writable buffer: no copy
         store.vectors.adopt(held)
         return True
-    valid = col.is_valid().to_numpy(zero_copy_only=False)
-    flat = col.flatten().to_numpy()  # the valid rows' values, in order
+    valid = valid_of(col)
+    flat = numpy_of(col.flatten())  # the valid rows' values, in order
     if col.type.list_size != store.dim or not valid.any():
         return False
     rows = np.flatnonzero(valid)
@@ -129,8 +130,8 @@ def _load_edges(store, table: pa.Table) -> None:
     ids = one_array(table.column("id"))
     targets = col.values.slice(int(off[0]), int(off[-1] - off[0]))
     # each target id's row (-1: not in the store), in C: no id → row dict for a reopen
-    rows = pc.index_in(targets, value_set=ids).fill_null(-1).to_numpy().astype(np.int64)
-    weights = strengths.values.slice(int(s_off[0]), int(s_off[-1] - s_off[0])).to_numpy()
+    rows = numpy_of(pc.index_in(targets, value_set=ids), fill=-1).astype(np.int64)
+    weights = numpy_of(strengths.values.slice(int(s_off[0]), int(s_off[-1] - s_off[0])))
     store.graph.load_edges(off - off[0], rows, weights)
 
 

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from maclaw_fast.errors import CorruptStoreError
+from maclaw_fast.persist.arrow_numpy import arrow_of, column_of, numpy_of, valid_of
 from maclaw_fast.persist.checksum import crc32
 from maclaw_fast.persist.strings import distinct_nonempty, value_codes
 from maclaw_fast.records import Entry
@@ -69,12 +70,12 @@ def entries_table(entries: list[Entry], vectors: np.ndarray | None, dim: int,
         for name, _ in ENTRY_SCHEMA_FIELDS:
             v = getattr(e, name)
             cols[name].append(list(v) if isinstance(v, tuple) else v)
-    arrays = [pa.array(cols[name], type=t) for name, t in ENTRY_SCHEMA_FIELDS]
+    arrays = [column_of(cols[name], t) for name, t in ENTRY_SCHEMA_FIELDS]
     names = [name for name, _ in ENTRY_SCHEMA_FIELDS]
     if vectors is not None and dim > 0:
-        flat = pa.array(np.ascontiguousarray(vectors, np.float32).reshape(-1))
+        flat = arrow_of(np.ascontiguousarray(vectors, np.float32).reshape(-1))
         has = ~np.isnan(vectors[:, 0]) if len(entries) else np.zeros(0, bool)
-        vec = pa.FixedSizeListArray.from_arrays(flat, dim, mask=pa.array(~has))
+        vec = pa.FixedSizeListArray.from_arrays(flat, dim, mask=arrow_of(~has))
         arrays.append(vec)
         names.append("embedding")
     metadata = {"maclaw": msgspec.json.encode(meta or SnapshotMeta())}
@@ -101,9 +102,9 @@ def table_entries(table: pa.Table) -> tuple[list[Entry], np.ndarray | None]:
         col = table.column("embedding").combine_chunks()
         dim = col.type.list_size
         vectors = np.full((table.num_rows, dim), np.nan, dtype=np.float32)
-        valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        valid = valid_of(col)
         # flatten() skips null slots, so valid rows are packed in order
-        flat = col.flatten().to_numpy(zero_copy_only=False).astype(np.float32)
+        flat = numpy_of(col.flatten()).astype(np.float32)
         if flat.size != int(valid.sum()) * dim:
             raise CorruptStoreError("snapshot embedding column has the wrong number of values")
         if valid.any():

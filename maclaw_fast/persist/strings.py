@@ -17,14 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from maclaw_fast.errors import CorruptStoreError
-
-
-def one_array(column: pa.ChunkedArray | pa.Array) -> pa.Array:
-    """The column as one array: its only chunk as it is (``combine_chunks`` copies even one
-    chunk, which would also take a reopen's vectors out of the snapshot's buffer)."""
-    if isinstance(column, pa.ChunkedArray):
-        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-    return column
+from maclaw_fast.persist.arrow_numpy import numpy_of, one_array, strings_of
 
 
 def value_codes(column: pa.ChunkedArray | pa.Array, allowed: tuple[str, ...],
@@ -34,12 +27,12 @@ def value_codes(column: pa.ChunkedArray | pa.Array, allowed: tuple[str, ...],
     arr = one_array(column)
     if arr.null_count:
         raise CorruptStoreError(f"snapshot column {name!r} has missing values")
-    codes = pc.index_in(arr, value_set=pa.array(allowed, pa.string()))
+    codes = pc.index_in(arr, value_set=strings_of(allowed))
     if codes.null_count:
         bad = {v for v, c in zip(arr.to_pylist(), codes.to_pylist()) if c is None}
         raise CorruptStoreError(f"snapshot column {name!r} holds unknown values "
                                 f"{sorted(bad)[:3]}")
-    return codes.to_numpy(zero_copy_only=False).astype(np.int8)
+    return numpy_of(codes).astype(np.int8)
 
 
 def distinct_nonempty(column: pa.ChunkedArray | pa.Array) -> bool:

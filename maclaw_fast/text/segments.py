@@ -22,7 +22,7 @@ MAX_RUNS = 200_000  # runs remembered per mode; beyond, cut every time (memory s
 _RULES = "cuts-2"  # bump if what is stored per run changes (2: dictionary words only, no HMM)
 
 _memo: dict[bool, dict[str, list[str]]] = {True: {}, False: {}}  # search_mode → run → words
-_state = {"path": None, "added": 0, "jieba": None}
+_state = {"path": None, "added": 0, "jieba": None, "unread": False}
 _lock = threading.Lock()
 
 
@@ -70,6 +70,9 @@ def cut(run: str, search_mode: bool = True) -> list[str]:
     """
     memo = _memo[search_mode]
     words = memo.get(run)
+    if words is None and _state["unread"]:  # the saved cuts, read on the first Han run only
+        _read_cut_file()
+        words = memo.get(run)
     if words is None:
         jieba = _jieba()
         words = jieba.cut_for_search(run, False) if search_mode else jieba.cut(run, False)
@@ -80,8 +83,9 @@ def cut(run: str, search_mode: bool = True) -> list[str]:
 
 
 def enable_cut_cache(directory: str | os.PathLike) -> None:
-    """Load the cuts saved in ``directory`` (if any, made by this rjieba) and save this
-    process's new ones there at exit."""
+    """Use the cuts saved in ``directory`` (if any, made by this rjieba), read when the first
+    Han run is cut (a process without Chinese text never reads them), and save this process's
+    new ones there at exit."""
     path = Path(directory) / FILE_NAME
     with _lock:
         if _state["path"] is None:
@@ -91,8 +95,16 @@ def enable_cut_cache(directory: str | os.PathLike) -> None:
         elif _state["path"] != path:
             save_cut_cache()
         _state["path"] = path
+        _state["unread"] = True
+
+
+def _read_cut_file() -> None:
+    with _lock:
+        if not _state["unread"]:
+            return
+        _state["unread"] = False
         try:
-            saved = msgspec.msgpack.decode(path.read_bytes(), type=_CutFile)
+            saved = msgspec.msgpack.decode(_state["path"].read_bytes(), type=_CutFile)
         except (OSError, msgspec.DecodeError):
             return
         if saved.rules != _RULES or saved.jieba != _jieba_version():

@@ -155,6 +155,11 @@ class GraphConfig(Config, frozen=True, kw_only=True):
     # save when within this many seconds of it; False makes no links at all
     adjacency: bool = True
     adjacency_gap_s: float = 1800.0
+    # a reply's BM25 document also holds the question it answers (its conversation predecessor,
+    # when that asks: holds a "?"), its speaker label left out, at 1/reply_terms of the reply's
+    # own weight: every document holds its own terms reply_terms times, the question's once
+    # (0: off; chosen on LoCoMo's tuning half, benchmarks/results/locomo_context.md)
+    reply_terms: int = 2
 
 
 class ForgettingConfig(Config, frozen=True, kw_only=True):

@@ -23,7 +23,8 @@ from maclaw_fast.errors import (DuplicateError, NotFoundError, ReadOnlyStoreErro
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.graph import MemoryGraph
 from maclaw_fast.index.vectors import VectorColumn
-from maclaw_fast.memory import batch, footprint, lifecycle, linking, model_choice, validate
+from maclaw_fast.memory import (batch, footprint, lifecycle, linking, model_choice, replies,
+                                validate)
 from maclaw_fast.memory.archive import Archive
 from maclaw_fast.memory.columns import EntryTable
 from maclaw_fast.memory.durability import Durability, store_table
@@ -445,11 +446,28 @@ class MemoryStore:
         return embed_checked(self.embedder, [text])[0]
 
     def index_row(self, row: int) -> list[str]:
-        """Engine interface: index ``row``'s text in BM25; returns its tokens."""
-        t = self.table
-        tokens = tokenize(analysed_text(t.content[row], t.tags[row]))
-        self.bm25.add(row, tokens)
+        """Engine interface: index ``row``'s text in BM25 (and make the document of the reply
+        that holds it as its question again: ``memory.replies``); returns its document."""
+        tokens = self.index_document(row)
+        self.relinked(replies.answer_after(self, row))
         return tokens
+
+    def index_document(self, row: int) -> list[str]:
+        """Engine interface: index ``row``'s BM25 document (its text, with the question it
+        answers: ``GraphConfig.reply_terms``); returns the document's tokens (what auto-link
+        seeks related memories with)."""
+        t = self.table
+        doc = replies.document(self, row, tokenize(analysed_text(t.content[row], t.tags[row])))
+        self.bm25.add(row, doc)
+        return doc
+
+    def relinked(self, *rows: int) -> None:
+        """Engine interface: make the BM25 documents of ``rows`` (-1: none) again after their
+        conversation predecessor changed (what a reply's document holds of its question)."""
+        if self.config.graph.reply_terms:
+            for row in rows:
+                if row >= 0 and self.table.alive[row]:
+                    self.index_document(row)
 
     def save(self, content: str, *, category: str, tags=(), pinned: bool = False,
              vector=None, thread: str | None = None) -> Entry:
@@ -484,7 +502,9 @@ class MemoryStore:
                           strength=1.0, status="active", scope=CATEGORY_TABLE[category][1],
                           pinned=pinned)
             row = self.insert_row(entry, vec)
-            links = self.auto_link_row(row) + self.link_adjacent(row, thread)
+            # conversation first: a reply's document holds its question, which auto-link seeks
+            adjacent = self.link_adjacent(row, thread)
+            links = self.auto_link_row(row) + adjacent
             self.journal(PutOp(self.entry_at(row), vec_bytes(vec)), *links)
             result = self.entry_at(row)
             self.enforce_capacity()
@@ -540,8 +560,12 @@ class MemoryStore:
         return linking.auto_link(self, row)
 
     def link_adjacent(self, row: int, thread: str | None) -> list:
-        """Link a new row into its conversation (design R5); returns the journal op recording it."""
-        return linking.link_adjacent(self, row, thread)
+        """Link a new row into its conversation (design R5); returns the journal op recording it.
+        A reply to a question is indexed again with it (``memory.replies``)."""
+        ops = linking.link_adjacent(self, row, thread)
+        if replies.question_before(self, row) >= 0:
+            self.last_tokens = self.index_document(row)
+        return ops
 
     def update(self, entry_id: str, *, content: str | None = None, tags=None,
                category: str | None = None) -> Entry:
@@ -603,12 +627,14 @@ class MemoryStore:
 
     def remove_row(self, row: int) -> None:
         """Engine interface: drop ``row`` from the columns, indexes and graph (lock held)."""
+        after = replies.answer_after(self, row)  # its reply answers another line from now on
         changed = self.graph.remove_node(row)
         self.table.touched(changed)
         self.bm25.remove(row)
         if self.dim:
             self.vectors.set(row, None)
         self.table.release(row)
+        self.relinked(after)
 
     def pin(self, entry_id: str) -> Entry:
         """Protect an entry from eviction and compression."""

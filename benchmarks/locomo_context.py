@@ -43,7 +43,7 @@ from maclaw_fast.memory.store import MemoryStore  # noqa: E402
 from maclaw_fast.text.tokenizer import analysed_text, tokenize  # noqa: E402
 
 ALL10 = TUNING + HELD_OUT
-BASE = "reply documents off (reply_terms 0)"  # the baseline every setting is measured from
+BASE = "reply documents off (reply_weight 0)"  # the baseline every setting is measured from
 CATS = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 
@@ -162,9 +162,9 @@ def settings():
             for q in (True, False) for m in ("distinct", "new")]
     out += [(f"BM25 replies: own ×{r} + previous question, others unchanged",
              "neighbour BM25 terms", "bm25", ("prev", r, True, "replies")) for r in (2, 3)]
-    # the engine's reply documents (GraphConfig.reply_terms; no prototype patch)
-    out += [(f"engine: reply_terms {n}", "engine (GraphConfig.reply_terms)", "engine", n)
-            for n in (1, 2, 3, 4)]
+    # the engine's reply documents (GraphConfig.reply_weight; no prototype patch)
+    out += [(f"engine: reply_weight {w:g}", "engine (GraphConfig.reply_weight)", "engine", w)
+            for w in (0.2, 0.25, 0.33, 0.4, 0.5, 0.75, 1.0)]
     return out
 
 
@@ -190,7 +190,7 @@ def run(convs, tv, qv, ctxv, embedder, log) -> dict:
             bm25 = None
         if kind == "engine":
             vecs, extra = tv, None
-        graph = {"reply_terms": params if kind == "engine" else 0}
+        graph = {"reply_weight": params if kind == "engine" else 0.0}
         out = {}
         for ci, conv in enumerate(convs):
             with bm25_documents(bm25_extra(conv, *extra)) if extra else nullcontext():

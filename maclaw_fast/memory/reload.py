@@ -111,18 +111,16 @@ def _load_bm25(store, columns, seq: int, directory, snapshot_id: str) -> bool:
         saved = read_terms(directory, terms_meta(seq, n, snapshot_id, _documents(store)))
         if saved is not None and bm25.load_postings(keys, saved):
             return True
-    # each text's own terms as often as every document holds them (the replies' questions are
-    # added once the conversation links are back: memory.replies)
-    repeats = max(store.config.graph.reply_terms, 1)
-    bm25.add_many(keys, [tokenize(analysed_text(c, tuple(tg) if tg else ())) * repeats
+    # the replies' questions are added once the conversation links are back (memory.replies)
+    bm25.add_many(keys, [tokenize(analysed_text(c, tuple(tg) if tg else ()))
                          for c, tg in zip(columns[1].to_pylist(), columns[2].to_pylist())])
     return False
 
 
 def _documents(store) -> str:
     """What the BM25 documents hold beside the text (a terms.bin made otherwise is not used)."""
-    n = store.config.graph.reply_terms
-    return f"reply {n}" if n else ""
+    w = store.config.graph.reply_weight
+    return f"replies {w!r}" if w else ""
 
 
 def _load_edges(store, table: pa.Table) -> None:

@@ -1,11 +1,11 @@
-"""Reply documents (``GraphConfig.reply_terms``): a memory's BM25 document also holds the
+"""Reply documents (``GraphConfig.reply_weight``): a memory's BM25 document also holds the
 question it answers, its conversation predecessor when that asks something, so a short reply
 ("Yes, I did!") is found by the words of the question it answers.
 
-Every document holds its own terms ``reply_terms`` times and the question's terms (its speaker
-label left out) once: the question weighs ``1/reply_terms`` of the reply. A document follows
-the conversation links as they are now: the store makes it again whenever a row's predecessor
-changes (a save, a delete, a restore, a replayed link) or the predecessor's text changes.
+The question's terms (its speaker label left out) count ``reply_weight`` each beside the
+reply's own. A document follows the conversation links as they are now: the store makes it
+again whenever a row's predecessor changes (a save, a delete, a restore, a replayed link) or
+the predecessor's text changes.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def question_before(store, row: int) -> int:
     """The row of the question ``row`` answers (its live conversation predecessor, when that
     asks something), or -1."""
     prev = store.graph.prev
-    if not store.config.graph.reply_terms or row >= prev.shape[0]:
+    if not store.config.graph.reply_weight or row >= prev.shape[0]:
         return -1
     before = int(prev[row])
     if before < 0 or not store.table.alive[before] or not line_asks(store.table.content[before]):
@@ -28,21 +28,17 @@ def question_before(store, row: int) -> int:
     return before
 
 
-def document(store, row: int, own: list[str]) -> list[str]:
-    """The BM25 document of ``row`` given its own tokens ``own``."""
-    n = store.config.graph.reply_terms
-    if not n:
-        return own
+def question_tokens(store, row: int) -> list[str]:
+    """The tokens of the question ``row`` answers (none: empty)."""
     before = question_before(store, row)
-    question = tokenize(spoken_text(store.table.content[before])) if before >= 0 else []
-    return own * n + question if n > 1 else own + question
+    return tokenize(spoken_text(store.table.content[before])) if before >= 0 else []
 
 
 def answer_after(store, row: int) -> int:
     """The row whose document holds ``row``'s text as its question (its live conversation
     successor, when reply documents are on), or -1."""
     nxt = store.graph.next
-    if not store.config.graph.reply_terms or row >= nxt.shape[0]:
+    if not store.config.graph.reply_weight or row >= nxt.shape[0]:
         return -1
     after = int(nxt[row])
     return after if after >= 0 and store.table.alive[after] else -1
@@ -52,7 +48,7 @@ def replies_of_questions(store) -> np.ndarray:
     """The live rows whose predecessor asks something (after a reopen that tokenised the
     snapshot: their documents are made again once the conversation links are back)."""
     t, g = store.table, store.graph
-    if not store.config.graph.reply_terms:
+    if not store.config.graph.reply_weight:
         return np.zeros(0, np.int64)
     rows = t.live_rows()
     rows = rows[rows < g.prev.shape[0]]

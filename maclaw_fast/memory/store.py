@@ -454,17 +454,18 @@ class MemoryStore:
 
     def index_document(self, row: int) -> list[str]:
         """Engine interface: index ``row``'s BM25 document (its text, with the question it
-        answers: ``GraphConfig.reply_terms``); returns the document's tokens (what auto-link
+        answers: ``GraphConfig.reply_weight``); returns the document's tokens (what auto-link
         seeks related memories with)."""
         t = self.table
-        doc = replies.document(self, row, tokenize(analysed_text(t.content[row], t.tags[row])))
-        self.bm25.add(row, doc)
-        return doc
+        own = tokenize(analysed_text(t.content[row], t.tags[row]))
+        question = replies.question_tokens(self, row)
+        self.bm25.add(row, own, question, self.config.graph.reply_weight)
+        return own + question
 
     def relinked(self, *rows: int) -> None:
         """Engine interface: make the BM25 documents of ``rows`` (-1: none) again after their
         conversation predecessor changed (what a reply's document holds of its question)."""
-        if self.config.graph.reply_terms:
+        if self.config.graph.reply_weight:
             for row in rows:
                 if row >= 0 and self.table.alive[row]:
                     self.index_document(row)

@@ -1,21 +1,29 @@
 """Save-side context for LoCoMo turns: a turn's stored vector or BM25 document given its
 conversation neighbours, evaluated as ablations of the default recall.
 
-    python benchmarks/locomo_context.py [--data DIR] [--out benchmarks/results/locomo_context.md]
+    python benchmarks/locomo_context.py [--data DIR] [--only REGEX]
+                                        [--out benchmarks/results/locomo_context.md]
 
 Each conversation's store is built and every question recalled as ``locomo_eval`` does (default
 configuration, MiniLM vectors, both clocks, categories 1–5); only what a turn is saved with
-changes. A turn's neighbours are the turns before and after it in its session (its thread: what
-the store knows at save time is the previous one; the next one only arrives with the next save):
+changes, from the baseline without reply documents (``GraphConfig.reply_weight`` 0). A turn's
+neighbours are the turns before and after it in its session (its thread: what the store knows at
+save time is the previous one; the next one only arrives with the next save):
 
 * **vector blend** — the stored vector is ``normalize(v_i + a·v_{i−1} + b·v_{i+1})`` (the
   neighbours' own MiniLM vectors);
 * **contextual embedding** — the stored vector embeds ``previous turn + " " + this turn``
-  (``c`` 1), or blends it with the turn's own vector ``normalize(v_i + c·e_i)``;
-* **neighbour BM25 terms** — a turn's BM25 document also holds the terms of its previous (and/or
-  next) turn: appended once, or its own terms twice and the neighbour's once (the neighbour at
-  half weight), or the previous turn only when it asks a question (holds a "?"); the text shown
-  and the vector are unchanged.
+  (alone), or ``normalize(v_i + c·e_i)`` of the turn's own vector and that embedding;
+* **neighbour BM25 terms** (a prototype that changes the tokens the store indexes, the text shown
+  and the vector unchanged) — a turn's BM25 document also holds the terms of its previous and/or
+  next turn, without the speaker's name: appended once, or the turn's own terms ``r`` times and
+  the neighbour's once (the neighbour at weight 1/r, and BM25's k1 in effect divided by r; with
+  k1 × r the same scores as the neighbour at 1/r under k1), or only when the previous turn asks
+  (holds a "?"), or each of its terms once, or only those the turn lacks; controls: the turn's
+  own terms repeated with no neighbour, and the smaller k1 alone;
+* **engine** — ``GraphConfig.reply_weight`` ``w``: the engine's reply documents (the previous
+  turn's words, when it asks, at weight ``w`` in the mirror the recall scores, the length grown
+  by that share): the form built in, no prototype patch.
 
 The query side is untouched. Every setting is chosen on the tuning half (conversations 0–4, mean
 turn R@10 of both clocks); the held-out half (5–9) and all ten are reported, per clock and per
@@ -163,7 +171,7 @@ def settings():
     out += [(f"BM25 replies: own ×{r} + previous question, others unchanged",
              "neighbour BM25 terms", "bm25", ("prev", r, True, "replies")) for r in (2, 3)]
     # the engine's reply documents (GraphConfig.reply_weight; no prototype patch)
-    out += [(f"engine: reply_weight {w:g}", "engine (GraphConfig.reply_weight)", "engine", w)
+    out += [(f"reply_weight {w:g}", "engine (GraphConfig.reply_weight)", "engine", w)
             for w in (0.2, 0.25, 0.33, 0.4, 0.5, 0.75, 1.0)]
     return out
 
@@ -233,7 +241,8 @@ def report(res, seconds: float, argv: str) -> str:
             cells = [summary(res, best, c, ids, "R@10") for ids in (TUNING, HELD_OUT, ALL10)]
             cells.append(summary(res, best, c, ALL10, "S@10"))
             cells += [summary(res, best, c, ALL10, "R@10", (k,)) for k in CATS]
-            lines.append(f"| {group}: {best} | ({'a' if c == 'now' else 'b'}) | "
+            name = best if group in ("default", "controls") else f"{group}: {best}"
+            lines.append(f"| {name} | ({'a' if c == 'now' else 'b'}) | "
                          + " | ".join(f"{x:.3f}" for x in cells) + " |")
         if group != "default":
             dt, dh = mean(res, best, TUNING) - base["t"], mean(res, best, HELD_OUT) - base["h"]

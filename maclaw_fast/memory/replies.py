@@ -44,6 +44,20 @@ def answer_after(store, row: int) -> int:
     return after if after >= 0 and store.table.alive[after] else -1
 
 
+def reply_after_removal(store, row: int) -> int:
+    """The reply whose document changes when ``row`` leaves (its successor, when ``row`` or the
+    line before it asks something: the successor's question goes or comes), or -1."""
+    after = answer_after(store, row)
+    if after < 0:
+        return -1
+    t = store.table
+    before = int(store.graph.prev[row])
+    if line_asks(t.content[row]) or (before >= 0 and t.alive[before]
+                                     and line_asks(t.content[before])):
+        return after
+    return -1
+
+
 def replies_of_questions(store) -> np.ndarray:
     """The live rows whose predecessor asks something (after a reopen that tokenised the
     snapshot: their documents are made again once the conversation links are back)."""

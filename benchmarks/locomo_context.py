@@ -137,8 +137,9 @@ def bm25_extra(conv, side: str, repeats: int, questions_only: bool = False,
 
 
 # --------------------------------------------------------------------------- settings
-def settings():
-    """(label, group, kind, params) of every setting."""
+def settings(only: str | None = None):
+    """(label, group, kind, params) of every setting (``only``: the baseline and the settings
+    whose label matches that regular expression)."""
     out = [(BASE, "default", "vec", (0.0, 0.0))]
     out += [(f"vector blend a {a:g}, b {b:g}", "vector blend", "vec", (a, b))
             for a in (0.1, 0.2, 0.3, 0.5) for b in (0.0, 0.1, 0.2)]
@@ -173,12 +174,12 @@ def settings():
     # the engine's reply documents (GraphConfig.reply_weight; no prototype patch)
     out += [(f"reply_weight {w:g}", "engine (GraphConfig.reply_weight)", "engine", w)
             for w in (0.2, 0.25, 0.33, 0.4, 0.5, 0.75, 1.0)]
-    return out
+    return [s for s in out if only is None or s[0] == BASE or re.search(only, s[0])]
 
 
-def run(convs, tv, qv, ctxv, embedder, log) -> dict:
+def run(convs, tv, qv, ctxv, embedder, chosen, log) -> dict:
     res = {}
-    for label, _, kind, params in settings():
+    for label, _, kind, params in chosen:
         t0 = time.perf_counter()
         if kind == "vec":
             vecs = [blend(tv[ci], *neighbours(c), *params) if params != (0.0, 0.0) else tv[ci]
@@ -202,8 +203,8 @@ def run(convs, tv, qv, ctxv, embedder, log) -> dict:
         out = {}
         for ci, conv in enumerate(convs):
             with bm25_documents(bm25_extra(conv, *extra)) if extra else nullcontext():
-                r = evaluate(convs, vecs, qv, embedder, [variant(label, bm25=bm25, graph=graph)], conv_ids=[ci],
-                             categories=(1, 2, 3, 4, 5), log=lambda m: None)
+                r = evaluate(convs, vecs, qv, embedder, [variant(label, bm25=bm25, graph=graph)],
+                             conv_ids=[ci], categories=(1, 2, 3, 4, 5), log=lambda m: None)
             for key, val in r.items():
                 out.setdefault(key, {}).update(val)
         res.update(out)
@@ -217,7 +218,7 @@ def mean(res, label, ids, metric="R@10", cats=(1, 2, 3, 4), clocks=CLOCKS) -> fl
 
 
 # --------------------------------------------------------------------------- report
-def report(res, seconds: float, argv: str) -> str:
+def report(res, chosen, seconds: float, argv: str) -> str:
     base = {h: mean(res, BASE, ids) for h, ids in (("t", TUNING), ("h", HELD_OUT))}
     adv0 = mean(res, BASE, ALL10, cats=(5,))
     lines = ["# Save-side context for LoCoMo turns", "",
@@ -228,11 +229,11 @@ def report(res, seconds: float, argv: str) -> str:
              "(mean of the two clocks) without lowering the adversarial category by more than "
              "0.005.", "",
              "## Best setting of each technique (chosen on the tuning half)", "",
-             "| setting | clock | R@10 tune 0–4 | R@10 held-out 5–9 | R@10 all | session R@10 all "
-             "| multi-hop | temporal | open-domain | single-hop | adversarial (5) |",
+             "| setting | clock | R@10 tune 0–4 | R@10 held-out 5–9 | R@10 all "
+             "| session R@10 all | multi-hop | temporal | open-domain | single-hop | adversarial (5) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     groups: dict[str, list[str]] = {}
-    for label, group, _, _ in settings():
+    for label, group, _, _ in chosen:
         groups.setdefault(group, []).append(label)
     verdicts = []
     for group, labels in groups.items():
@@ -255,7 +256,7 @@ def report(res, seconds: float, argv: str) -> str:
               "| setting | R@10 tune 0–4 | R@10 held-out 5–9 | R@10 all | session R@10 all "
               "| multi-hop all | open-domain all | multi-hop tune | open-domain tune "
               "| adversarial all |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for label, _, _, _ in settings():
+    for label, _, _, _ in chosen:
         cells = [mean(res, label, TUNING), mean(res, label, HELD_OUT), mean(res, label, ALL10),
                  mean(res, label, ALL10, "S@10"), mean(res, label, ALL10, cats=(1,)),
                  mean(res, label, ALL10, cats=(3,)), mean(res, label, TUNING, cats=(1,)),
@@ -268,7 +269,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1] / "data" / "eval"))
     ap.add_argument("--cache", default=str(Path.home() / ".cache" / "maclaw_fast_quality"))
-    ap.add_argument("--only", default=None, help="run only the settings whose label matches this regex")
+    ap.add_argument("--only", default=None,
+                    help="run only the settings whose label matches this regular expression")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"
                                          / "locomo_context.md"))
     args = ap.parse_args(argv)
@@ -285,12 +287,10 @@ def main(argv=None) -> int:
     qv = [embed_cached(embedder, [q["question"] for q in c["questions"]], cache) for c in convs]
     ctxv = [embed_cached(embedder, context_texts(c), cache) for c in convs]
     log(f"embedded ({time.perf_counter() - t0:.0f} s)")
-    if args.only:
-        global settings
-        every = settings
-        settings = lambda: [s for s in every() if s[0] == BASE or re.search(args.only, s[0])]  # noqa
-    res = run(convs, tv, qv, ctxv, embedder, log)
-    text = report(res, time.perf_counter() - t0, " ".join(sys.argv[1:] if argv is None else argv))
+    chosen = settings(args.only)
+    res = run(convs, tv, qv, ctxv, embedder, chosen, log)
+    text = report(res, chosen, time.perf_counter() - t0,
+                  " ".join(sys.argv[1:] if argv is None else argv))
     Path(args.out).write_text(text, encoding="utf-8")
     print(text)
     return 0

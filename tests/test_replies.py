@@ -106,3 +106,20 @@ def test_reply_documents_survive_replay_and_reopen(tmp_path):
         assert _state(store, ids) != want
     with MemoryStore.open(path, embedder=None, clock=lambda: NOW) as store:
         assert _state(store, ids) == want
+
+
+def test_weighted_extra_terms_count_their_weight_in_tf_and_length():
+    from maclaw_fast.index.bm25 import Bm25Index
+
+    whole, weighted, plain = (Bm25Index(tantivy_index=False) for _ in range(3))
+    for ix in (whole, weighted, plain):
+        ix.add(1, ["tea", "green", "tea", "cup"])
+    whole.add(0, ["ferry", "boat"] + ["naxos", "trip"])
+    weighted.add(0, ["ferry", "boat"], ["naxos", "trip"], 1.0)  # weight 1: the same document
+    query = ["naxos", "boat"]
+    assert weighted.scores(query, 2).tolist() == whole.scores(query, 2).tolist()
+    weighted.add(0, ["ferry", "boat"], ["naxos", "trip"], 0.25)
+    plain.add(0, ["ferry", "boat"])
+    assert 0.0 < weighted.scores(["naxos"], 2)[0] < whole.scores(["naxos"], 2)[0]
+    # the length grows by the extras' share, rounded half up: 2 + round(0.5) = 3 tokens
+    assert weighted.avgdl == pytest.approx((3 + 4) / 2) and plain.avgdl == pytest.approx(3.0)

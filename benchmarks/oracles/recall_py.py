@@ -18,8 +18,9 @@ Input: entries as dicts, in store order::
 ``tokens`` (the analysed text ``content + " " + " ".join(tags)`` tokenised with
 ``maclaw_fast.text.tokenize``) is computed when absent; pass it to keep tokenising out of a
 benchmark. When an entry's ``prev`` entry asks a question, its BM25 document also holds that
-line's tokens without its speaker label, each counting ``GraphConfig.reply_weight`` (design R5,
-reply documents). The BM25 statistics (N, df, avgdl) are those of *every* entry given — the index holds
+line's tokens without its speaker label, each counting ``GraphConfig.reply_weight`` (design §2,
+reply documents).
+The BM25 statistics (N, df, avgdl) are those of *every* entry given — the index holds
 all entries whatever their status or scope — and document lengths use tantivy's one-byte field
 norm (re-derived below from tantivy's ``fieldnorm/code.rs`` rule, independently of the engine).
 
@@ -172,7 +173,7 @@ class PyRecall:
 
     # ------------------------------------------------------------------ pieces
     def document(self, own: list[str], before: str | None) -> tuple[Counter, int]:
-        """design R5 reply documents: (term frequencies, length) of an entry with tokens
+        """design §2 reply documents: (term frequencies, length) of an entry with tokens
         ``own`` after the line ``before``: when that line asks (a "?"), its tokens without its
         speaker label count ``reply_weight`` each, and its length that much (rounded half up)."""
         from maclaw_fast.text.speakers import line_asks, spoken_text

@@ -394,6 +394,8 @@ def ablation_variants() -> list[Variant]:
            variant("adjacency mix off (a linked turn takes the larger value)",
                    adjacency_mix=0.0),
            variant("thread prior off", **NO_PRIOR),
+           variant("reply documents off (a reply's BM25 document without its question)",
+                   graph={"reply_weight": 0.0}),
            variant("the time a question names off", time_weight=0.0),
            *SPEAKER_ROWS[:5],
            variant("saved without threads (links by the 30-minute gap alone)", threads=False),

@@ -155,6 +155,16 @@ class GraphConfig(Config, frozen=True, kw_only=True):
     # save when within this many seconds of it; False makes no links at all
     adjacency: bool = True
     adjacency_gap_s: float = 1800.0
+    # a reply's BM25 document also holds the question it answers (its conversation predecessor,
+    # when that asks: holds a "?"), its speaker label left out, each of its words counting this
+    # much of one of the reply's own (0: off; chosen on LoCoMo's tuning half,
+    # benchmarks/results/locomo_context.md)
+    reply_weight: float = 0.33
+
+    def check(self) -> None:
+        if not 0.0 <= self.reply_weight <= 1.0:
+            raise ValidationError(f"GraphConfig.reply_weight must be in [0, 1], got "
+                                  f"{self.reply_weight!r}")
 
 
 class ForgettingConfig(Config, frozen=True, kw_only=True):

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from maclaw_fast.config import CapacityConfig, ForgettingConfig, MemoryConfig
+from maclaw_fast.config import CapacityConfig, ForgettingConfig, GraphConfig, MemoryConfig
 from maclaw_fast.errors import ValidationError
 from maclaw_fast.maintenance import Maintenance
 from maclaw_fast.memory import MemoryStore
@@ -446,10 +446,12 @@ def test_the_reply_to_a_revived_question_comes_back_with_it():
         from maclaw_fast.config import RecallConfig
 
         # the thread prior off unless asked: it lifts the reply on its own, as a turn of the
-        # conversation the query matches, and this test is about the link walk
+        # conversation the query matches, and this test is about the link walk (so are reply
+        # documents, which give the reply its question's words: off)
         cfg = MemoryConfig(recall=RecallConfig(adjacency_hops=adjacency_hops,
                                                thread_bm25_weight=prior,
-                                               thread_cos_weight=prior))
+                                               thread_cos_weight=prior),
+                           graph=GraphConfig(reply_weight=0.0))
         store = MemoryStore.in_memory(embedder=None, config=cfg, clock=lambda: 1.8e9)
         for i in range(20):
             store.save(f"note {i} about the weather and the garden", category="project")

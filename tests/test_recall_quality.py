@@ -272,7 +272,9 @@ def test_a_reply_keeps_its_own_match_and_gains_its_question():
     query = "what did Caroline take away from Becoming Nicole"
 
     def build(mix):
-        cfg = MemoryConfig(recall=RecallConfig(adjacency_mix=mix))
+        # reply documents off: the answer's own match alone (tests/test_replies.py: with them)
+        cfg = MemoryConfig(recall=RecallConfig(adjacency_mix=mix),
+                           graph=GraphConfig(reply_weight=0.0))
         store = MemoryStore.in_memory(embedder=None, config=cfg, clock=lambda: NOW)
         # six turns as weak as the answer, older, so they win the ties for the five seeds
         others = [store.save(f"I took {word} away", category="conversation_summary",

@@ -17,7 +17,10 @@ Input: entries as dicts, in store order::
 
 ``tokens`` (the analysed text ``content + " " + " ".join(tags)`` tokenised with
 ``maclaw_fast.text.tokenize``) is computed when absent; pass it to keep tokenising out of a
-benchmark. The BM25 statistics (N, df, avgdl) are those of *every* entry given — the index holds
+benchmark. When an entry's ``prev`` entry asks a question, its BM25 document also holds that
+line's tokens without its speaker label, each counting ``GraphConfig.reply_weight`` (design §2,
+reply documents).
+The BM25 statistics (N, df, avgdl) are those of *every* entry given — the index holds
 all entries whatever their status or scope — and document lengths use tantivy's one-byte field
 norm (re-derived below from tantivy's ``fieldnorm/code.rs`` rule, independently of the engine).
 
@@ -142,18 +145,19 @@ class PyRecall:
         self.dl: dict[str, int] = {}
         self.df: Counter = Counter()
         total = 0
+        if tokenize is None:
+            from maclaw_fast.text import tokenize as tokenize_fn
+
+            tokenize = self.tokenize = tokenize_fn
+        content = {e["id"]: e["content"] for e in self.entries}
         for e in self.entries:
             toks = e.get("tokens")
             if toks is None:
-                if tokenize is None:
-                    from maclaw_fast.text import tokenize as tokenize_fn
-
-                    tokenize = self.tokenize = tokenize_fn
                 toks = tokenize(e["content"] + " " + " ".join(e["tags"]))
-            tf = Counter(toks)
+            tf, length = self.document(toks, content.get(e.get("prev")))
             self.tf[e["id"]] = tf
-            self.dl[e["id"]] = fieldnorm(len(toks))
-            total += len(toks)
+            self.dl[e["id"]] = fieldnorm(length)
+            total += length
             for tok in tf:
                 self.df[tok] += 1
         self.n_docs = len(self.entries)
@@ -168,6 +172,21 @@ class PyRecall:
         self.last_when = float("nan")  # the time the last query asked about
 
     # ------------------------------------------------------------------ pieces
+    def document(self, own: list[str], before: str | None) -> tuple[Counter, int]:
+        """design §2 reply documents: (term frequencies, length) of an entry with tokens
+        ``own`` after the line ``before``: when that line asks (a "?"), its tokens without its
+        speaker label count ``reply_weight`` each, and its length that much (rounded half up)."""
+        from maclaw_fast.text.speakers import line_asks, spoken_text
+
+        tf: Counter = Counter(own)
+        w = self.config.graph.reply_weight
+        if not (w and before and line_asks(before)):
+            return tf, len(own)
+        question = self.tokenize(spoken_text(before))
+        for tok in question:
+            tf[tok] += w
+        return tf, len(own) + int(w * len(question) + 0.5)
+
     def bm25(self, q_tokens: list[str], entry_id: str) -> float:
         """design §2 over the unique query tokens, in query order."""
         k1, b = self.k1, self.b

@@ -108,18 +108,30 @@ class Bm25Index(Bm25Queries, Bm25Persist):
     def __contains__(self, key: int) -> bool:
         return int(key) in self._key_doc
 
-    def add(self, key: int, tokens: list[str]) -> None:
-        """Index ``tokens`` under ``key`` (replacing what the key held)."""
+    def add(self, key: int, tokens: list[str], extra: list[str] = (),
+            extra_weight: float = 0.0) -> None:
+        """Index ``tokens`` under ``key`` (replacing what the key held); ``extra`` tokens count
+        ``extra_weight`` each, in the term frequencies and in the length (rounded). Weighted
+        extras live in the mirror only (every scoring path): tantivy, which counts whole
+        tokens, holds ``tokens`` (a reply's question, ``memory.replies``, is the one user)."""
         key = int(key)
         with self._lock:
             self._args = self._tail_args = None
             if key in self._key_doc:
                 self._remove(key)
-            counts: dict[int, int] = {}  # a dict beats np.unique on a few dozen tokens
+            counts: dict[int, float] = {}  # a dict beats np.unique on a few dozen tokens
             vocab_add = self.vocab.add
             for tok in tokens:
                 tid = vocab_add(tok)
                 counts[tid] = counts.get(tid, 0) + 1
+            if extra and extra_weight > 0.0:
+                for tok in extra:
+                    tid = vocab_add(tok)
+                    counts[tid] = counts.get(tid, 0) + extra_weight
+                # the length the extras add, rounded half up, as the recall oracle counts it
+                length = len(tokens) + int(extra_weight * len(extra) + 0.5)
+            else:
+                length = len(tokens)
             terms = np.fromiter(counts.keys(), np.int32, len(counts))
             tfs = np.fromiter(counts.values(), np.float32, len(counts))
             d = self._n_docs
@@ -134,15 +146,15 @@ class Bm25Index(Bm25Queries, Bm25Persist):
             self._fwd_used = need
             self._doc_start[d] = start
             self._doc_nterms[d] = terms.size
-            self._doc_len[d] = len(tokens)
-            self._doc_norm[d] = FIELDNORMS[bisect_right(FIELDNORMS, len(tokens)) - 1]
+            self._doc_len[d] = length
+            self._doc_norm[d] = FIELDNORMS[bisect_right(FIELDNORMS, length) - 1]
             self._doc_key[d] = key
             self._doc_live[d] = True
             self._n_docs = d + 1
             self._key_doc[key] = d
             self._df = grow(self._df, len(self.vocab))
             self._df[terms] += 1
-            self._total_len += len(tokens)
+            self._total_len += length
             if self._tantivy is not None:
                 self._tantivy.add(key, tokens, replace=False)  # _remove deleted any old copy
             if need - self._main_nnz > max(1024, self._main_nnz // 8):

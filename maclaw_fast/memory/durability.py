@@ -14,6 +14,7 @@ import numpy as np
 
 from maclaw_fast.config import CATEGORIES, PersistConfig
 from maclaw_fast.errors import CorruptStoreError, ReadOnlyStoreError, ValidationError
+from maclaw_fast.memory import replies
 from maclaw_fast.memory.carried import CarriedVectors
 from maclaw_fast.memory.columns import SCOPE, STATUS
 from maclaw_fast.memory.linking import (adjacency_state, replay_adjacent, replay_relink,
@@ -102,6 +103,8 @@ class Durability:
                     one_array(rec.table.column("content")),
                     one_array(rec.table.column("embedding")))
             restore_adjacency(store, meta.adjacency, meta.threads)
+            if not self._terms_saved:  # tokenised: the replies' questions need the links
+                store.relinked(*replies.replies_of_questions(store).tolist())
         self.seq = rec.seq
         for record in rec.records:
             try:
@@ -193,8 +196,11 @@ class Durability:
                 store.meta.pop(op.key, None)
         elif isinstance(op, AdjacentOp):
             replay_adjacent(store, op)
+            store.relinked(t.row_of.get(op.id, -1))
         elif isinstance(op, ConversationOp):
             replay_relink(store, op)
+            row = t.row_of.get(op.id, -1)
+            store.relinked(row, replies.answer_after(store, row) if row >= 0 else -1)
 
     def _reembed_missing(self, snap_fp: str) -> None:
         """Vectors from another model are dropped on load; embed what lacks one, in batches."""

@@ -14,7 +14,7 @@ import numpy as np
 
 from maclaw_fast.config import CATEGORIES, CATEGORY_ALIASES
 from maclaw_fast.errors import DuplicateError, ValidationError
-from maclaw_fast.memory import validate
+from maclaw_fast.memory import replies, validate
 from maclaw_fast.memory.columns import CATEGORY_CODE, SELF_IDENTITY
 from maclaw_fast.memory.linking import least_used, relink_restored
 from maclaw_fast.persist.journal import DeleteOp, PutOp
@@ -142,8 +142,11 @@ def restore_locked(store, entry_id: str, now: float, vec=None) -> tuple[Entry, l
     entry = replace_entry(old, updated_at=now, access_count=1, status=status, strength=1.0,
                           related_ids=(), related_strengths=())
     row = store.insert_row(entry, vec)
-    store.journal(PutOp(store.entry_at(row), vec_bytes(vec)), *store.auto_link_row(row),
-                  *relink_restored(store, row, *archive.neighbours(entry_id)))
+    put = PutOp(store.entry_at(row), vec_bytes(vec))
+    links = store.auto_link_row(row)
+    relinks = relink_restored(store, row, *archive.neighbours(entry_id))
+    store.relinked(row, replies.answer_after(store, row))  # back between question and reply
+    store.journal(put, *links, *relinks)
     # Store first, archive second: a crash in between leaves a copy in both (finished above),
     # never the entry in neither.
     archive.remove(entry_id)

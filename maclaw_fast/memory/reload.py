@@ -109,12 +109,19 @@ def _load_bm25(store, columns, seq: int, directory, snapshot_id: str) -> bool:
     keys = np.arange(n)
     bm25 = store.bm25
     if directory is not None and snapshot_id:
-        saved = read_terms(directory, terms_meta(seq, n, snapshot_id))
+        saved = read_terms(directory, terms_meta(seq, n, snapshot_id, _documents(store)))
         if saved is not None and bm25.load_postings(keys, saved):
             return True
+    # the replies' questions are added once the conversation links are back (memory.replies)
     bm25.add_many(keys, [tokenize(analysed_text(c, tuple(tg) if tg else ()))
                          for c, tg in zip(columns[1].to_pylist(), columns[2].to_pylist())])
     return False
+
+
+def _documents(store) -> str:
+    """What the BM25 documents hold beside the text (a terms.bin made otherwise is not used)."""
+    w = store.config.graph.reply_weight
+    return f"replies {w!r}" if w else ""
 
 
 def _load_edges(store, table: pa.Table) -> None:
@@ -151,4 +158,5 @@ def save_terms(store, directory, seq: int, snapshot_id: str) -> None:
     """Write ``terms.bin`` for the snapshot just written at ``seq`` (store order) whose
     checksum is ``snapshot_id``."""
     rows = store.table.live_rows()
-    write_terms(directory, store.bm25, rows, terms_meta(seq, int(rows.shape[0]), snapshot_id))
+    write_terms(directory, store.bm25, rows,
+                terms_meta(seq, int(rows.shape[0]), snapshot_id, _documents(store)))

@@ -23,7 +23,8 @@ from maclaw_fast.errors import (DuplicateError, NotFoundError, ReadOnlyStoreErro
 from maclaw_fast.index.bm25 import Bm25Index
 from maclaw_fast.index.graph import MemoryGraph
 from maclaw_fast.index.vectors import VectorColumn
-from maclaw_fast.memory import batch, footprint, lifecycle, linking, model_choice, validate
+from maclaw_fast.memory import (batch, footprint, lifecycle, linking, model_choice, replies,
+                                validate)
 from maclaw_fast.memory.archive import Archive
 from maclaw_fast.memory.columns import EntryTable
 from maclaw_fast.memory.durability import Durability, store_table
@@ -445,11 +446,29 @@ class MemoryStore:
         return embed_checked(self.embedder, [text])[0]
 
     def index_row(self, row: int) -> list[str]:
-        """Engine interface: index ``row``'s text in BM25; returns its tokens."""
-        t = self.table
-        tokens = tokenize(analysed_text(t.content[row], t.tags[row]))
-        self.bm25.add(row, tokens)
+        """Engine interface: index ``row``'s text in BM25 (and make the document of the reply
+        that holds it as its question again: ``memory.replies``); returns its own tokens."""
+        tokens = self.index_document(row)
+        self.relinked(replies.answer_after(self, row))
         return tokens
+
+    def index_document(self, row: int) -> list[str]:
+        """Engine interface: index ``row``'s BM25 document (its text, with the question it
+        answers: ``GraphConfig.reply_weight``); returns its own tokens (what auto-link seeks
+        related memories with)."""
+        t = self.table
+        own = tokenize(analysed_text(t.content[row], t.tags[row]))
+        self.bm25.add(row, own, replies.question_tokens(self, row),
+                      self.config.graph.reply_weight)
+        return own
+
+    def relinked(self, *rows: int) -> None:
+        """Engine interface: make the BM25 documents of ``rows`` (-1: none) again after their
+        conversation predecessor changed (what a reply's document holds of its question)."""
+        if self.config.graph.reply_weight:
+            for row in rows:
+                if row >= 0 and self.table.alive[row]:
+                    self.index_document(row)
 
     def save(self, content: str, *, category: str, tags=(), pinned: bool = False,
              vector=None, thread: str | None = None) -> Entry:
@@ -483,8 +502,12 @@ class MemoryStore:
                           tags=tags, created_at=now, updated_at=now, access_count=1,
                           strength=1.0, status="active", scope=CATEGORY_TABLE[category][1],
                           pinned=pinned)
-            row = self.insert_row(entry, vec)
-            links = self.auto_link_row(row) + self.link_adjacent(row, thread)
+            # indexed once linked into its conversation: a reply's document holds its question
+            # (memory.replies)
+            row = self.insert_row(entry, vec, index=False)
+            adjacent = linking.link_adjacent(self, row, thread)
+            self.last_tokens = self.index_row(row)
+            links = self.auto_link_row(row) + adjacent
             self.journal(PutOp(self.entry_at(row), vec_bytes(vec)), *links)
             result = self.entry_at(row)
             self.enforce_capacity()
@@ -523,12 +546,15 @@ class MemoryStore:
         self.journal(PutOp(entry, None, False))
         return self.entry_at(row)
 
-    def insert_row(self, entry: Entry, vec: np.ndarray | None, row: int | None = None) -> int:
-        """Engine interface: write ``entry`` and its vector into a row and index it."""
+    def insert_row(self, entry: Entry, vec: np.ndarray | None, row: int | None = None, *,
+                   index: bool = True) -> int:
+        """Engine interface: write ``entry`` and its vector into a row and index it (``index``
+        False: the caller indexes it, :meth:`index_row`)."""
         row = self.table.insert(entry, row)
         self.language.add(entry.content)
         self.graph.reserve(row + 1)
-        self.last_tokens = self.index_row(row)
+        if index:
+            self.last_tokens = self.index_row(row)
         if self.dim:
             self.vectors.set(row, vec)
         return row
@@ -540,8 +566,12 @@ class MemoryStore:
         return linking.auto_link(self, row)
 
     def link_adjacent(self, row: int, thread: str | None) -> list:
-        """Link a new row into its conversation (design R5); returns the journal op recording it."""
-        return linking.link_adjacent(self, row, thread)
+        """Link a new row into its conversation (design R5); returns the journal op recording it.
+        A reply to a question is indexed again with it (``memory.replies``)."""
+        ops = linking.link_adjacent(self, row, thread)
+        if replies.question_before(self, row) >= 0:
+            self.index_document(row)
+        return ops
 
     def update(self, entry_id: str, *, content: str | None = None, tags=None,
                category: str | None = None) -> Entry:
@@ -603,12 +633,14 @@ class MemoryStore:
 
     def remove_row(self, row: int) -> None:
         """Engine interface: drop ``row`` from the columns, indexes and graph (lock held)."""
+        after = replies.reply_after_removal(self, row)  # a reply that answers another line now
         changed = self.graph.remove_node(row)
         self.table.touched(changed)
         self.bm25.remove(row)
         if self.dim:
             self.vectors.set(row, None)
         self.table.release(row)
+        self.relinked(after)
 
     def pin(self, entry_id: str) -> Entry:
         """Protect an entry from eviction and compression."""

@@ -42,10 +42,12 @@ class TermsMeta(msgspec.Struct, kw_only=True):
     layout: int = LAYOUT
 
 
-def terms_meta(seq: int, rows: int, snapshot_id: str) -> TermsMeta:
+def terms_meta(seq: int, rows: int, snapshot_id: str, documents: str = "") -> TermsMeta:
     """What a ``terms.bin`` must match: the snapshot at ``seq`` of ``rows`` rows whose checksum
-    is ``snapshot_id``, and this tokenizer."""
-    return TermsMeta(seq=seq, rows=rows, snapshot=snapshot_id, tokenizer=TOKENIZER_VERSION)
+    is ``snapshot_id``, this tokenizer and what the documents hold beside their text
+    (``documents``, e.g. the replies' questions)."""
+    tokenizer = f"{TOKENIZER_VERSION}; {documents}" if documents else TOKENIZER_VERSION
+    return TermsMeta(seq=seq, rows=rows, snapshot=snapshot_id, tokenizer=tokenizer)
 
 
 class _TermsFile(msgspec.Struct, kw_only=True):

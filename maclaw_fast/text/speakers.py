@@ -50,6 +50,17 @@ def line_asks(text: str) -> bool:
     return "?" in text or "？" in text
 
 
+def spoken_text(text: str) -> str:
+    """A line without its speaker label (the whole text when it has none).
+
+    >>> spoken_text("Melanie: what got you into pottery?"), spoken_text("no speaker here")
+    ('what got you into pottery?', 'no speaker here')
+    """
+    if line_speaker(text) is None:
+        return text
+    return text[_LINE.match(text).end():]
+
+
 def speaks_or_answers(text: str, before: str | None, names) -> bool:
     """Whether a line is spoken by one of ``names`` (speaker keys) or answers a question one
     of them asked in the line ``before`` it.

@@ -54,6 +54,8 @@ def test_columns_and_strings_equal_pyarrow():
     for values, type_ in cases:
         assert column_of(values, type_).equals(pa.array(values, type_)), (values, type_)
     assert strings_of(("b", "a")).equals(pa.array(["b", "a"], pa.string()))
+    with_nulls = ["x", None, "", None, "yz", "a", "b", "c", None]  # a bitmap past one byte
+    assert strings_of(with_nulls).equals(pa.array(with_nulls, pa.string()))
 
 
 def test_one_array_of_chunks():
@@ -76,6 +78,7 @@ def test_a_fresh_process_opens_saves_and_recalls_without_pandas(tmp_path):
                                       "old note one", "old note two")):
                 s.save(text, category="preference", tags=["t"], thread="talk")
             s.delete(s.list()[-1].id)
+            assert s.recall_batch_arrow(["tea"]).num_rows > 0  # a free row's id is a null
             s.gc()
         with MemoryStore.open({str(tmp_path)!r}, embedder="hash", config=cfg) as s:
             assert any("tea" in h.entry.content for h in s.recall("green tea"))

@@ -11,7 +11,6 @@ import operator
 
 import msgspec
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from maclaw_fast.config import CATEGORIES, CATEGORY_TABLE
@@ -205,10 +204,7 @@ class EntryTable:
         """Rows ``0..n_rows-1``' ids as one Arrow string array (null for a free row)."""
         if self._packed is not None:
             return self._packed.ids.to_arrow()
-        ids = self.ids[: self.n_rows]
-        if None not in ids:
-            return strings_of(ids)
-        return pa.array(ids, pa.string())  # free rows' nulls
+        return strings_of(self.ids[: self.n_rows])
 
     @property
     def is_packed(self) -> bool:

@@ -87,15 +87,18 @@ def arrow_of(values: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.from_numpy_dtype(a.dtype), len(a), [None, pa.py_buffer(a)])
 
 
-def strings_of(values: list[str] | tuple[str, ...]) -> pa.StringArray:
-    """A null-free Arrow string array of Python strings."""
-    encoded = [v.encode() for v in values]
+def strings_of(values: list[str | None] | tuple[str | None, ...]) -> pa.StringArray:
+    """An Arrow string array of Python strings (None: a null)."""
+    valid = None if None not in values else np.fromiter(
+        (v is not None for v in values), np.bool_, len(values))
+    encoded = [v.encode() if v is not None else b"" for v in values]
     ends = np.zeros(len(encoded) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=ends[1:])
     if ends[-1] >= 2 ** 31:
         raise ValueError("strings_of takes under 2 GiB of text")
+    bitmap = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
     return pa.StringArray.from_buffers(len(encoded), pa.py_buffer(ends.astype(np.int32)),
-                                       pa.py_buffer(b"".join(encoded)))
+                                       pa.py_buffer(b"".join(encoded)), bitmap)
 
 
 def column_of(values: list, type_: pa.DataType) -> pa.Array:
